@@ -1,0 +1,5 @@
+//! The traffic worker's library: measurement patterns, their wire protocol and the records
+//! they emit. The controller links this crate only for the shared [`record`] types and the
+//! NetPIPE format; nothing here may depend on the controller.
+
+pub mod record;

@@ -1,0 +1,90 @@
+//! One measurement record: what every pattern writes, one JSON object per line on stdout.
+//!
+//! This is the contract between the worker and the controller's results store. Field names
+//! carry their unit. Fields are only ever added (as `Option`s, so old records still parse);
+//! renaming one breaks every stored run.
+
+use serde::{Deserialize, Serialize};
+
+/// Version of the record layout. Bump when a field's meaning changes.
+pub const RECORD_SCHEMA_VERSION: u32 = 1;
+
+/// Which measurement produced a record.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    /// NetPIPE ping-pong: latency and throughput of one block bounced back and forth.
+    Pingpong,
+    /// NetPIPE streaming: blocks sent one way, timed at the receiver.
+    Stream,
+    /// The 1996 study's Network Throughput test: a token sent and returned.
+    Token,
+    /// Request/response with a fixed number of requests outstanding.
+    Pipeline,
+    /// Open-loop producer at an offered rate.
+    Load,
+    /// The 1996 study's Disk/Net Balance test: file read, sent, written and synced.
+    Filecopy,
+}
+
+/// Transport used by a pattern.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    Tcp,
+    Udp,
+}
+
+/// Which side of a pair wrote the record.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Client,
+    Server,
+}
+
+/// One trial (or run) of one pattern at one message size between two endpoints.
+///
+/// Throughput is payload bits per second in one direction, as each pattern defines it
+/// (`token`: tokens written × token size / elapsed, as the 1996 study did). Times are wall-clock
+/// nanoseconds since the Unix epoch so the controller can line up pairs on different nodes;
+/// `elapsed_ns` is measured with the monotonic clock and is what rates are computed from.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Record {
+    pub schema: u32,
+    pub pattern: Pattern,
+    pub protocol: Protocol,
+    pub role: Role,
+    /// Local socket address, `ip:port`.
+    pub local_addr: String,
+    /// Peer socket address, `ip:port`.
+    pub peer_addr: String,
+    /// Message, block or token size in bytes.
+    pub size_bytes: u64,
+    /// Index of this trial within one invocation, from 0.
+    pub trial: u32,
+    /// Messages (tokens, blocks, requests, files) completed in this trial.
+    pub messages: u64,
+    /// Payload bytes counted for throughput in this trial.
+    pub bytes: u64,
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
+    pub elapsed_ns: u64,
+    pub throughput_mbit_s: Option<f64>,
+    /// One-way latency: half a round trip for ping-pong patterns, per message for pipelines.
+    pub latency_us: Option<f64>,
+    pub latency_p50_us: Option<f64>,
+    pub latency_p90_us: Option<f64>,
+    pub latency_p99_us: Option<f64>,
+    pub latency_max_us: Option<f64>,
+    /// NetPIPE's variance column (of the per-repetition times, in s²).
+    pub variance: Option<f64>,
+    /// Outstanding requests (pipeline).
+    pub depth: Option<u32>,
+    /// Offered load in Mbit/s (load).
+    pub offered_mbit_s: Option<f64>,
+    /// Datagrams sent but not received (UDP patterns).
+    pub lost: Option<u64>,
+    /// Set when the trial failed; the numeric fields then describe what was done before it.
+    pub error: Option<String>,
+}

@@ -132,7 +132,9 @@ fn default_repetitions() -> Spanned<u32> {
     Spanned::new(0..0, 3)
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum PatternKind {
     Pingpong,
@@ -156,7 +158,20 @@ impl PatternKind {
     }
 }
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema)]
+#[derive(
+    Debug,
+    Default,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Deserialize,
+    Serialize,
+    JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ProtocolKind {
     #[default]
@@ -173,7 +188,9 @@ impl ProtocolKind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
+)]
 #[serde(rename_all = "kebab-case")]
 pub enum PlacementKind {
     /// Every pair shares a segment.
@@ -236,7 +253,11 @@ impl<'de> Deserialize<'de> for HumanDuration {
         let s = String::deserialize(d)?;
         humantime::parse_duration(&s)
             .map(HumanDuration)
-            .map_err(|e| de::Error::custom(format!("invalid duration {s:?} ({e}): expected e.g. \"10s\" or \"500ms\"")))
+            .map_err(|e| {
+                de::Error::custom(format!(
+                    "invalid duration {s:?} ({e}): expected e.g. \"10s\" or \"500ms\""
+                ))
+            })
     }
 }
 
@@ -342,7 +363,10 @@ impl FromListOrTable for Counts {
     }
     fn from_table(t: CountRange) -> Result<Self, String> {
         if t.from > t.to {
-            return Err(format!("empty range: from = {} is above to = {}", t.from, t.to));
+            return Err(format!(
+                "empty range: from = {} is above to = {}",
+                t.from, t.to
+            ));
         }
         Ok(Counts((t.from..=t.to).collect()))
     }
@@ -350,6 +374,9 @@ impl FromListOrTable for Counts {
 
 impl<'de> Deserialize<'de> for Counts {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ListOrTable(Default::default(), "a list of counts or { from, to }"))
+        d.deserialize_any(ListOrTable(
+            Default::default(),
+            "a list of counts or { from, to }",
+        ))
     }
 }

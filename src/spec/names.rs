@@ -24,6 +24,12 @@ macro_rules! string_name {
             }
         }
 
+        impl AsRef<str> for $ty {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
         impl FromStr for $ty {
             type Err = InvalidValue;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
@@ -144,7 +150,11 @@ impl fmt::Display for Rate {
     /// Renders in tc's syntax, choosing the largest unit that keeps an integer.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.bits_per_s;
-        for (unit, div) in [("gbit", 1_000_000_000), ("mbit", 1_000_000), ("kbit", 1_000)] {
+        for (unit, div) in [
+            ("gbit", 1_000_000_000),
+            ("mbit", 1_000_000),
+            ("kbit", 1_000),
+        ] {
             if b % div == 0 {
                 return write!(f, "{}{unit}", b / div);
             }
@@ -256,7 +266,9 @@ mod tests {
 
     #[test]
     fn names_reject_shell_metacharacters() {
-        for bad in ["", "a b", "a;b", "$(x)", "a'b", "a\"b", "-x", "a/b", "`x`", "a\nb"] {
+        for bad in [
+            "", "a b", "a;b", "$(x)", "a'b", "a\"b", "-x", "a/b", "`x`", "a\nb",
+        ] {
             assert!(bad.parse::<NodeName>().is_err(), "{bad:?} accepted");
         }
         assert!("n01".parse::<NodeName>().is_ok());
@@ -281,7 +293,10 @@ mod tests {
         assert_eq!("8KiB".parse::<ByteSize>().unwrap().0, 8192);
         assert_eq!("2MiB".parse::<ByteSize>().unwrap().0, 2 << 20);
         assert_eq!("64".parse::<ByteSize>().unwrap().0, 64);
-        assert!("8KB".parse::<ByteSize>().is_err(), "decimal units are ambiguous");
+        assert!(
+            "8KB".parse::<ByteSize>().is_err(),
+            "decimal units are ambiguous"
+        );
         assert_eq!(ByteSize(8192).to_string(), "8KiB");
         assert_eq!(ByteSize(1000).to_string(), "1000B");
     }

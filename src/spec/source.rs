@@ -119,7 +119,10 @@ fn did_you_mean(message: &str) -> Option<String> {
 }
 
 /// The candidate closest to `word`, if any is close enough to be a likely typo.
-pub fn best_match<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn best_match<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .into_iter()
         .map(|c| (strsim::jaro_winkler(word, c), c))
@@ -146,7 +149,10 @@ mod tests {
     fn misspelt_keys_get_a_suggestion() {
         let m = "unknown field `rat`, expected one of `name`, `rate`, `medium`";
         assert_eq!(did_you_mean(m).as_deref(), Some("did you mean `rate`?"));
-        assert_eq!(did_you_mean("unknown field `zzzzzz`, expected `name`"), None);
+        assert_eq!(
+            did_you_mean("unknown field `zzzzzz`, expected `name`"),
+            None
+        );
         assert_eq!(did_you_mean("invalid type"), None);
     }
 }

@@ -56,25 +56,31 @@ pub fn generate(spec: &GeneratorSpec, span: &Span, draft: &mut Draft) -> Result<
         GeneratorKind::Grid => {
             let rows = need(spec.rows, "rows", 2)?;
             let cols = need(spec.cols, "cols", 2)?;
-            let interconnect = spec
-                .interconnect
-                .ok_or("generator kind \"grid\" needs `interconnect` (\"routed\" or \"switched\")")?;
+            let interconnect = spec.interconnect.ok_or(
+                "generator kind \"grid\" needs `interconnect` (\"routed\" or \"switched\")",
+            )?;
             if spec.bond.is_some() && interconnect == Interconnect::Routed {
-                return Err("a bond over a routed mesh's row and column buses would put one \
+                return Err(
+                    "a bond over a routed mesh's row and column buses would put one \
                             address on two subnets joined only by forwarding nodes; bond a \
                             switched mesh (interconnect = \"switched\") instead"
-                    .into());
+                        .into(),
+                );
             }
             let names = node_names(&prefix, rows * cols)?;
             let at = |r: u32, c: u32| names[(r * cols + c) as usize].clone();
             draft.nodes = names.iter().map(|n| (n.clone(), g.span.clone())).collect();
             for r in 0..rows {
                 let members = (0..cols).map(|c| (at(r, c), "eth1")).collect();
-                draft.segments.push(g.segment(&format!("row{}", r + 1), members));
+                draft
+                    .segments
+                    .push(g.segment(&format!("row{}", r + 1), members));
             }
             for c in 0..cols {
                 let members = (0..rows).map(|r| (at(r, c), "eth2")).collect();
-                draft.segments.push(g.segment(&format!("col{}", c + 1), members));
+                draft
+                    .segments
+                    .push(g.segment(&format!("col{}", c + 1), members));
             }
             if interconnect == Interconnect::Switched {
                 let rows_sw = (1..=rows).map(|r| format!("row{r}")).collect::<Vec<_>>();
@@ -98,7 +104,11 @@ pub fn generate(spec: &GeneratorSpec, span: &Span, draft: &mut Draft) -> Result<
             for (b, ifname) in ifnames.iter().enumerate() {
                 let members = names.iter().map(|n| (n.clone(), ifname.as_str())).collect();
                 let name = format!("bus-{}", (b'a' + (b as u8 % 26)) as char);
-                let name = if buses > 26 { format!("bus{}", b + 1) } else { name };
+                let name = if buses > 26 {
+                    format!("bus{}", b + 1)
+                } else {
+                    name
+                };
                 draft.segments.push(g.segment(&name, members));
             }
             if let Some(t) = &spec.bond {
@@ -127,7 +137,9 @@ pub fn generate(spec: &GeneratorSpec, span: &Span, draft: &mut Draft) -> Result<
 /// `n01`..`n16`: zero-padded so names sort in order.
 fn node_names(prefix: &NodeName, count: u32) -> Result<Vec<NodeName>, String> {
     if count > 4096 {
-        return Err(format!("{count} nodes is more than this tool plans for (4096)"));
+        return Err(format!(
+            "{count} nodes is more than this tool plans for (4096)"
+        ));
     }
     let width = count.to_string().len().max(2);
     (1..=count)
@@ -179,7 +191,12 @@ impl Gen {
         }
     }
 
-    fn bond_all(&self, draft: &mut Draft, t: &crate::spec::topology::BondTemplate, slaves: &[&str]) {
+    fn bond_all(
+        &self,
+        draft: &mut Draft,
+        t: &crate::spec::topology::BondTemplate,
+        slaves: &[&str],
+    ) {
         let name = t.name.clone().unwrap_or_else(|| self.name("bond0"));
         for (node, _) in draft.nodes.clone() {
             draft.bonds.push(DraftBond {

@@ -7,7 +7,9 @@ use toml::Spanned;
 use crate::spec::topology::TopologySpec;
 use crate::spec::{IfName, Name, NodeName, SourceFile, SpecError, SpecErrors};
 
-use super::draft::{Draft, DraftAddress, DraftBond, DraftPort, DraftRoute, DraftSegment, DraftSwitch, Span};
+use super::draft::{
+    Draft, DraftAddress, DraftBond, DraftPort, DraftRoute, DraftSegment, DraftSwitch, Span,
+};
 use super::generators;
 
 /// Reads, expands and resolves a topology file.
@@ -29,7 +31,10 @@ pub fn draft(source: &SourceFile) -> Result<Draft, SpecErrors> {
         name,
         description: spec.description.clone(),
         base: (*spec.addressing.base.get_ref(), spec.addressing.base.span()),
-        prefix: (*spec.addressing.prefix.get_ref(), spec.addressing.prefix.span()),
+        prefix: (
+            *spec.addressing.prefix.get_ref(),
+            spec.addressing.prefix.span(),
+        ),
         routing: spec.routing,
         nodes: Vec::new(),
         segments: Vec::new(),
@@ -52,13 +57,17 @@ pub fn draft(source: &SourceFile) -> Result<Draft, SpecErrors> {
                 format!("a generated topology cannot also list `{key}`"),
                 Some("use either [generator] or explicit nodes and segments, not both".into()),
             ));
-        } else if let Err(e) = generators::generate(generator.get_ref(), &generator.span(), &mut draft) {
+        } else if let Err(e) =
+            generators::generate(generator.get_ref(), &generator.span(), &mut draft)
+        {
             errors.push(source.error(generator.span(), e, None));
         }
     } else {
         for expr in &spec.nodes {
             match expand::<NodeName>(expr, "node") {
-                Ok(names) => draft.nodes.extend(names.into_iter().map(|n| (n, expr.span()))),
+                Ok(names) => draft
+                    .nodes
+                    .extend(names.into_iter().map(|n| (n, expr.span()))),
                 Err(e) => errors.push(source.error(expr.span(), e, None)),
             }
         }
@@ -94,7 +103,11 @@ pub fn draft(source: &SourceFile) -> Result<Draft, SpecErrors> {
     }
     for b in &spec.bond {
         let nodes: Vec<(NodeName, Span)> = match &b.nodes {
-            None => draft.nodes.iter().map(|(n, _)| (n.clone(), b.name.span())).collect(),
+            None => draft
+                .nodes
+                .iter()
+                .map(|(n, _)| (n.clone(), b.name.span()))
+                .collect(),
             Some(exprs) => {
                 let mut v = Vec::new();
                 for e in exprs {
@@ -167,8 +180,8 @@ where
     T: std::str::FromStr<Err = crate::spec::InvalidValue>,
 {
     let text = expr.get_ref();
-    let names = hostlist_parser::parse(text)
-        .map_err(|e| format!("invalid {what} list {text:?}: {e}"))?;
+    let names =
+        hostlist_parser::parse(text).map_err(|e| format!("invalid {what} list {text:?}: {e}"))?;
     names
         .iter()
         .map(|n| n.parse::<T>().map_err(|e| e.0))
@@ -178,9 +191,9 @@ where
 /// `node:interface`, where the node part may be a range: `n[01-04]:eth1`.
 fn member(m: &Spanned<String>) -> Result<Vec<DraftPort>, String> {
     let text = m.get_ref();
-    let (nodes, ifname) = text
-        .rsplit_once(':')
-        .ok_or_else(|| format!("invalid member {text:?}: expected `node:interface`, e.g. \"n01:eth1\""))?;
+    let (nodes, ifname) = text.rsplit_once(':').ok_or_else(|| {
+        format!("invalid member {text:?}: expected `node:interface`, e.g. \"n01:eth1\"")
+    })?;
     let ifname: IfName = ifname.parse().map_err(|e: crate::spec::InvalidValue| e.0)?;
     let nodes: Vec<NodeName> = expand(&Spanned::new(m.span(), nodes.to_owned()), "node")?;
     Ok(nodes

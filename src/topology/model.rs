@@ -130,12 +130,9 @@ impl Topology {
 
     /// The subnet containing an address, and the link that owns it.
     pub fn owner_of(&self, addr: Ipv4Addr) -> Option<(&Subnet, &Link)> {
-        self.subnets.iter().find_map(|s| {
-            s.links
-                .iter()
-                .find(|l| l.address == addr)
-                .map(|l| (s, l))
-        })
+        self.subnets
+            .iter()
+            .find_map(|s| s.links.iter().find(|l| l.address == addr).map(|l| (s, l)))
     }
 
     /// Names of nodes that forward.

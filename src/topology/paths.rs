@@ -53,7 +53,11 @@ pub struct PathProblem {
 const MAX_HOPS: usize = 64;
 
 /// Follows packets from `from` to `target`.
-pub fn trace(t: &Topology, from: &NodeName, target: Ipv4Addr) -> Result<(Vec<Hop>, Ipv4Addr), PathProblem> {
+pub fn trace(
+    t: &Topology,
+    from: &NodeName,
+    target: Ipv4Addr,
+) -> Result<(Vec<Hop>, Ipv4Addr), PathProblem> {
     let mut hops: Vec<Hop> = Vec::new();
     let mut visited = BTreeSet::new();
     let mut cur = from.clone();
@@ -89,7 +93,9 @@ pub fn trace(t: &Topology, from: &NodeName, target: Ipv4Addr) -> Result<(Vec<Hop
                 None => {
                     return Err(PathProblem {
                         at: cur.clone(),
-                        message: format!("{from} -> {target}: {cur} has no route to {target} (black hole)"),
+                        message: format!(
+                            "{from} -> {target}: {cur} has no route to {target} (black hole)"
+                        ),
                     });
                 }
             },
@@ -97,7 +103,9 @@ pub fn trace(t: &Topology, from: &NodeName, target: Ipv4Addr) -> Result<(Vec<Hop
         let Some((_, owner)) = t.owner_of(next_addr) else {
             return Err(PathProblem {
                 at: cur.clone(),
-                message: format!("{from} -> {target}: no node has {next_addr} (black hole at {cur})"),
+                message: format!(
+                    "{from} -> {target}: no node has {next_addr} (black hole at {cur})"
+                ),
             });
         };
         if source.is_none() {
@@ -118,7 +126,10 @@ pub fn trace(t: &Topology, from: &NodeName, target: Ipv4Addr) -> Result<(Vec<Hop
 /// The path to `target` and the reply's path back.
 pub fn round_trip(t: &Topology, from: &NodeName, target: Ipv4Addr) -> Result<Path, PathProblem> {
     let (hops, source) = trace(t, from, target)?;
-    let to = hops.last().map(|h| h.to.clone()).unwrap_or_else(|| from.clone());
+    let to = hops
+        .last()
+        .map(|h| h.to.clone())
+        .unwrap_or_else(|| from.clone());
     let (reply, _) = trace(t, &to, source)?;
     let mut segments = BTreeSet::new();
     for h in hops.iter().chain(&reply) {
@@ -170,7 +181,9 @@ fn hop_segments(t: &Topology, hop: &Hop) -> BTreeSet<Name> {
 /// Every way `from` can reach `to`: one path per address of `to`, shortest first, then by
 /// address.
 pub fn options(t: &Topology, from: &NodeName, to: &NodeName) -> Vec<Path> {
-    let Some(node) = t.node(to) else { return Vec::new() };
+    let Some(node) = t.node(to) else {
+        return Vec::new();
+    };
     let mut paths: Vec<Path> = node
         .addresses()
         .into_iter()
@@ -195,7 +208,11 @@ pub fn check_all(t: &Topology) -> Result<(), Vec<PathProblem>> {
             }
         }
     }
-    if problems.is_empty() { Ok(()) } else { Err(problems) }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems)
+    }
 }
 
 /// For one node: how many other nodes it reaches in 1, 2, ... hops (shortest over their

@@ -11,7 +11,9 @@ use crate::spec::topology::{BondMode, RoutingMode};
 use crate::spec::{IfName, Name, NodeName, SourceFile, SpecError, SpecErrors, best_match};
 
 use super::draft::{Draft, Span};
-use super::model::{Attachment, Bond, Interface, Link, Network, Node, Port, Route, Segment, Subnet, Topology};
+use super::model::{
+    Attachment, Bond, Interface, Link, Network, Node, Port, Route, Segment, Subnet, Topology,
+};
 use super::{paths, routing};
 
 struct Errors<'a> {
@@ -21,10 +23,12 @@ struct Errors<'a> {
 
 impl Errors<'_> {
     fn push(&mut self, span: &Span, message: impl Into<String>) {
-        self.list.push(self.source.error(span.clone(), message, None));
+        self.list
+            .push(self.source.error(span.clone(), message, None));
     }
     fn push_help(&mut self, span: &Span, message: impl Into<String>, help: String) {
-        self.list.push(self.source.error(span.clone(), message, Some(help)));
+        self.list
+            .push(self.source.error(span.clone(), message, Some(help)));
     }
     /// Ends a stage: later stages assume earlier ones held.
     fn check(&mut self) -> Result<(), SpecErrors> {
@@ -78,7 +82,10 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
         if seg.members.len() < 2 {
             errs.push_help(
                 span,
-                format!("segment `{name}` has {} member(s); a wire needs at least two", seg.members.len()),
+                format!(
+                    "segment `{name}` has {} member(s); a wire needs at least two",
+                    seg.members.len()
+                ),
                 "add members as \"node:interface\", or remove the segment".into(),
             );
         }
@@ -107,7 +114,13 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
             errs.push(span, format!("switch `{name}` has the same name as a segment; networks are named after them, so names must differ"));
         }
         if sw.segments.len() < 2 {
-            errs.push(span, format!("switch `{name}` joins {} segment(s); a switch joins at least two", sw.segments.len()));
+            errs.push(
+                span,
+                format!(
+                    "switch `{name}` joins {} segment(s); a switch joins at least two",
+                    sw.segments.len()
+                ),
+            );
         }
         for (seg, sspan) in &sw.segments {
             if !seg_ix.contains_key(seg) {
@@ -117,7 +130,10 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
                     suggest(seg.as_str(), seg_ix.keys().map(|s| s.as_str())),
                 );
             } else if let Some(other) = switch_of.insert(seg, name) {
-                errs.push(sspan, format!("segment `{seg}` is already joined by switch `{other}`"));
+                errs.push(
+                    sspan,
+                    format!("segment `{seg}` is already joined by switch `{other}`"),
+                );
             }
         }
     }
@@ -129,7 +145,11 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
         match switch_of.get(seg_name) {
             Some(sw) if networks.iter().any(|n| &n.name == *sw) => {}
             Some(sw) => {
-                let sw_spec = draft.switches.iter().find(|s| &s.name.0 == *sw).expect("checked");
+                let sw_spec = draft
+                    .switches
+                    .iter()
+                    .find(|s| &s.name.0 == *sw)
+                    .expect("checked");
                 networks.push(Network {
                     name: (*sw).clone(),
                     segments: sw_spec.segments.iter().map(|(s, _)| s.clone()).collect(),
@@ -164,7 +184,10 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
         };
         let (name, bspan) = &b.name;
         if ifaces[ni].contains_key(name) {
-            errs.push(bspan, format!("bond `{name}` on {node} has the name of one of its interfaces"));
+            errs.push(
+                bspan,
+                format!("bond `{name}` on {node} has the name of one of its interfaces"),
+            );
         }
         if bonds[ni].iter().any(|(x, _)| &x.name == name) {
             errs.push(bspan, format!("bond `{name}` is defined twice on {node}"));
@@ -177,24 +200,51 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
                 let have: Vec<&str> = ifaces[ni].keys().map(|i| i.as_str()).collect();
                 errs.push_help(
                     sspan,
-                    format!("bond `{name}` on {node}: slave `{slave}` is not an interface of {node}"),
-                    format!("{node} has {}", if have.is_empty() { "no interfaces".into() } else { have.join(", ") }),
+                    format!(
+                        "bond `{name}` on {node}: slave `{slave}` is not an interface of {node}"
+                    ),
+                    format!(
+                        "{node} has {}",
+                        if have.is_empty() {
+                            "no interfaces".into()
+                        } else {
+                            have.join(", ")
+                        }
+                    ),
                 );
             } else if let Some(other) = slave_of.insert((ni, slave.clone()), name.clone()) {
-                errs.push(sspan, format!("{node}:{slave} is already a slave of bond `{other}`"));
+                errs.push(
+                    sspan,
+                    format!("{node}:{slave} is already a slave of bond `{other}`"),
+                );
             }
         }
         let (mode, mspan) = &b.mode;
         if let Some((_, xspan)) = &b.xmit_hash_policy
-            && !matches!(mode, BondMode::BalanceXor | BondMode::Ieee8023ad | BondMode::BalanceTlb | BondMode::BalanceAlb)
+            && !matches!(
+                mode,
+                BondMode::BalanceXor
+                    | BondMode::Ieee8023ad
+                    | BondMode::BalanceTlb
+                    | BondMode::BalanceAlb
+            )
         {
-            errs.push(xspan, format!("xmit_hash_policy does not apply to mode {mode}"));
+            errs.push(
+                xspan,
+                format!("xmit_hash_policy does not apply to mode {mode}"),
+            );
         }
         if let Some((primary, pspan)) = &b.primary {
-            if !matches!(mode, BondMode::ActiveBackup | BondMode::BalanceTlb | BondMode::BalanceAlb) {
+            if !matches!(
+                mode,
+                BondMode::ActiveBackup | BondMode::BalanceTlb | BondMode::BalanceAlb
+            ) {
                 errs.push(pspan, format!("primary does not apply to mode {mode}"));
             } else if !b.slaves.iter().any(|(s, _)| s == primary) {
-                errs.push(pspan, format!("primary `{primary}` is not one of the bond's slaves"));
+                errs.push(
+                    pspan,
+                    format!("primary `{primary}` is not one of the bond's slaves"),
+                );
             }
         }
         let _ = mspan;
@@ -241,24 +291,41 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
         interface: IfName,
     }
     let mut groups: Vec<(Vec<Name>, Vec<LinkRef>)> = Vec::new();
-    let mut add_link = |key: Vec<Name>, link: LinkRef| match groups.iter_mut().find(|(k, _)| *k == key) {
-        Some((_, v)) => v.push(link),
-        None => groups.push((key, vec![link])),
-    };
+    let mut add_link =
+        |key: Vec<Name>, link: LinkRef| match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(link),
+            None => groups.push((key, vec![link])),
+        };
     for net in &networks {
         for ni in 0..draft.nodes.len() {
             for (ifname, seg) in &ifaces[ni] {
                 if network_of(seg) == net.name && !slave_of.contains_key(&(ni, ifname.clone())) {
-                    add_link(vec![net.name.clone()], LinkRef { node: ni, interface: ifname.clone() });
+                    add_link(
+                        vec![net.name.clone()],
+                        LinkRef {
+                            node: ni,
+                            interface: ifname.clone(),
+                        },
+                    );
                 }
             }
         }
     }
     for (ni, node_bonds) in bonds.iter().enumerate() {
         for (b, _) in node_bonds {
-            let mut key: Vec<Name> = b.slaves.iter().map(|s| network_of(&ifaces[ni][s])).collect();
+            let mut key: Vec<Name> = b
+                .slaves
+                .iter()
+                .map(|s| network_of(&ifaces[ni][s]))
+                .collect();
             key.sort();
-            add_link(key, LinkRef { node: ni, interface: b.name.clone() });
+            add_link(
+                key,
+                LinkRef {
+                    node: ni,
+                    interface: b.name.clone(),
+                },
+            );
         }
     }
 
@@ -273,13 +340,28 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
         let (ifname, ispan) = &a.interface;
         let is_bond = bonds[ni].iter().any(|(b, _)| &b.name == ifname);
         if let Some(master) = slave_of.get(&(ni, ifname.clone())) {
-            errs.push(ispan, format!("{node}:{ifname} is a slave of bond `{master}`; give the address to `{master}`"));
+            errs.push(
+                ispan,
+                format!(
+                    "{node}:{ifname} is a slave of bond `{master}`; give the address to `{master}`"
+                ),
+            );
         } else if !is_bond && !ifaces[ni].contains_key(ifname) {
             let mut have: Vec<&str> = ifaces[ni].keys().map(|i| i.as_str()).collect();
             have.extend(bonds[ni].iter().map(|(b, _)| b.name.as_str()));
-            errs.push_help(ispan, format!("{node} has no interface `{ifname}`"), suggest(ifname.as_str(), have));
-        } else if overrides.insert((ni, ifname.clone()), (a.address.0, a.address.1.clone())).is_some() {
-            errs.push(&a.address.1, format!("{node}:{ifname} is given an address twice"));
+            errs.push_help(
+                ispan,
+                format!("{node} has no interface `{ifname}`"),
+                suggest(ifname.as_str(), have),
+            );
+        } else if overrides
+            .insert((ni, ifname.clone()), (a.address.0, a.address.1.clone()))
+            .is_some()
+        {
+            errs.push(
+                &a.address.1,
+                format!("{node}:{ifname} is given an address twice"),
+            );
         }
     }
     errs.check()?;
@@ -290,7 +372,10 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
     if *prefix_len < base.prefix_len() || *prefix_len > 30 {
         errs.push(
             prefix_span,
-            format!("prefix {prefix_len} does not fit: expected between the base's /{} and /30", base.prefix_len()),
+            format!(
+                "prefix {prefix_len} does not fit: expected between the base's /{} and /30",
+                base.prefix_len()
+            ),
         );
         errs.check()?;
     }
@@ -310,23 +395,47 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
             }
         }
     }
-    let fixed: Vec<(Ipv4Net, usize)> = prefixes.iter().enumerate().filter_map(|(i, p)| p.map(|p| (p, i))).collect();
+    let fixed: Vec<(Ipv4Net, usize)> = prefixes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.map(|p| (p, i)))
+        .collect();
     for (i, (a, ai)) in fixed.iter().enumerate() {
         for (b, bi) in &fixed[i + 1..] {
             if a.contains(&b.network()) || b.contains(&a.network()) {
                 let span = overrides
                     .iter()
-                    .find(|((n, ifn), _)| groups[*bi].1.iter().any(|l| l.node == *n && &l.interface == ifn))
+                    .find(|((n, ifn), _)| {
+                        groups[*bi]
+                            .1
+                            .iter()
+                            .any(|l| l.node == *n && &l.interface == ifn)
+                    })
                     .map(|(_, (_, s))| s.clone())
                     .unwrap_or(0..0);
-                errs.push(&span, format!("subnet {b} overlaps {a}, used on network(s) {}", groups[*ai].0.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")));
+                errs.push(
+                    &span,
+                    format!(
+                        "subnet {b} overlaps {a}, used on network(s) {}",
+                        groups[*ai]
+                            .0
+                            .iter()
+                            .map(|n| n.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
             }
         }
     }
     errs.check()?;
     let mut candidates = base.subnets(*prefix_len).expect("prefix checked");
     for p in prefixes.iter_mut().filter(|p| p.is_none()) {
-        let next = candidates.find(|c| !fixed.iter().any(|(f, _)| f.contains(&c.network()) || c.contains(&f.network())));
+        let next = candidates.find(|c| {
+            !fixed
+                .iter()
+                .any(|(f, _)| f.contains(&c.network()) || c.contains(&f.network()))
+        });
         match next {
             Some(c) => *p = Some(c),
             None => {
@@ -347,7 +456,11 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
         let prefix = prefix.expect("assigned");
         let taken: BTreeSet<Ipv4Addr> = links
             .iter()
-            .filter_map(|l| overrides.get(&(l.node, l.interface.clone())).map(|(a, _)| a.addr()))
+            .filter_map(|l| {
+                overrides
+                    .get(&(l.node, l.interface.clone()))
+                    .map(|(a, _)| a.addr())
+            })
             .collect();
         let mut used = taken.clone();
         let mut out = Vec::new();
@@ -355,7 +468,13 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
             let addr = match overrides.get(&(l.node, l.interface.clone())) {
                 Some((a, span)) => {
                     if a.addr() == prefix.network() || a.addr() == prefix.broadcast() {
-                        errs.push(span, format!("{} is the network or broadcast address of {prefix}", a.addr()));
+                        errs.push(
+                            span,
+                            format!(
+                                "{} is the network or broadcast address of {prefix}",
+                                a.addr()
+                            ),
+                        );
                     }
                     a.addr()
                 }
@@ -366,7 +485,10 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
                         if !prefix.contains(&cand) || cand == prefix.broadcast() {
                             errs.push(
                                 prefix_span,
-                                format!("subnet {prefix} has no room for node {}", draft.nodes[l.node].0),
+                                format!(
+                                    "subnet {prefix} has no room for node {}",
+                                    draft.nodes[l.node].0
+                                ),
                             );
                             break cand;
                         }
@@ -388,7 +510,10 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
         let mut dup = BTreeSet::new();
         for l in &out {
             if !dup.insert(l.address) {
-                errs.push(&(0..0), format!("address {} is used twice on {prefix}", l.address));
+                errs.push(
+                    &(0..0),
+                    format!("address {} is used twice on {prefix}", l.address),
+                );
             }
         }
         subnets.push(Subnet {
@@ -470,16 +595,25 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
                 unknown_node(&mut errs, node, nspan);
                 continue;
             };
-            route_spans.entry(node.clone()).or_insert_with(|| r.via.1.clone());
+            route_spans
+                .entry(node.clone())
+                .or_insert_with(|| r.via.1.clone());
             let (to, tspan) = &r.to;
             let (via, vspan) = &r.via;
-            let links: Vec<(IfName, Ipv4Net)> = nodes[ni].links().map(|(i, a)| (i.clone(), a)).collect();
-            if let Some((ifn, a)) = links.iter().find(|(_, a)| a.trunc().contains(&to.network()) || to.contains(&a.network())) {
+            let links: Vec<(IfName, Ipv4Net)> =
+                nodes[ni].links().map(|(i, a)| (i.clone(), a)).collect();
+            if let Some((ifn, a)) = links
+                .iter()
+                .find(|(_, a)| a.trunc().contains(&to.network()) || to.contains(&a.network()))
+            {
                 errs.push(tspan, format!("route to {to} on {node} overlaps {}, which {node} reaches directly on {ifn}", a.trunc()));
                 continue;
             }
             let Some((dev, _)) = links.iter().find(|(_, a)| a.trunc().contains(via)) else {
-                let attached: Vec<String> = links.iter().map(|(i, a)| format!("{} on {i}", a.trunc())).collect();
+                let attached: Vec<String> = links
+                    .iter()
+                    .map(|(i, a)| format!("{} on {i}", a.trunc()))
+                    .collect();
                 errs.push_help(
                     vspan,
                     format!("route via {via}: {via} is not on a network {node} is attached to, so it is not a neighbour"),
@@ -487,7 +621,11 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
                 );
                 continue;
             };
-            if topology.subnets.iter().all(|s| s.links.iter().all(|l| l.address != *via)) {
+            if topology
+                .subnets
+                .iter()
+                .all(|s| s.links.iter().all(|l| l.address != *via))
+            {
                 errs.push(vspan, format!("route via {via}: no node has that address"));
                 continue;
             }
@@ -508,7 +646,10 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
         nodes = std::mem::take(&mut topology.nodes);
     }
     // A node forwards exactly when some route's next hop is one of its addresses.
-    let next_hops: BTreeSet<Ipv4Addr> = nodes.iter().flat_map(|n| n.routes.iter().map(|r| r.via)).collect();
+    let next_hops: BTreeSet<Ipv4Addr> = nodes
+        .iter()
+        .flat_map(|n| n.routes.iter().map(|r| r.via))
+        .collect();
     for n in &mut nodes {
         n.forwarding = n.addresses().iter().any(|a| next_hops.contains(a));
     }
@@ -522,7 +663,10 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
             errs.push(&span, format!("path check: {}", p.message));
         }
         if total > 8 {
-            errs.push(&(0..0), format!("path check: {} more unreachable pairs", total - 8));
+            errs.push(
+                &(0..0),
+                format!("path check: {} more unreachable pairs", total - 8),
+            );
         }
         errs.check()?;
     }

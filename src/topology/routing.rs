@@ -73,7 +73,11 @@ pub fn compute_routes(t: &mut Topology) {
                 .expect("node is on the shared subnet")
                 .interface
                 .clone();
-            routes[a].push(Route { to: prefix, via, dev });
+            routes[a].push(Route {
+                to: prefix,
+                via,
+                dev,
+            });
         }
     }
     for (node, r) in t.nodes.iter_mut().zip(routes) {

@@ -9,5 +9,5 @@ pub mod paths;
 pub mod resolve;
 pub mod routing;
 
-pub use load::load;
+pub use load::{from_source, load};
 pub use model::*;

@@ -6,5 +6,6 @@
 
 pub mod netconf;
 pub mod plan;
+pub mod remote;
 pub mod spec;
 pub mod topology;

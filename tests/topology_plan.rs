@@ -319,3 +319,65 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn plan_graph_draws_every_topology_as_svg_and_dot() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = common::root().join("benches/five-topologies.toml");
+    orchestrate()
+        .args(["--quiet", "plan"])
+        .arg(&exp)
+        .arg("--graph")
+        .arg(dir.path())
+        .assert()
+        .success();
+    for name in common::SHIPPED_TOPOLOGIES {
+        let t = common::topology(name);
+        let svg = std::fs::read_to_string(dir.path().join(format!("{name}.svg"))).unwrap();
+        let doc = roxmltree::Document::parse(&svg)
+            .unwrap_or_else(|e| panic!("{name}.svg is not XML: {e}"));
+        let title = doc
+            .descendants()
+            .find(|n| n.has_tag_name("title"))
+            .and_then(|n| n.text());
+        assert_eq!(title, Some(format!("Topology {name}").as_str()));
+        let texts: Vec<&str> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text())
+            .collect();
+        for n in &t.nodes {
+            assert!(
+                texts.contains(&n.name.as_str()),
+                "{name}.svg lacks node {}",
+                n.name
+            );
+        }
+        for seg in &t.segments {
+            assert!(
+                texts
+                    .iter()
+                    .any(|x| x.starts_with(&format!("{} · ", seg.name))),
+                "{name}.svg lacks segment {}",
+                seg.name
+            );
+        }
+        let forwarding_boxes = svg.matches("fill=\"#c6e0b4\" stroke=\"#333\"/>").count();
+        // One per forwarding node, plus the legend's swatch.
+        assert_eq!(forwarding_boxes, t.forwarding_nodes().len() + 1, "{name}");
+
+        let dot = std::fs::read_to_string(dir.path().join(format!("{name}.dot"))).unwrap();
+        assert!(dot.starts_with(&format!("graph \"{name}\" {{")));
+        let edges = dot.lines().filter(|l| l.contains(" -- \"seg:")).count();
+        let attachments: usize = t.nodes.iter().map(|n| n.interfaces.len()).sum::<usize>()
+            + t.networks
+                .iter()
+                .filter(|n| n.switch.is_some())
+                .map(|n| n.segments.len())
+                .sum::<usize>();
+        assert_eq!(
+            edges, attachments,
+            "{name}.dot: one edge per attachment and switch port"
+        );
+    }
+}

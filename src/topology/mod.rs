@@ -2,6 +2,7 @@
 //! study's configurations, and the checks that prove every pair of nodes can reach each other.
 
 pub mod draft;
+pub mod draw;
 pub mod generators;
 pub mod load;
 pub mod model;

@@ -4,3 +4,6 @@
 pub mod inventory;
 
 pub use inventory::{Host, Inventory};
+pub mod session;
+
+pub use session::{Cluster, ConnectOptions, Output, RemoteError};

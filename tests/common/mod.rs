@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod sshd;
+
 use std::path::PathBuf;
 
 pub fn root() -> PathBuf {

@@ -148,6 +148,20 @@ fn configuration(s: &mut String, c: &Configuration) {
             e.pairs,
             p.max_segment_load
         );
+        if !e.predictions.is_empty() {
+            let parts: Vec<String> = e
+                .predictions
+                .iter()
+                .map(|x| {
+                    format!(
+                        "{} {:.2}",
+                        crate::spec::ByteSize(x.size_bytes),
+                        x.aggregate_mbit_s
+                    )
+                })
+                .collect();
+            let _ = writeln!(s, "    model, aggregate Mbit/s: {}", parts.join(", "));
+        }
         for pair in &p.pairs {
             let via = pair.path.forwarders();
             let via = if via.is_empty() {

@@ -1,0 +1,4 @@
+//! orchestrate: declarative experiments for interconnect topology studies.
+
+pub mod report;
+pub mod results;

@@ -241,7 +241,9 @@ pub fn aggregate(
             out.latency.insert((*k).clone(), lat);
         }
     }
-    out.failures.sort();
+    // In the order the runner ran them.
+    out.failures
+        .sort_by(|a, b| (a.point, a.rep, &a.reason).cmp(&(b.point, b.rep, &b.reason)));
     Ok(out)
 }
 

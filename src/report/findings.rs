@@ -35,7 +35,8 @@ pub fn findings(
                     _ => " (confidence intervals overlap: the difference is not shown)",
                 };
                 out.push(format!(
-                    "{p}at {} and {} {}, {} reaches {} {} ({} vs {} Mbit/s, {}){caveat}.",
+                    "{p}{} {} and {} {}, {} reaches {} {} ({} vs {} Mbit/s, {}){caveat}.",
+                    if p.is_empty() { "At" } else { "at" },
                     size(row.size_bytes),
                     row.pairs,
                     if row.pairs == 1 { "pair" } else { "pairs" },
@@ -97,9 +98,6 @@ pub fn findings(
             }
         }
     }
-    for f in &mut out {
-        capitalise_first(f);
-    }
     if failures.is_empty() {
         out.push("No point attempt failed.".into());
     } else {
@@ -115,11 +113,4 @@ pub fn findings(
         ));
     }
     out
-}
-
-fn capitalise_first(s: &mut String) {
-    if let Some(first) = s.chars().next().filter(|c| c.is_lowercase()) {
-        let upper: String = first.to_uppercase().collect();
-        s.replace_range(..first.len_utf8(), &upper);
-    }
 }

@@ -157,7 +157,9 @@ pub fn compare(
         failures.extend(one.failures);
     }
     cells.sort_by(|a, b| a.key.cmp(&b.key));
-    failures.sort();
+    failures.sort_by(|a, b| {
+        (&a.key.config.run, a.point, a.rep).cmp(&(&b.key.config.run, b.point, b.rep))
+    });
     let statistic = opts
         .statistic
         .or(runs[0].manifest.statistic)

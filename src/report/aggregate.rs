@@ -32,6 +32,10 @@ use super::model::{CellKey, Config, Failure, FailureReason, Latency, Measure, Po
 use crate::results::schema::col as c;
 use crate::results::{BondDriver, Manifest, PointRow, PointStatus};
 
+/// Polars' streaming engine: it decodes the Parquet file in morsels instead of whole
+/// columns, which keeps a 10-million-record report well under 2 GiB.
+const ENGINE: Engine = Engine::Streaming;
+
 /// Samples, failures and latency of one run.
 #[derive(Debug, Default)]
 pub struct Aggregated {
@@ -98,6 +102,7 @@ pub fn aggregate(
         }
     }
     let use_status = !points.is_empty();
+    let attempted: BTreeSet<(u32, u32)> = points.iter().map(|p| (p.point, p.rep)).collect();
     for (&(point, rep), p) in &ok_attempts {
         if !spans.contains_key(&(point, rep)) {
             out.failures.push(Failure {
@@ -114,7 +119,7 @@ pub fn aggregate(
     let mut kept: BTreeMap<(u32, u32), &PointSpan> = BTreeMap::new();
     for (&(point, rep), span) in &spans {
         if use_status && !ok_attempts.contains_key(&(point, rep)) {
-            if !points.iter().any(|p| p.point == point && p.rep == rep) {
+            if !attempted.contains(&(point, rep)) {
                 out.failures.push(Failure {
                     key: span.key.clone(),
                     point,
@@ -278,9 +283,12 @@ fn pair_spans(
                 .cast(DataType::UInt64)
                 .sum()
                 .alias("failed_trials"),
-            col(c::ERROR).drop_nulls().first().alias("first_error"),
+            // The lexically smallest error text, not the "first": the streaming engine does
+            // not promise an order within a group, and reruns must agree.
+            col(c::ERROR).min().alias("first_error"),
         ])
-        .collect()?;
+        .collect_with_engine(ENGINE)?
+        .unwrap_single();
 
     let point = df.column(c::POINT)?.u32()?;
     let rep = df.column(c::REP)?.u32()?;
@@ -403,7 +411,13 @@ fn window_pass(
     let bytes_q = joined
         .clone()
         .group_by([col(c::POINT), col(c::REP), col(c::PAIR)])
-        .agg([contribution.sum().alias("window_bytes")]);
+        // Rounded to whole bytes (±0.5 byte per trial): integer sums do not depend on the
+        // order the engine adds them in, so reruns agree to the last digit.
+        .agg([(contribution + lit(0.5))
+            .cast(DataType::Int64)
+            .sum()
+            .cast(DataType::Float64)
+            .alias("window_bytes")]);
     let q = |p: f64, name: &str| {
         col(c::LATENCY_US)
             .quantile(lit(p), QuantileMethod::Nearest)
@@ -422,7 +436,7 @@ fn window_pass(
     let opt = bytes_q.get_current_optimizations();
     let mut frames = LazyFrame::collect_all_with_engine(
         vec![bytes_q.logical_plan, latency_q.logical_plan],
-        Engine::Auto,
+        ENGINE,
         opt,
     )?
     .into_iter();

@@ -34,6 +34,10 @@ pub struct ReportArgs {
     #[arg(long, value_name = "NAME=PATH", value_parser = parse_netpipe)]
     pub netpipe: Vec<NetpipeSource>,
 
+    /// Also write PNG copies of the figures (needs the `png` build feature).
+    #[arg(long)]
+    pub png: bool,
+
     /// Print the written files as JSON.
     #[arg(long)]
     pub json: bool,
@@ -68,6 +72,7 @@ pub fn run(args: ReportArgs) -> Result<(), ReportError> {
         baseline: args.baseline,
         netpipe: args.netpipe,
         topology: None,
+        png: args.png,
     };
     let written = match &args.run_dir {
         Some(dir) => super::report_run(dir, &opts)?,

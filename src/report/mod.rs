@@ -44,6 +44,10 @@ pub enum ReportError {
     Plot(String),
     #[error("baseline topology {name:?} has no records in this run (topologies: {known})")]
     UnknownBaseline { name: String, known: String },
+    #[error(
+        "PNG output needs orchestrate built with the `png` feature (cargo build --features png)"
+    )]
+    PngUnavailable,
     #[error("compare needs at least two run directories")]
     TooFewRuns,
     #[error("{0}")]
@@ -67,6 +71,8 @@ pub struct ReportOptions<'a> {
     pub netpipe: Vec<NetpipeSource>,
     /// Draws topologies for the report when set (see [`topology`]).
     pub topology: Option<&'a dyn DrawTopology>,
+    /// Also write PNG copies of the figures (needs the `png` feature).
+    pub png: bool,
 }
 
 /// Builds the report of one run without writing anything.
@@ -122,8 +128,9 @@ pub fn build(run: &RunDir, opts: &ReportOptions<'_>) -> Result<Report, ReportErr
 /// Returns the files written.
 pub fn report_run(dir: &Path, opts: &ReportOptions<'_>) -> Result<Vec<PathBuf>, ReportError> {
     let run = RunDir::new(dir);
+    let exporters = export::standard(opts.png)?;
     let report = build(&run, opts)?;
-    export::write_all(dir, &report, &export::standard())
+    export::write_all(dir, &report, &exporters)
 }
 
 /// `orchestrate report --compare <dir>...`: the same tables across runs, each configuration
@@ -137,6 +144,7 @@ pub fn compare(
     if dirs.len() < 2 {
         return Err(ReportError::TooFewRuns);
     }
+    let exporters = export::standard(opts.png)?;
     let mut runs = Vec::new();
     let mut cells = Vec::new();
     let mut failures = Vec::new();
@@ -177,7 +185,7 @@ pub fn compare(
         netpipe: import_netpipe(opts)?,
         topology_drawings: Vec::new(),
     };
-    export::write_all(out, &report, &export::standard())
+    export::write_all(out, &report, &exporters)
 }
 
 struct LoadedRun {

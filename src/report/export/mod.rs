@@ -2,6 +2,8 @@
 
 mod comparison_csv;
 mod markdown;
+#[cfg(feature = "png")]
+mod png;
 mod summary_csv;
 pub mod svg;
 
@@ -12,6 +14,8 @@ use super::model::Report;
 
 pub use comparison_csv::ComparisonCsv;
 pub use markdown::Markdown;
+#[cfg(feature = "png")]
+pub use png::Png;
 pub use summary_csv::SummaryCsv;
 pub use svg::Svg;
 
@@ -28,14 +32,28 @@ pub trait Exporter {
     fn export(&self, report: &Report) -> Result<Vec<Output>, ReportError>;
 }
 
-/// The standard outputs of a report.
-pub fn standard() -> Vec<Box<dyn Exporter>> {
-    vec![
+/// The outputs of a report: CSVs, Markdown and SVG figures, plus PNG copies when asked for.
+pub fn standard(png: bool) -> Result<Vec<Box<dyn Exporter>>, ReportError> {
+    let mut all: Vec<Box<dyn Exporter>> = vec![
         Box::new(SummaryCsv),
         Box::new(ComparisonCsv),
         Box::new(Markdown),
         Box::new(Svg),
-    ]
+    ];
+    if png {
+        all.push(png_exporter()?);
+    }
+    Ok(all)
+}
+
+#[cfg(feature = "png")]
+fn png_exporter() -> Result<Box<dyn Exporter>, ReportError> {
+    Ok(Box::new(Png))
+}
+
+#[cfg(not(feature = "png"))]
+fn png_exporter() -> Result<Box<dyn Exporter>, ReportError> {
+    Err(ReportError::PngUnavailable)
 }
 
 /// Renders `report` with every exporter and writes the files under `dir`. Returns the paths

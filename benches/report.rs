@@ -3,7 +3,9 @@
 //! - `generate <dir> <records>`: a synthetic run with about that many records, written
 //!   straight to `records.parquet` (plus manifest and points) as the store would hold it.
 //! - `bare <dir>`: the peer measurement — a plain Polars scan of `records.parquet` and one
-//!   group-by over the cell key, the least any report must do.
+//!   group-by over the cell key, the least any report must do, on Polars' default engine.
+//! - `bare-streaming <dir>`: the same query on the streaming engine the report uses, so the
+//!   ratio can be read against both.
 //!
 //! The report itself is timed by running the `orchestrate report` binary on the same
 //! directory, so both sides pay process start-up and Parquet decoding alike.
@@ -120,7 +122,7 @@ fn generate_run(dir: &Path, records: u64) -> Result<(), Box<dyn std::error::Erro
     Ok(())
 }
 
-fn bare(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
+fn bare(dir: &Path, engine: Engine) -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     let path = dir.join("records.parquet");
     let df = LazyFrame::scan_parquet(
@@ -137,7 +139,8 @@ fn bare(dir: &Path) -> Result<(), Box<dyn std::error::Error>> {
         col("protocol"),
     ])
     .agg([col("throughput_mbit_s").mean(), len()])
-    .collect()?;
+    .collect_with_engine(engine)?
+    .unwrap_single();
     eprintln!(
         "{} groups in {:.3} s",
         df.height(),
@@ -158,11 +161,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .as_slice()
     {
         ["generate", dir, n] => generate_run(Path::new(dir), n.parse()?),
-        ["bare", dir] => bare(Path::new(dir)),
+        ["bare", dir] => bare(Path::new(dir), Engine::Auto),
+        ["bare-streaming", dir] => bare(Path::new(dir), Engine::Streaming),
         // `cargo bench` with no arguments: nothing to do, the script drives this binary.
         [] => Ok(()),
         other => Err(format!(
-            "usage: report (generate <dir> <records> | bare <dir>), got {other:?}"
+            "usage: report (generate <dir> <records> | bare <dir> | bare-streaming <dir>), got {other:?}"
         )
         .into()),
     }

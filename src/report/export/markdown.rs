@@ -228,9 +228,9 @@ fn comparison(s: &mut String, t: &ComparisonTable, stat: Statistic) {
         .iter()
         .map(|row| {
             let mut r = vec![row.pairs.to_string(), size(row.size_bytes)];
-            for c in 0..t.configs.len() {
+            for (c, &with_ratio) in has_ratio.iter().enumerate() {
                 r.push(value_cell(t.cell(row, c), stat));
-                if has_ratio[c] {
+                if with_ratio {
                     r.push(row.ratio[c].map(ratio).unwrap_or_default());
                 }
             }
@@ -254,7 +254,7 @@ fn comparison(s: &mut String, t: &ComparisonTable, stat: Statistic) {
                     .map(|ci| (c.n(), ci.coverage))
             })
             .collect();
-        seen.sort_by(|a, b| a.0.cmp(&b.0));
+        seen.sort_by_key(|a| a.0);
         seen.dedup_by_key(|x| x.0);
         seen.iter()
             .map(|(n, cov)| format!("{} at n={n}", percent(*cov)))

@@ -115,7 +115,7 @@ pub fn figures(report: &Report) -> Vec<Figure> {
             out.push(Figure {
                 stem: format!("throughput-vs-pairs-{}", m.slug()),
                 title: format!(
-                    "Aggregate throughput vs pairs at {} ({}, {}; bars: median CI)",
+                    "Aggregate throughput vs pairs at {} ({}, {})",
                     super::format::size(largest),
                     m.label(),
                     stat.as_str()
@@ -125,7 +125,7 @@ pub fn figures(report: &Report) -> Vec<Figure> {
                 x_log: false,
                 y_log: false,
                 panels: vec![Panel {
-                    title: String::new(),
+                    title: "bars: 95% confidence interval of the median".into(),
                     series,
                 }],
             });

@@ -46,6 +46,7 @@ const PALETTE: [RGBColor; 10] = [
 ];
 
 const PANEL_W: u32 = 560;
+const SINGLE_W: u32 = 800;
 const PANEL_H: u32 = 420;
 const TITLE_H: u32 = 40;
 
@@ -58,9 +59,11 @@ pub fn render(fig: &Figure) -> Result<String, ReportError> {
     let n = fig.panels.len().max(1) as u32;
     let cols = n.min(4);
     let rows = n.div_ceil(cols);
+    // A figure with one panel gets room for a long title and a long legend.
+    let panel_w = if n == 1 { SINGLE_W } else { PANEL_W };
     let mut buf = String::new();
     {
-        let root = SVGBackend::with_string(&mut buf, (PANEL_W * cols, PANEL_H * rows + TITLE_H))
+        let root = SVGBackend::with_string(&mut buf, (panel_w * cols, PANEL_H * rows + TITLE_H))
             .into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
         let body = root
@@ -133,19 +136,29 @@ fn draw_panel(
         let pad = ((x1 - x0) * 0.05).max(0.5);
         (x0 - pad)..(x1 + pad)
     };
-    let lin_y = || 0.0..(if y1 > 0.0 { y1 * 1.12 } else { 1.0 });
+    // Headroom above the data for the legend, which sits in the upper left.
+    let headroom = 1.08 + 0.06 * panel.series.len() as f64;
+    let lin_y = || 0.0..(if y1 > 0.0 { y1 * headroom } else { 1.0 });
     match (fig.x_log, fig.y_log) {
         (true, true) => draw_in(
             fig,
             panel,
             area,
             log_range(x0, x1).log_scale(),
-            log_range(y0, y1).log_scale(),
+            decades(y0, y1).log_scale(),
         ),
         (true, false) => draw_in(fig, panel, area, log_range(x0, x1).log_scale(), lin_y()),
-        (false, true) => draw_in(fig, panel, area, lin_x(), log_range(y0, y1).log_scale()),
+        (false, true) => draw_in(fig, panel, area, lin_x(), decades(y0, y1).log_scale()),
         (false, false) => draw_in(fig, panel, area, lin_x(), lin_y()),
     }
+}
+
+/// A log range widened to whole decades: plotters labels a log axis only reliably then, and
+/// readers find values on it faster.
+fn decades(lo: f64, hi: f64) -> std::ops::Range<f64> {
+    let lo = if lo > 0.0 { lo } else { 1e-3 };
+    let hi = hi.max(lo * 10.0);
+    10f64.powf(lo.log10().floor())..10f64.powf(hi.log10().ceil())
 }
 
 fn draw_in<X, Y>(
@@ -161,6 +174,7 @@ where
     X::CoordDescType: ValueFormatter<f64>,
     Y::CoordDescType: ValueFormatter<f64>,
 {
+    let y_span = bounds(panel).map_or(1.0, |(_, (_, hi))| hi);
     let mut chart = ChartBuilder::on(area)
         .caption(&panel.title, ("sans-serif", 16))
         .margin(12)
@@ -177,11 +191,19 @@ where
             String::new()
         }
     };
-    let y_fmt = |v: &f64| human(*v);
+    let y_fmt = |v: &f64| {
+        if fig.y_log {
+            human(*v)
+        } else {
+            linear_tick(*v, y_span)
+        }
+    };
     chart
         .configure_mesh()
         .x_desc(fig.x_label.as_str())
         .y_desc(fig.y_label.as_str())
+        .x_labels(10)
+        .y_labels(10)
         .x_label_formatter(&x_fmt)
         .y_label_formatter(&y_fmt)
         .label_style(("sans-serif", 12))
@@ -226,4 +248,12 @@ where
         .draw()
         .map_err(plot_err)?;
     Ok(())
+}
+
+/// A tick on a linear axis spanning `span`: as many decimals as the tick step needs (plotters
+/// steps by 1, 2 or 5 × 10^k), the same for every tick of the axis.
+fn linear_tick(v: f64, span: f64) -> String {
+    let step = (span / 10.0).max(f64::MIN_POSITIVE);
+    let decimals = (-step.log10().floor()).max(0.0) as usize;
+    format!("{v:.decimals$}")
 }

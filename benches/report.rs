@@ -4,6 +4,8 @@
 //!   straight to `records.parquet` (plus manifest and points) as the store would hold it.
 //! - `bare <dir>`: the peer measurement — a plain Polars scan of `records.parquet` and one
 //!   group-by over the cell key, the least any report must do, on Polars' default engine.
+//! - `ingest <dir> <records>`: writes `records.jsonl` as a runner would and times its
+//!   conversion to Parquet + CSV (done once per run, before the first report).
 //! - `bare-streaming <dir>`: the same query on the streaming engine the report uses, so the
 //!   ratio can be read against both.
 //!
@@ -122,6 +124,14 @@ fn generate_run(dir: &Path, records: u64) -> Result<(), Box<dyn std::error::Erro
     Ok(())
 }
 
+fn ingest_run(dir: &Path, records: u64) -> Result<(), Box<dyn std::error::Error>> {
+    orchestrate::results::synthetic::write_run(dir, &spec(records))?;
+    let t = Instant::now();
+    let n = orchestrate::results::ingest(&orchestrate::results::RunDir::new(dir))?;
+    eprintln!("ingested {n} records in {:.3} s", t.elapsed().as_secs_f64());
+    Ok(())
+}
+
 fn bare(dir: &Path, engine: Engine) -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
     let path = dir.join("records.parquet");
@@ -161,12 +171,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .as_slice()
     {
         ["generate", dir, n] => generate_run(Path::new(dir), n.parse()?),
+        ["ingest", dir, n] => ingest_run(Path::new(dir), n.parse()?),
         ["bare", dir] => bare(Path::new(dir), Engine::Auto),
         ["bare-streaming", dir] => bare(Path::new(dir), Engine::Streaming),
         // `cargo bench` with no arguments: nothing to do, the script drives this binary.
         [] => Ok(()),
         other => Err(format!(
-            "usage: report (generate <dir> <records> | bare <dir> | bare-streaming <dir>), got {other:?}"
+            "usage: report (generate <dir> <records> | ingest <dir> <records> | bare <dir> | bare-streaming <dir>), got {other:?}"
         )
         .into()),
     }

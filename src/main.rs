@@ -53,6 +53,11 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         graph: Option<PathBuf>,
     },
+    /// Aggregate a run's records into tables, findings and figures (CSV, Markdown, SVG).
+    ///
+    /// Runs automatically at the end of `run`; re-running it on the same directory gives
+    /// byte-identical files. `--compare` puts several runs side by side.
+    Report(orchestrate::report::cli::ReportArgs),
     /// Print the JSON Schema of the topology and experiment formats (for editors).
     Schema,
     /// Print a shell completion script, e.g. `orchestrate completions bash > ~/.local/share/bash-completion/completions/orchestrate`.
@@ -116,6 +121,10 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             } else {
                 print!("{}", plan::render::text(&p, node.as_ref()));
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Report(args) => {
+            orchestrate::report::cli::run(args)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Schema => {

@@ -1,0 +1,516 @@
+//! From records to samples: the Polars part of the report.
+//!
+//! # Aggregate throughput over the common window
+//!
+//! Pairs of a point start and stop at slightly different times. Adding up each pair's own
+//! rate would count the start and the tail, when fewer pairs competed for the wire, as if all
+//! pairs ran at once, and flatter contended configurations. So for each repetition of a point:
+//!
+//! 1. each pair's interval is `[first trial start, last trial end]` over its successful trials;
+//! 2. the window is the intersection of the pairs' intervals: latest start to earliest end;
+//! 3. each trial contributes `bytes × |trial ∩ window| / |trial|`: records carry only per-trial
+//!    totals, so a trial that straddles an edge is assumed to move data at a constant rate
+//!    (the error is at most one trial per pair per edge; short trials keep it small);
+//! 4. a pair's throughput is its bytes in the window × 8 / window length, and the point's
+//!    aggregate is the sum over pairs.
+//!
+//! Times are wall-clock (`start_unix_ns`/`end_unix_ns`) because pairs run on different nodes;
+//! the clock skew the runner probed is kept in `points.jsonl`.
+//!
+//! Only records of the side that times a pattern are used: the receiver (server) for
+//! `stream`, the client for every other pattern, so a pair is not counted twice.
+//!
+//! Polars does the passes over the records; everything after that (one row per pair and
+//! repetition) is small and is done in plain Rust, where ordering is explicit.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use polars::prelude::*;
+
+use super::ReportError;
+use super::model::{CellKey, Config, Failure, FailureReason, Latency, Measure, PointSample};
+use crate::results::schema::col as c;
+use crate::results::{BondDriver, Manifest, PointRow, PointStatus};
+
+/// Polars' streaming engine: it decodes the Parquet file in morsels instead of whole
+/// columns, which keeps a 10-million-record report well under 2 GiB.
+const ENGINE: Engine = Engine::Streaming;
+
+/// Samples, failures and latency of one run.
+#[derive(Debug, Default)]
+pub struct Aggregated {
+    pub samples: Vec<PointSample>,
+    pub failures: Vec<Failure>,
+    pub latency: BTreeMap<CellKey, Latency>,
+}
+
+/// The records the aggregation reads: the timing side of each pattern.
+fn timing_side() -> Expr {
+    col(c::ROLE).eq(when(col(c::PATTERN).eq(lit("stream")))
+        .then(lit("server"))
+        .otherwise(lit("client")))
+}
+
+fn trial_ok() -> Expr {
+    col(c::ERROR).is_null()
+}
+
+/// One pair of one repetition, as the first pass sees it.
+struct PairSpan {
+    pair: u32,
+    start: Option<u64>,
+    end: Option<u64>,
+    ok_trials: u64,
+    failed_trials: u64,
+    first_error: Option<String>,
+}
+
+struct PointSpan {
+    key: CellKey,
+    planned_pairs: u32,
+    pairs: Vec<PairSpan>,
+}
+
+/// Runs the aggregation over `records` (a scan of `records.parquet`).
+pub fn aggregate(
+    records: LazyFrame,
+    points: &[PointRow],
+    manifest: &Manifest,
+    run_label: Option<&str>,
+) -> Result<Aggregated, ReportError> {
+    let spans = pair_spans(records.clone(), run_label)?;
+    let mut out = Aggregated::default();
+
+    // Which attempts count. With a points.jsonl, only attempts the runner marked ok; records of
+    // an attempt it never finished (a killed run) are shown as failures, not used.
+    let mut ok_attempts: BTreeMap<(u32, u32), &PointRow> = BTreeMap::new();
+    for p in points {
+        match p.status {
+            PointStatus::Ok => {
+                ok_attempts.insert((p.point, p.rep), p);
+            }
+            PointStatus::Failed => out.failures.push(Failure {
+                key: key_of_point(p, manifest, run_label),
+                point: p.point,
+                rep: p.rep,
+                reason: FailureReason::Runner(
+                    p.error
+                        .clone()
+                        .unwrap_or_else(|| "failed (no error text)".into()),
+                ),
+            }),
+        }
+    }
+    let use_status = !points.is_empty();
+    let attempted: BTreeSet<(u32, u32)> = points.iter().map(|p| (p.point, p.rep)).collect();
+    for (&(point, rep), p) in &ok_attempts {
+        if !spans.contains_key(&(point, rep)) {
+            out.failures.push(Failure {
+                key: key_of_point(p, manifest, run_label),
+                point,
+                rep,
+                reason: FailureReason::NoRecords,
+            });
+        }
+    }
+
+    // Windows of the attempts that count.
+    let mut windows: Vec<(u32, u32, u64, u64)> = Vec::new();
+    let mut kept: BTreeMap<(u32, u32), &PointSpan> = BTreeMap::new();
+    for (&(point, rep), span) in &spans {
+        if use_status && !ok_attempts.contains_key(&(point, rep)) {
+            if !attempted.contains(&(point, rep)) {
+                out.failures.push(Failure {
+                    key: span.key.clone(),
+                    point,
+                    rep,
+                    reason: FailureReason::Runner(
+                        "records without a status in points.jsonl (interrupted?)".into(),
+                    ),
+                });
+            }
+            continue;
+        }
+        // A repetition with an errored trial is not a clean sample: a reset connection
+        // leaves a gap in its pair's traffic that the window would count as idle wire.
+        let failed_trials: u64 = span.pairs.iter().map(|p| p.failed_trials).sum();
+        if failed_trials > 0 {
+            let first = span.pairs.iter().find_map(|p| p.first_error.clone());
+            out.failures.push(Failure {
+                key: span.key.clone(),
+                point,
+                rep,
+                reason: FailureReason::TrialErrors {
+                    trials: failed_trials,
+                    first: first.unwrap_or_default(),
+                },
+            });
+            continue;
+        }
+        let measured: Vec<&PairSpan> = span.pairs.iter().filter(|p| p.ok_trials > 0).collect();
+        if (measured.len() as u32) < span.planned_pairs {
+            out.failures.push(Failure {
+                key: span.key.clone(),
+                point,
+                rep,
+                reason: FailureReason::MissingPairs {
+                    measured: measured.len() as u32,
+                    planned: span.planned_pairs,
+                },
+            });
+            continue;
+        }
+        let start = measured.iter().filter_map(|p| p.start).max();
+        let end = measured.iter().filter_map(|p| p.end).min();
+        match (start, end) {
+            (Some(s), Some(e)) if e > s => {
+                windows.push((point, rep, s, e));
+                kept.insert((point, rep), span);
+            }
+            _ => out.failures.push(Failure {
+                key: span.key.clone(),
+                point,
+                rep,
+                reason: FailureReason::NoOverlap,
+            }),
+        }
+    }
+
+    let cell_ids: BTreeMap<&CellKey, u32> = kept
+        .values()
+        .map(|s| &s.key)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .enumerate()
+        .map(|(i, k)| (k, i as u32))
+        .collect();
+    let window_frame = DataFrame::new(
+        windows.len(),
+        vec![
+            Column::new(
+                c::POINT.into(),
+                windows.iter().map(|w| w.0).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                c::REP.into(),
+                windows.iter().map(|w| w.1).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "w_start".into(),
+                windows.iter().map(|w| w.2).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "w_end".into(),
+                windows.iter().map(|w| w.3).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "cell".into(),
+                windows
+                    .iter()
+                    .map(|w| cell_ids[&kept[&(w.0, w.1)].key])
+                    .collect::<Vec<_>>(),
+            ),
+        ],
+    )?;
+
+    let (bytes_in_window, latency) = window_pass(records, window_frame)?;
+
+    for &(point, rep, ws, we) in &windows {
+        let span = kept[&(point, rep)];
+        let window_ns = we - ws;
+        let pair_mbit_s: Vec<f64> = span
+            .pairs
+            .iter()
+            .filter(|p| p.ok_trials > 0)
+            .map(|p| {
+                let bytes = bytes_in_window
+                    .get(&(point, rep, p.pair))
+                    .copied()
+                    .unwrap_or(0.0);
+                // bytes × 8 bit / ns = Gbit/s; × 1000 = Mbit/s.
+                bytes * 8.0 / window_ns as f64 * 1000.0
+            })
+            .collect();
+        out.samples.push(PointSample {
+            point,
+            rep,
+            key: span.key.clone(),
+            aggregate_mbit_s: pair_mbit_s.iter().sum(),
+            pair_mbit_s,
+            window_ns,
+        });
+    }
+    let by_id: BTreeMap<u32, &CellKey> = cell_ids.iter().map(|(k, &i)| (i, *k)).collect();
+    for (id, lat) in latency {
+        if let Some(k) = by_id.get(&id) {
+            out.latency.insert((*k).clone(), lat);
+        }
+    }
+    // In the order the runner ran them.
+    out.failures
+        .sort_by(|a, b| (a.point, a.rep, &a.reason).cmp(&(b.point, b.rep, &b.reason)));
+    Ok(out)
+}
+
+/// First pass: per (point, rep, pair), the cell key and the span of successful trials.
+fn pair_spans(
+    records: LazyFrame,
+    run_label: Option<&str>,
+) -> Result<BTreeMap<(u32, u32), PointSpan>, ReportError> {
+    let df = records
+        .filter(timing_side())
+        .group_by([col(c::POINT), col(c::REP), col(c::PAIR)])
+        .agg([
+            col(c::TOPOLOGY).first(),
+            col(c::BONDING).first(),
+            col(c::BOND_DRIVER).first(),
+            col(c::PLACEMENT).first(),
+            col(c::PAIRS).first(),
+            col(c::SIZE_BYTES).first(),
+            col(c::PATTERN).first(),
+            col(c::PROTOCOL).first(),
+            col(c::START_UNIX_NS)
+                .filter(trial_ok())
+                .min()
+                .alias("pair_start"),
+            col(c::END_UNIX_NS)
+                .filter(trial_ok())
+                .max()
+                .alias("pair_end"),
+            trial_ok().cast(DataType::UInt64).sum().alias("ok_trials"),
+            trial_ok()
+                .not()
+                .cast(DataType::UInt64)
+                .sum()
+                .alias("failed_trials"),
+            // The lexically smallest error text, not the "first": the streaming engine does
+            // not promise an order within a group, and reruns must agree.
+            col(c::ERROR).min().alias("first_error"),
+        ])
+        .collect_with_engine(ENGINE)?
+        .unwrap_single();
+
+    let point = df.column(c::POINT)?.u32()?;
+    let rep = df.column(c::REP)?.u32()?;
+    let pair = df.column(c::PAIR)?.u32()?;
+    let topology = df.column(c::TOPOLOGY)?.str()?;
+    let bonding = df.column(c::BONDING)?.str()?;
+    let bond_driver = df.column(c::BOND_DRIVER)?.str()?;
+    let placement = df.column(c::PLACEMENT)?.str()?;
+    let pairs = df.column(c::PAIRS)?.u32()?;
+    let size = df.column(c::SIZE_BYTES)?.u64()?;
+    let pattern = df.column(c::PATTERN)?.str()?;
+    let protocol = df.column(c::PROTOCOL)?.str()?;
+    let start = df.column("pair_start")?.u64()?;
+    let end = df.column("pair_end")?.u64()?;
+    let ok_trials = df.column("ok_trials")?.u64()?;
+    let failed_trials = df.column("failed_trials")?.u64()?;
+    let first_error = df.column("first_error")?.str()?;
+
+    let mut spans: BTreeMap<(u32, u32), PointSpan> = BTreeMap::new();
+    for i in 0..df.height() {
+        let (Some(pt), Some(rp), Some(pr)) = (point.get(i), rep.get(i), pair.get(i)) else {
+            continue;
+        };
+        let span = match spans.entry((pt, rp)) {
+            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::btree_map::Entry::Vacant(e) => {
+                let key = CellKey {
+                    measure: Measure {
+                        pattern: parse_enum(pattern.get(i), "pattern")?,
+                        protocol: parse_enum(protocol.get(i), "protocol")?,
+                    },
+                    config: Config {
+                        run: run_label.map(str::to_owned),
+                        topology: topology.get(i).unwrap_or_default().to_owned(),
+                        bonding: bonding.get(i).unwrap_or("none").to_owned(),
+                        bond_driver: bond_driver
+                            .get(i)
+                            .map(|d| parse_enum::<BondDriver>(Some(d), "bond_driver"))
+                            .transpose()?,
+                        placement: parse_enum(placement.get(i), "placement")?,
+                    },
+                    pairs: pairs.get(i).unwrap_or(0),
+                    size_bytes: size.get(i).unwrap_or(0),
+                };
+                e.insert(PointSpan {
+                    planned_pairs: key.pairs,
+                    key,
+                    pairs: Vec::new(),
+                })
+            }
+        };
+        span.pairs.push(PairSpan {
+            pair: pr,
+            start: start.get(i),
+            end: end.get(i),
+            ok_trials: ok_trials.get(i).unwrap_or(0),
+            failed_trials: failed_trials.get(i).unwrap_or(0),
+            first_error: first_error.get(i).map(str::to_owned),
+        });
+    }
+    for span in spans.values_mut() {
+        span.pairs.sort_by_key(|p| p.pair);
+    }
+    Ok(spans)
+}
+
+type WindowBytes = BTreeMap<(u32, u32, u32), f64>;
+
+/// Second pass: bytes each pair moved inside its point's window, and latency percentiles per
+/// cell over the trials of the attempts that count.
+fn window_pass(
+    records: LazyFrame,
+    windows: DataFrame,
+) -> Result<(WindowBytes, BTreeMap<u32, Latency>), ReportError> {
+    let start = col(c::START_UNIX_NS).cast(DataType::Int64);
+    let end = col(c::END_UNIX_NS).cast(DataType::Int64);
+    let ws = col("w_start").cast(DataType::Int64);
+    let we = col("w_end").cast(DataType::Int64);
+    let lo = when(start.clone().gt(ws.clone()))
+        .then(start.clone())
+        .otherwise(ws.clone());
+    let hi = when(end.clone().lt(we.clone()))
+        .then(end.clone())
+        .otherwise(we.clone());
+    let overlap = when(hi.clone().gt(lo.clone()))
+        .then(hi - lo)
+        .otherwise(lit(0i64))
+        .cast(DataType::Float64);
+    let duration = (end.clone() - start.clone()).cast(DataType::Float64);
+    let bytes = col(c::BYTES).cast(DataType::Float64);
+    // A zero-length trial cannot be pro-rated: it counts whole if it lies in the window.
+    let contribution = when(duration.clone().gt(lit(0.0)))
+        .then(bytes.clone() * overlap / duration)
+        .otherwise(
+            when(start.clone().gt_eq(ws).and(end.lt_eq(we)))
+                .then(bytes)
+                .otherwise(lit(0.0)),
+        );
+
+    let joined = records
+        .filter(timing_side().and(trial_ok()))
+        .select([
+            col(c::POINT),
+            col(c::REP),
+            col(c::PAIR),
+            col(c::START_UNIX_NS),
+            col(c::END_UNIX_NS),
+            col(c::BYTES),
+            col(c::LATENCY_US),
+            col(c::LATENCY_MAX_US),
+        ])
+        .join(
+            windows.lazy(),
+            [col(c::POINT), col(c::REP)],
+            [col(c::POINT), col(c::REP)],
+            JoinArgs::new(JoinType::Inner),
+        )
+        .cache();
+
+    let bytes_q = joined
+        .clone()
+        .group_by([col(c::POINT), col(c::REP), col(c::PAIR)])
+        // Rounded to whole bytes (±0.5 byte per trial): integer sums do not depend on the
+        // order the engine adds them in, so reruns agree to the last digit.
+        .agg([(contribution + lit(0.5))
+            .cast(DataType::Int64)
+            .sum()
+            .cast(DataType::Float64)
+            .alias("window_bytes")]);
+    let q = |p: f64, name: &str| {
+        col(c::LATENCY_US)
+            .quantile(lit(p), QuantileMethod::Nearest)
+            .alias(name)
+    };
+    let latency_q = joined
+        .filter(col(c::LATENCY_US).is_not_null())
+        .group_by([col("cell")])
+        .agg([
+            q(0.5, "p50"),
+            q(0.9, "p90"),
+            q(0.99, "p99"),
+            col(c::LATENCY_MAX_US).max().alias("max_reported"),
+            col(c::LATENCY_US).max().alias("max_mean"),
+        ]);
+    let opt = bytes_q.get_current_optimizations();
+    let mut frames = LazyFrame::collect_all_with_engine(
+        vec![bytes_q.logical_plan, latency_q.logical_plan],
+        ENGINE,
+        opt,
+    )?
+    .into_iter();
+    let (Some(bytes_df), Some(latency_df)) = (frames.next(), frames.next()) else {
+        return Err(ReportError::Internal(
+            "collect_all returned fewer frames".into(),
+        ));
+    };
+
+    let mut bytes = WindowBytes::new();
+    let point = bytes_df.column(c::POINT)?.u32()?;
+    let rep = bytes_df.column(c::REP)?.u32()?;
+    let pair = bytes_df.column(c::PAIR)?.u32()?;
+    let wb = bytes_df.column("window_bytes")?.f64()?;
+    for i in 0..bytes_df.height() {
+        if let (Some(a), Some(b), Some(p), Some(v)) =
+            (point.get(i), rep.get(i), pair.get(i), wb.get(i))
+        {
+            bytes.insert((a, b, p), v);
+        }
+    }
+
+    let mut latency = BTreeMap::new();
+    let cell = latency_df.column("cell")?.u32()?;
+    let p50 = latency_df.column("p50")?.f64()?;
+    let p90 = latency_df.column("p90")?.f64()?;
+    let p99 = latency_df.column("p99")?.f64()?;
+    let max_reported = latency_df.column("max_reported")?.f64()?;
+    let max_mean = latency_df.column("max_mean")?.f64()?;
+    for i in 0..latency_df.height() {
+        if let Some(id) = cell.get(i) {
+            latency.insert(
+                id,
+                Latency {
+                    p50_us: p50.get(i),
+                    p90_us: p90.get(i),
+                    p99_us: p99.get(i),
+                    // The worker's own maximum when it reported one; else the largest trial mean.
+                    max_us: max_reported.get(i).or(max_mean.get(i)),
+                },
+            );
+        }
+    }
+    Ok((bytes, latency))
+}
+
+fn key_of_point(p: &PointRow, manifest: &Manifest, run_label: Option<&str>) -> CellKey {
+    CellKey {
+        measure: Measure {
+            pattern: p.pattern,
+            protocol: p.protocol,
+        },
+        config: Config {
+            run: run_label.map(str::to_owned),
+            topology: p.topology.clone(),
+            bonding: p.bonding.clone(),
+            bond_driver: if p.bonding == "none" {
+                None
+            } else {
+                manifest.bond_drivers.get(&p.topology).copied().flatten()
+            },
+            placement: p.placement,
+        },
+        pairs: p.pairs,
+        size_bytes: p.size_bytes,
+    }
+}
+
+/// Parses a lower-case enum name the way serde wrote it.
+fn parse_enum<T: serde::de::DeserializeOwned>(
+    s: Option<&str>,
+    what: &str,
+) -> Result<T, ReportError> {
+    let s = s.unwrap_or_default();
+    serde_json::from_value(serde_json::Value::String(s.to_owned()))
+        .map_err(|_| ReportError::Internal(format!("unknown {what} {s:?} in records")))
+}

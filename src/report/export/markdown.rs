@@ -1,0 +1,480 @@
+//! `report.md`: setup, method, findings, tables, figures, failures and environment — the part
+//! of a paper's evaluation section that can be written from data.
+
+use std::fmt::Write;
+
+use super::{Exporter, Output};
+use crate::report::ReportError;
+use crate::report::compare::ComparisonTable;
+use crate::report::figures::figures;
+use crate::report::format::{human, md_cell, percent, ratio, size, unix_ns};
+use crate::report::model::{CellSummary, Report, RunInfo};
+use crate::results::Statistic;
+use crate::results::schema::{pattern_str, protocol_str};
+
+pub struct Markdown;
+
+impl Exporter for Markdown {
+    fn export(&self, report: &Report) -> Result<Vec<Output>, ReportError> {
+        let mut s = String::new();
+        let title = match report.runs.as_slice() {
+            [one] => one.label.clone(),
+            many => format!("comparison of {} runs", many.len()),
+        };
+        let _ = writeln!(s, "# Report: {}\n", md_cell(&title));
+        setup(&mut s, report);
+        method(&mut s, report.statistic);
+        s.push_str("## Findings\n\n");
+        for f in &report.findings {
+            let _ = writeln!(s, "- {f}");
+        }
+        s.push('\n');
+        for t in &report.comparison {
+            comparison(&mut s, t, report.statistic);
+        }
+        latency(&mut s, report);
+        figures_section(&mut s, report);
+        failures(&mut s, report);
+        netpipe(&mut s, report);
+        environment(&mut s, report);
+        Ok(vec![Output {
+            path: "report.md".into(),
+            bytes: s.into_bytes(),
+        }])
+    }
+}
+
+/// A Markdown table with columns padded to equal width, so the file reads well as text too.
+fn table(s: &mut String, header: &[String], rows: &[Vec<String>], right: &[bool]) {
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .chain([header[i].chars().count(), 3])
+            .max()
+            .unwrap_or(3)
+    };
+    let widths: Vec<usize> = (0..header.len()).map(width).collect();
+    let line = |s: &mut String, cells: &[String]| {
+        s.push('|');
+        for (i, c) in cells.iter().enumerate() {
+            let pad = widths[i] - c.chars().count();
+            if right[i] {
+                let _ = write!(s, " {}{} |", " ".repeat(pad), c);
+            } else {
+                let _ = write!(s, " {}{} |", c, " ".repeat(pad));
+            }
+        }
+        s.push('\n');
+    };
+    line(s, header);
+    s.push('|');
+    for (i, w) in widths.iter().enumerate() {
+        if right[i] {
+            let _ = write!(s, " {}: |", "-".repeat(w - 1));
+        } else {
+            let _ = write!(s, " {} |", "-".repeat(*w));
+        }
+    }
+    s.push('\n');
+    for r in rows {
+        line(s, r);
+    }
+    s.push('\n');
+}
+
+fn setup(s: &mut String, report: &Report) {
+    s.push_str("## Setup\n\n");
+    for run in &report.runs {
+        if report.runs.len() > 1 {
+            let _ = writeln!(s, "### {}\n", md_cell(&run.label));
+        }
+        run_facts(s, run);
+    }
+}
+
+fn run_facts(s: &mut String, run: &RunInfo) {
+    let m = &run.manifest;
+    let mut facts: Vec<(String, String)> = Vec::new();
+    if let Some(e) = &m.experiment {
+        facts.push(("experiment".into(), e.clone()));
+    }
+    if let Some(t) = &m.tool {
+        let mut v = t.name.clone().unwrap_or_else(|| "orchestrate".into());
+        if let Some(ver) = &t.version {
+            let _ = write!(v, " {ver}");
+        }
+        if let Some(c) = &t.commit {
+            let _ = write!(v, " ({c})");
+        }
+        facts.push(("tool".into(), v));
+    }
+    if let Some(seed) = m.seed {
+        facts.push(("seed".into(), seed.to_string()));
+    }
+    if let Some(t) = m.started_unix_ns {
+        facts.push(("started".into(), unix_ns(t)));
+    }
+    if let Some(t) = m.finished_unix_ns {
+        facts.push(("finished".into(), unix_ns(t)));
+    }
+    if let (Some(a), Some(b)) = (m.started_unix_ns, m.finished_unix_ns) {
+        facts.push((
+            "duration".into(),
+            format!("{} s", human(b.saturating_sub(a) as f64 / 1e9)),
+        ));
+    }
+    facts.push((
+        "baseline".into(),
+        run.baseline.clone().unwrap_or_else(|| "none".into()),
+    ));
+    if !m.topologies.is_empty() {
+        let list: Vec<String> = m
+            .topologies
+            .iter()
+            .map(|t| match m.bond_drivers.get(t).copied().flatten() {
+                Some(d) => format!("{t} ({} bonding)", d.as_str()),
+                None => t.clone(),
+            })
+            .collect();
+        facts.push(("topologies".into(), list.join(", ")));
+    }
+    facts.push(("records".into(), run.records.to_string()));
+    facts.push(("point attempts".into(), run.point_attempts.to_string()));
+    let rows: Vec<Vec<String>> = facts
+        .into_iter()
+        .map(|(k, v)| vec![k, md_cell(&v)])
+        .collect();
+    table(s, &["fact".into(), "value".into()], &rows, &[false, false]);
+}
+
+fn method(s: &mut String, statistic: Statistic) {
+    let _ = writeln!(
+        s,
+        "## Method\n\n\
+         - Aggregate throughput of a point is the sum over its pairs of the payload each moved \
+         inside the window in which all pairs were running (latest pair start to earliest pair \
+         end); a trial that straddles an edge counts in proportion to its overlap. Records of \
+         the timing side only: the receiver for `stream`, the client otherwise.\n\
+         - Headline statistic: **{}** of the repetitions{}. Tables also give the median's \
+         distribution-free 95% confidence interval (order statistics of the binomial \
+         distribution); with fewer than 6 repetitions the interval is [min, max] and is marked \
+         † with its real coverage.\n\
+         - A winner is *clear* when its median's interval does not overlap the runner-up's; \
+         *CIs overlap* means the data do not show a difference; *n<3* means too few \
+         repetitions to say.\n\
+         - Latency: percentiles (nearest rank) of the per-trial one-way latency over all \
+         successful trials of a cell.\n\
+         - Failed point attempts are listed below and never enter the statistics.\n\
+         - Sizes: 1 KB = 1024 bytes; rates: 1 Mbit/s = 10^6 bit/s.\n",
+        statistic.as_str(),
+        if statistic == Statistic::Best {
+            " (as the 1996 study reported)"
+        } else {
+            ""
+        }
+    );
+}
+
+fn value_cell(c: Option<&CellSummary>, stat: Statistic) -> String {
+    let Some(c) = c else {
+        return String::new();
+    };
+    let failed = if c.failed_attempts > 0 {
+        format!(" ({} failed)", c.failed_attempts)
+    } else {
+        String::new()
+    };
+    let Some(v) = c.value(stat) else {
+        return format!("—{failed}");
+    };
+    match c.ci() {
+        Some(ci) => format!(
+            "{} [{}, {}]{}{failed}",
+            human(v),
+            human(ci.low),
+            human(ci.high),
+            if ci.is_95() { "" } else { "†" }
+        ),
+        None => format!("{} (n=1){failed}", human(v)),
+    }
+}
+
+fn comparison(s: &mut String, t: &ComparisonTable, stat: Statistic) {
+    let _ = writeln!(
+        s,
+        "## Aggregate throughput: {} {}\n\n{} aggregate throughput in Mbit/s [95% CI of the median]; \
+         ratio to the baseline beside each configuration.\n",
+        pattern_str(t.measure.pattern),
+        protocol_str(t.measure.protocol).to_uppercase(),
+        capitalised(stat.as_str())
+    );
+    let has_ratio: Vec<bool> = (0..t.configs.len())
+        .map(|c| t.rows.iter().any(|r| r.ratio[c].is_some()))
+        .collect();
+    let mut header = vec!["pairs".to_string(), "size".to_string()];
+    let mut right = vec![true, true];
+    for (c, config) in t.configs.iter().enumerate() {
+        header.push(md_cell(&config.label()));
+        right.push(true);
+        if has_ratio[c] {
+            header.push("×".into());
+            right.push(true);
+        }
+    }
+    header.extend(["winner".to_string(), "difference".to_string()]);
+    right.extend([false, false]);
+    let rows: Vec<Vec<String>> = t
+        .rows
+        .iter()
+        .map(|row| {
+            let mut r = vec![row.pairs.to_string(), size(row.size_bytes)];
+            for (c, &with_ratio) in has_ratio.iter().enumerate() {
+                r.push(value_cell(t.cell(row, c), stat));
+                if with_ratio {
+                    r.push(row.ratio[c].map(ratio).unwrap_or_default());
+                }
+            }
+            r.push(
+                row.winner
+                    .map(|w| md_cell(&t.configs[w].label()))
+                    .unwrap_or_default(),
+            );
+            r.push(row.significance.as_str().into());
+            r
+        })
+        .collect();
+    table(s, &header, &rows, &right);
+    let coverage: Vec<String> = {
+        let mut seen: Vec<(usize, f64)> = t
+            .cells
+            .iter()
+            .filter_map(|c| {
+                c.ci()
+                    .filter(|ci| !ci.is_95())
+                    .map(|ci| (c.n(), ci.coverage))
+            })
+            .collect();
+        seen.sort_by_key(|a| a.0);
+        seen.dedup_by_key(|x| x.0);
+        seen.iter()
+            .map(|(n, cov)| format!("{} at n={n}", percent(*cov)))
+            .collect()
+    };
+    if !coverage.is_empty() {
+        let _ = writeln!(
+            s,
+            "† [min, max] of too few repetitions for 95%; it covers the median with {}.\n",
+            coverage.join(", ")
+        );
+    }
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
+fn latency(s: &mut String, report: &Report) {
+    for t in &report.comparison {
+        let Some(pairs) = t.rows.iter().map(|r| r.pairs).min() else {
+            continue;
+        };
+        let mut rows = Vec::new();
+        for row in t.rows.iter().filter(|r| r.pairs == pairs) {
+            for (c, config) in t.configs.iter().enumerate() {
+                let Some(cell) = t.cell(row, c) else { continue };
+                let l = cell.latency;
+                if l.p50_us.is_none() {
+                    continue;
+                }
+                let f = |v: Option<f64>| v.map(human).unwrap_or_default();
+                rows.push(vec![
+                    size(row.size_bytes),
+                    md_cell(&config.label()),
+                    f(l.p50_us),
+                    f(l.p90_us),
+                    f(l.p99_us),
+                    f(l.max_us),
+                ]);
+            }
+        }
+        if rows.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "## One-way latency: {} {} at {pairs} {}\n\nPercentiles over all successful trials, µs.\n",
+            pattern_str(t.measure.pattern),
+            protocol_str(t.measure.protocol).to_uppercase(),
+            if pairs == 1 { "pair" } else { "pairs" }
+        );
+        table(
+            s,
+            &[
+                "size",
+                "configuration",
+                "p50 [µs]",
+                "p90 [µs]",
+                "p99 [µs]",
+                "max [µs]",
+            ]
+            .map(String::from),
+            &rows,
+            &[true, false, true, true, true, true],
+        );
+    }
+}
+
+fn figures_section(s: &mut String, report: &Report) {
+    s.push_str("## Figures\n\n");
+    for f in figures(report) {
+        let _ = writeln!(s, "![{}](figures/{}.svg)\n", md_cell(&f.title), f.stem);
+    }
+    // Topology drawings come from the topology model (see report::topology).
+    for (name, _) in &report.topology_drawings {
+        let _ = writeln!(s, "![topology {name}](figures/topology-{name}.svg)\n");
+    }
+}
+
+fn failures(s: &mut String, report: &Report) {
+    s.push_str("## Failed points\n\n");
+    if report.failures.is_empty() {
+        s.push_str("None.\n\n");
+        return;
+    }
+    let rows: Vec<Vec<String>> = report
+        .failures
+        .iter()
+        .map(|f| {
+            vec![
+                f.point.to_string(),
+                f.rep.to_string(),
+                md_cell(&f.key.config.label()),
+                f.key.measure.label(),
+                f.key.pairs.to_string(),
+                size(f.key.size_bytes),
+                md_cell(&f.reason.to_string()),
+            ]
+        })
+        .collect();
+    table(
+        s,
+        &[
+            "point",
+            "rep",
+            "configuration",
+            "measure",
+            "pairs",
+            "size",
+            "reason",
+        ]
+        .map(String::from),
+        &rows,
+        &[true, true, false, false, true, true, false],
+    );
+}
+
+fn netpipe(s: &mut String, report: &Report) {
+    if report.netpipe.is_empty() {
+        return;
+    }
+    s.push_str("## NetPIPE baselines\n\n");
+    let mut rows = Vec::new();
+    for b in &report.netpipe {
+        for (i, t) in b.tables.iter().enumerate() {
+            let peak = t.rows.iter().max_by(|a, b| a.mbit_s.total_cmp(&b.mbit_s));
+            rows.push(vec![
+                md_cell(&b.table_label(i)),
+                t.rows.len().to_string(),
+                t.latency_s.map(|l| human(l * 1e6)).unwrap_or_default(),
+                peak.map(|p| format!("{} at {}", human(p.mbit_s), size(p.bytes_per_block)))
+                    .unwrap_or_default(),
+            ]);
+        }
+    }
+    table(
+        s,
+        &["table", "rows", "latency [µs]", "peak [Mbit/s]"].map(String::from),
+        &rows,
+        &[false, true, true, false],
+    );
+}
+
+fn environment(s: &mut String, report: &Report) {
+    let mut rows = Vec::new();
+    for run in &report.runs {
+        for (node, probe) in &run.manifest.nodes {
+            let mut facts = Vec::new();
+            flatten("", probe, &mut facts);
+            for (k, v) in facts {
+                let mut r = Vec::new();
+                if report.runs.len() > 1 {
+                    r.push(md_cell(&run.label));
+                }
+                r.extend([md_cell(node), md_cell(&k), md_cell(&v)]);
+                rows.push(r);
+            }
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    s.push_str("## Environment\n\nAs probed on each node at the start of the run.\n\n");
+    let mut header: Vec<String> = Vec::new();
+    if report.runs.len() > 1 {
+        header.push("run".into());
+    }
+    header.extend(["node", "fact", "value"].map(String::from));
+    let right = vec![false; header.len()];
+    table(s, &header, &rows, &right);
+}
+
+/// Probe JSON as `dotted.key = value` lines, keys in sorted order (serde_json's map is a
+/// BTreeMap), long values cut so a table stays readable.
+fn flatten(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, String)>) {
+    use serde_json::Value;
+    let key = |k: &str| {
+        if prefix.is_empty() {
+            k.to_owned()
+        } else {
+            format!("{prefix}.{k}")
+        }
+    };
+    match v {
+        Value::Object(map) => {
+            for (k, v) in map {
+                flatten(&key(k), v, out);
+            }
+        }
+        Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
+            let joined: Vec<String> = items.iter().map(scalar).collect();
+            out.push((prefix.to_owned(), cut(joined.join(", "))));
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                flatten(&key(&i.to_string()), item, out);
+            }
+        }
+        other => out.push((prefix.to_owned(), cut(scalar(other)))),
+    }
+}
+
+fn scalar(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn cut(s: String) -> String {
+    const MAX: usize = 100;
+    if s.chars().count() > MAX {
+        let t: String = s.chars().take(MAX).collect();
+        format!("{t}…")
+    } else {
+        s
+    }
+}

@@ -1,0 +1,84 @@
+//! Output formats: one file per format behind one trait, and a writer for all of them.
+
+mod comparison_csv;
+mod markdown;
+#[cfg(feature = "png")]
+mod png;
+mod summary_csv;
+pub mod svg;
+
+use std::path::{Path, PathBuf};
+
+use super::ReportError;
+use super::model::Report;
+
+pub use comparison_csv::ComparisonCsv;
+pub use markdown::Markdown;
+#[cfg(feature = "png")]
+pub use png::Png;
+pub use summary_csv::SummaryCsv;
+pub use svg::Svg;
+
+/// One file of output, relative to the output directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    pub path: PathBuf,
+    pub bytes: Vec<u8>,
+}
+
+/// Turns a report into files. Implementations must be deterministic: the same report gives
+/// the same bytes, so re-running a report changes nothing on disk.
+pub trait Exporter {
+    fn export(&self, report: &Report) -> Result<Vec<Output>, ReportError>;
+}
+
+/// The outputs of a report: CSVs, Markdown and SVG figures, plus PNG copies when asked for.
+pub fn standard(png: bool) -> Result<Vec<Box<dyn Exporter>>, ReportError> {
+    let mut all: Vec<Box<dyn Exporter>> = vec![
+        Box::new(SummaryCsv),
+        Box::new(ComparisonCsv),
+        Box::new(Markdown),
+        Box::new(Svg),
+    ];
+    if png {
+        all.push(png_exporter()?);
+    }
+    Ok(all)
+}
+
+#[cfg(feature = "png")]
+fn png_exporter() -> Result<Box<dyn Exporter>, ReportError> {
+    Ok(Box::new(Png))
+}
+
+#[cfg(not(feature = "png"))]
+fn png_exporter() -> Result<Box<dyn Exporter>, ReportError> {
+    Err(ReportError::PngUnavailable)
+}
+
+/// Renders `report` with every exporter and writes the files under `dir`. Returns the paths
+/// written, in order.
+pub fn write_all(
+    dir: &Path,
+    report: &Report,
+    exporters: &[Box<dyn Exporter>],
+) -> Result<Vec<PathBuf>, ReportError> {
+    let mut written = Vec::new();
+    for e in exporters {
+        for out in e.export(report)? {
+            let path = dir.join(&out.path);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| ReportError::Io {
+                    path: parent.to_path_buf(),
+                    source: e,
+                })?;
+            }
+            std::fs::write(&path, &out.bytes).map_err(|e| ReportError::Io {
+                path: path.clone(),
+                source: e,
+            })?;
+            written.push(path);
+        }
+    }
+    Ok(written)
+}

@@ -1,0 +1,242 @@
+//! Reports: aggregation of a run's records, comparisons between configurations, and the
+//! outputs written into the run directory (`summary.csv`, `comparison.csv`, `report.md`,
+//! `figures/*.svg`).
+//!
+//! Polars reads the records ([`aggregate`]); everything downstream works on the small
+//! per-point result and is plain, ordered Rust, so outputs are byte-identical on re-runs.
+
+pub mod aggregate;
+pub mod cells;
+pub mod cli;
+pub mod compare;
+pub mod export;
+pub mod figures;
+pub mod findings;
+pub mod format;
+pub mod model;
+pub mod netpipe;
+pub mod stats;
+pub mod topology;
+
+use std::path::{Path, PathBuf};
+
+use crate::results::{ResultsError, RunDir, Statistic};
+use compare::BaselineRule;
+pub use model::Report;
+pub use netpipe::NetpipeBaseline;
+pub use topology::DrawTopology;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Results(#[from] ResultsError),
+    #[error("polars: {0}")]
+    Polars(#[from] polars::error::PolarsError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not NetPIPE output: {message}")]
+    Netpipe { path: PathBuf, message: String },
+    #[error("drawing a figure: {0}")]
+    Plot(String),
+    #[error("baseline topology {name:?} has no records in this run (topologies: {known})")]
+    UnknownBaseline { name: String, known: String },
+    #[error(
+        "PNG output needs orchestrate built with the `png` feature (cargo build --features png)"
+    )]
+    PngUnavailable,
+    #[error("compare needs at least two run directories")]
+    TooFewRuns,
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// A NetPIPE output file to draw as a named baseline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetpipeSource {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+/// Choices for a report; the defaults come from the run's manifest.
+#[derive(Default)]
+pub struct ReportOptions<'a> {
+    /// Overrides the manifest's statistic (median when neither names one).
+    pub statistic: Option<Statistic>,
+    /// Overrides the manifest's baseline topology.
+    pub baseline: Option<String>,
+    pub netpipe: Vec<NetpipeSource>,
+    /// Draws topologies for the report when set (see [`topology`]).
+    pub topology: Option<&'a dyn DrawTopology>,
+    /// Also write PNG copies of the figures (needs the `png` feature).
+    pub png: bool,
+}
+
+/// Builds the report of one run without writing anything.
+pub fn build(run: &RunDir, opts: &ReportOptions<'_>) -> Result<Report, ReportError> {
+    let one = load_run(run, None, opts)?;
+    let statistic = opts
+        .statistic
+        .or(one.info.manifest.statistic)
+        .unwrap_or_default();
+    if let Some(b) = &one.info.baseline {
+        let known: std::collections::BTreeSet<&str> = one
+            .cells
+            .iter()
+            .map(|c| c.key.config.topology.as_str())
+            .collect();
+        if !known.contains(b.as_str()) && !one.cells.is_empty() {
+            return Err(ReportError::UnknownBaseline {
+                name: b.clone(),
+                known: known.into_iter().collect::<Vec<_>>().join(", "),
+            });
+        }
+    }
+    let rule = match &one.info.baseline {
+        Some(b) => BaselineRule::Topology(b),
+        None => BaselineRule::None,
+    };
+    let comparison = compare::compare(&one.cells, statistic, &rule);
+    let findings = findings::findings(&comparison, &one.failures, statistic);
+    let topologies = if one.info.manifest.topologies.is_empty() {
+        let mut t: Vec<String> = one
+            .cells
+            .iter()
+            .map(|c| c.key.config.topology.clone())
+            .collect();
+        t.dedup();
+        t
+    } else {
+        one.info.manifest.topologies.clone()
+    };
+    Ok(Report {
+        topology_drawings: topology::drawings(opts.topology, &topologies),
+        runs: vec![one.info],
+        statistic,
+        cells: one.cells,
+        comparison,
+        findings,
+        failures: one.failures,
+        netpipe: import_netpipe(opts)?,
+    })
+}
+
+/// `orchestrate report <run-dir>`: builds the report and writes it into the run directory.
+/// Returns the files written.
+pub fn report_run(dir: &Path, opts: &ReportOptions<'_>) -> Result<Vec<PathBuf>, ReportError> {
+    let run = RunDir::new(dir);
+    let exporters = export::standard(opts.png)?;
+    let report = build(&run, opts)?;
+    export::write_all(dir, &report, &exporters)
+}
+
+/// `orchestrate report --compare <dir>...`: the same tables across runs, each configuration
+/// prefixed with its run's label (the directory name) and compared with the same
+/// configuration in the first run. Written into `out`.
+pub fn compare(
+    dirs: &[PathBuf],
+    out: &Path,
+    opts: &ReportOptions<'_>,
+) -> Result<Vec<PathBuf>, ReportError> {
+    if dirs.len() < 2 {
+        return Err(ReportError::TooFewRuns);
+    }
+    let exporters = export::standard(opts.png)?;
+    let mut runs = Vec::new();
+    let mut cells = Vec::new();
+    let mut failures = Vec::new();
+    for (i, dir) in dirs.iter().enumerate() {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| dir.display().to_string());
+        // Two runs with the same directory name still need distinct labels.
+        let label = if dirs[..i].iter().any(|d| d.file_name() == dir.file_name()) {
+            format!("{name} #{}", i + 1)
+        } else {
+            name
+        };
+        let one = load_run(&RunDir::new(dir), Some(&label), opts)?;
+        runs.push(one.info);
+        cells.extend(one.cells);
+        failures.extend(one.failures);
+    }
+    cells.sort_by(|a, b| a.key.cmp(&b.key));
+    failures.sort_by(|a, b| {
+        (&a.key.config.run, a.point, a.rep).cmp(&(&b.key.config.run, b.point, b.rep))
+    });
+    let statistic = opts
+        .statistic
+        .or(runs[0].manifest.statistic)
+        .unwrap_or_default();
+    let first = runs[0].label.clone();
+    let comparison = compare::compare(&cells, statistic, &BaselineRule::Run(&first));
+    let findings = findings::findings(&comparison, &failures, statistic);
+    let report = Report {
+        runs,
+        statistic,
+        cells,
+        comparison,
+        findings,
+        failures,
+        netpipe: import_netpipe(opts)?,
+        topology_drawings: Vec::new(),
+    };
+    export::write_all(out, &report, &exporters)
+}
+
+struct LoadedRun {
+    info: model::RunInfo,
+    cells: Vec<model::CellSummary>,
+    failures: Vec<model::Failure>,
+}
+
+fn load_run(
+    run: &RunDir,
+    label: Option<&str>,
+    opts: &ReportOptions<'_>,
+) -> Result<LoadedRun, ReportError> {
+    let manifest = run.manifest()?;
+    let points = run.points()?;
+    let records = run.scan_records()?;
+    let count = records
+        .clone()
+        .select([polars::prelude::len().alias("n")])
+        .collect()?;
+    let n_records = count
+        .column("n")?
+        .as_materialized_series()
+        .cast(&polars::prelude::DataType::UInt64)?
+        .u64()?
+        .get(0)
+        .unwrap_or(0);
+    let agg = aggregate::aggregate(records, &points, &manifest, label)?;
+    let cells = cells::summarize(&agg);
+    let default_label = manifest.experiment.clone().unwrap_or_else(|| {
+        run.root()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    Ok(LoadedRun {
+        info: model::RunInfo {
+            label: label.map(str::to_owned).unwrap_or(default_label),
+            baseline: opts.baseline.clone().or_else(|| manifest.baseline.clone()),
+            manifest,
+            records: n_records,
+            point_attempts: points.len(),
+        },
+        cells,
+        failures: agg.failures,
+    })
+}
+
+fn import_netpipe(opts: &ReportOptions<'_>) -> Result<Vec<NetpipeBaseline>, ReportError> {
+    opts.netpipe
+        .iter()
+        .map(|n| netpipe::import(&n.name, &n.path))
+        .collect()
+}

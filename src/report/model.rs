@@ -1,0 +1,204 @@
+//! What a report is made of, independent of how it is written out.
+
+use orchestrate_worker::record::{Pattern, Protocol};
+
+use super::netpipe::NetpipeBaseline;
+use super::stats::{MedianCi, RepStats};
+use crate::results::schema::{pattern_str, protocol_str};
+use crate::results::{BondDriver, Manifest, Placement, Statistic};
+
+/// One configuration under test: a topology with its bonding and pair placement (and, when
+/// comparing runs, the run it came from). Columns of the comparison tables.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Config {
+    /// Label of the run, set only when several runs are compared.
+    pub run: Option<String>,
+    pub topology: String,
+    pub bonding: String,
+    pub bond_driver: Option<BondDriver>,
+    pub placement: Placement,
+}
+
+impl Config {
+    /// Human label, e.g. `routed-mesh-4x4 local-wire` or
+    /// `bonded-dual-net balance-rr (userspace bond) local-wire`. A userspace bond is named as
+    /// such: it is a stand-in and readers must know.
+    pub fn label(&self) -> String {
+        let mut s = String::new();
+        if let Some(run) = &self.run {
+            s.push_str(run);
+            s.push_str(": ");
+        }
+        s.push_str(&self.topology);
+        if self.bonding != "none" {
+            s.push(' ');
+            s.push_str(&self.bonding);
+            if self.bond_driver == Some(BondDriver::Userspace) {
+                s.push_str(" (userspace bond)");
+            }
+        }
+        s.push(' ');
+        s.push_str(self.placement.as_str());
+        s
+    }
+}
+
+/// The measurement a table is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Measure {
+    pub pattern: Pattern,
+    pub protocol: Protocol,
+}
+
+impl Measure {
+    pub fn label(&self) -> String {
+        format!(
+            "{}/{}",
+            pattern_str(self.pattern),
+            protocol_str(self.protocol)
+        )
+    }
+
+    pub fn slug(&self) -> String {
+        format!(
+            "{}-{}",
+            pattern_str(self.pattern),
+            protocol_str(self.protocol)
+        )
+    }
+}
+
+/// A cell: one configuration at one pair count and size for one measurement.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CellKey {
+    pub measure: Measure,
+    pub config: Config,
+    pub pairs: u32,
+    pub size_bytes: u64,
+}
+
+/// One successful repetition of a point, reduced to its window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointSample {
+    pub point: u32,
+    pub rep: u32,
+    pub key: CellKey,
+    /// Sum over pairs of the bytes each moved inside the common window, as Mbit/s.
+    pub aggregate_mbit_s: f64,
+    pub pair_mbit_s: Vec<f64>,
+    pub window_ns: u64,
+}
+
+/// Why a point attempt does not count as a sample.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FailureReason {
+    /// The runner marked the attempt failed (its error text).
+    Runner(String),
+    /// The attempt is marked ok but no record of it exists.
+    NoRecords,
+    /// Fewer pairs have successful trials than the point ran.
+    MissingPairs { measured: u32, planned: u32 },
+    /// The pairs' measurement intervals never overlapped, so no aggregate exists.
+    NoOverlap,
+    /// Some trials reported an error (how many, and the first error text).
+    TrialErrors { trials: u64, first: String },
+}
+
+impl std::fmt::Display for FailureReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Runner(e) => write!(f, "{e}"),
+            Self::NoRecords => write!(f, "marked ok but has no records"),
+            Self::MissingPairs { measured, planned } => {
+                write!(
+                    f,
+                    "only {measured} of {planned} pairs have successful trials"
+                )
+            }
+            Self::NoOverlap => write!(f, "pairs never overlapped in time"),
+            Self::TrialErrors { trials, first } => {
+                let s = if *trials == 1 { "" } else { "s" };
+                write!(f, "{trials} trial{s} reported errors: {first}")
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Failure {
+    pub key: CellKey,
+    pub point: u32,
+    pub rep: u32,
+    pub reason: FailureReason,
+}
+
+/// Latency percentiles over all successful trials of a cell, in µs.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Latency {
+    pub p50_us: Option<f64>,
+    pub p90_us: Option<f64>,
+    pub p99_us: Option<f64>,
+    pub max_us: Option<f64>,
+}
+
+/// Everything known about one cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CellSummary {
+    pub key: CellKey,
+    /// Aggregate throughput over the repetitions; `None` when every attempt failed.
+    pub aggregate: Option<RepStats>,
+    /// Mean over repetitions and pairs of one pair's throughput, Mbit/s.
+    pub per_pair_mean_mbit_s: Option<f64>,
+    /// Slowest pair seen in any repetition, Mbit/s: shows unfair sharing a sum hides.
+    pub per_pair_min_mbit_s: Option<f64>,
+    pub latency: Latency,
+    pub failed_attempts: usize,
+    /// Errored trials in the cell's failed attempts.
+    pub failed_trials: u64,
+}
+
+impl CellSummary {
+    /// The headline figure under `statistic`.
+    pub fn value(&self, statistic: Statistic) -> Option<f64> {
+        self.aggregate.map(|s| match statistic {
+            Statistic::Best => s.best,
+            Statistic::Median => s.median,
+            Statistic::Mean => s.mean,
+        })
+    }
+
+    pub fn ci(&self) -> Option<MedianCi> {
+        self.aggregate.and_then(|s| s.ci)
+    }
+
+    pub fn n(&self) -> usize {
+        self.aggregate.map_or(0, |s| s.n)
+    }
+}
+
+/// A complete report for one run (or several runs compared).
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Titles and facts of the run(s); for a comparison, one per run.
+    pub runs: Vec<RunInfo>,
+    pub statistic: Statistic,
+    /// Sorted by key.
+    pub cells: Vec<CellSummary>,
+    pub comparison: Vec<super::compare::ComparisonTable>,
+    pub findings: Vec<String>,
+    /// Sorted.
+    pub failures: Vec<Failure>,
+    pub netpipe: Vec<NetpipeBaseline>,
+    /// Pre-rendered topology drawings (name, SVG); see [`super::topology`].
+    pub topology_drawings: Vec<(String, String)>,
+}
+
+/// What the report says about a run's setup.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    pub label: String,
+    pub manifest: Manifest,
+    pub baseline: Option<String>,
+    pub records: u64,
+    pub point_attempts: usize,
+}

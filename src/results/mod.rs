@@ -1,0 +1,58 @@
+//! Results: the run directory's files, their schema, and loading them into Polars.
+//!
+//! # Run directory
+//!
+//! | file | written by | what |
+//! |---|---|---|
+//! | `manifest.json` | runner | tool, experiment, seed, statistic, baseline, node probes, topologies ([`Manifest`]) |
+//! | `records.jsonl` | runner | one [`RecordRow`] per line: run context + the worker's flattened record |
+//! | `points.jsonl` | runner | one [`PointRow`] per point attempt, with its status and overlap window |
+//! | `records.parquet`, `records.csv` | [`ingest`] | the same records, typed columns, for Polars and for people |
+//!
+//! # Record columns
+//!
+//! One schema for every pattern; a column a pattern does not fill is null. Names carry units.
+//!
+//! | column | type | meaning |
+//! |---|---|---|
+//! | `point` | u32 | id of the sweep point (topology × bonding × placement × pairs × size × pattern) |
+//! | `topology` | str | topology name |
+//! | `bonding` | str | `none` or the bonding mode, e.g. `balance-rr` |
+//! | `bond_driver` | str? | `kernel`, `userspace` or null when not bonded |
+//! | `placement` | str | `local-wire`, `remote-wire` or `explicit` |
+//! | `pairs` | u32 | pairs active in the point |
+//! | `pair` | u32 | index of this pair within the point, from 0 |
+//! | `rep` | u32 | repetition of the point, from 0 |
+//! | `client_node`, `server_node` | str | node names of the pair |
+//! | `schema` | u32 | worker record layout version |
+//! | `pattern`, `protocol`, `role` | str | `token`, `pingpong`, `stream`, ...; `tcp`/`udp`; `client`/`server` |
+//! | `local_addr`, `peer_addr` | str | `ip:port` |
+//! | `size_bytes` | u64 | message, block or token size in bytes |
+//! | `trial` | u32 | trial index within one worker invocation |
+//! | `messages` | u64 | messages completed in the trial |
+//! | `bytes` | u64 | payload bytes counted for throughput in the trial |
+//! | `start_unix_ns`, `end_unix_ns` | u64 | wall-clock trial start and end, ns since the Unix epoch |
+//! | `elapsed_ns` | u64 | monotonic duration of the trial, ns |
+//! | `throughput_mbit_s` | f64? | the worker's own rate for the trial, Mbit/s (10^6 bit/s) |
+//! | `latency_us`, `latency_p50_us`, `latency_p90_us`, `latency_p99_us`, `latency_max_us` | f64? | one-way latency, µs |
+//! | `variance` | f64? | NetPIPE's variance of repetition times, s² |
+//! | `depth` | u32? | outstanding requests (pipeline) |
+//! | `offered_mbit_s` | f64? | offered load, Mbit/s (load) |
+//! | `lost` | u64? | datagrams sent but not received |
+//! | `error` | str? | set when the trial failed |
+//!
+//! Fields the worker adds later reach Parquet only once [`schema::RecordColumns`] names them; it
+//! destructures the record exhaustively so that the compiler points at the place.
+
+mod error;
+mod manifest;
+mod run_dir;
+pub mod schema;
+mod store;
+pub mod synthetic;
+
+pub use error::ResultsError;
+pub use manifest::{Manifest, Statistic, ToolInfo};
+pub use run_dir::RunDir;
+pub use schema::{BondDriver, Placement, PointRow, PointStatus, RecordRow};
+pub use store::{RecordWriter, ingest};

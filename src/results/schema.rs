@@ -1,0 +1,317 @@
+//! Row types of the run directory and their column layout in Polars.
+
+use orchestrate_worker::record::Record;
+use polars::prelude::*;
+use serde::{Deserialize, Serialize};
+
+/// How the pairs of a point were placed on the topology.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Placement {
+    /// Both ends of every pair share a wire (bus, segment or bond).
+    LocalWire,
+    /// Every pair crosses at least one forwarding node or switch.
+    RemoteWire,
+    /// Pairs named one by one in the experiment.
+    Explicit,
+}
+
+impl Placement {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::LocalWire => "local-wire",
+            Self::RemoteWire => "remote-wire",
+            Self::Explicit => "explicit",
+        }
+    }
+}
+
+/// Which implementation of channel bonding carried a bonded topology.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum BondDriver {
+    Kernel,
+    /// The worker's TUN stand-in, used where the kernel has no bonding driver.
+    Userspace,
+}
+
+impl BondDriver {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Kernel => "kernel",
+            Self::Userspace => "userspace",
+        }
+    }
+}
+
+/// One line of `records.jsonl`: where and when a record was taken, then the record itself.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct RecordRow {
+    pub point: u32,
+    pub topology: String,
+    /// `none` or a bonding mode such as `balance-rr`.
+    pub bonding: String,
+    #[serde(default)]
+    pub bond_driver: Option<BondDriver>,
+    pub placement: Placement,
+    pub pairs: u32,
+    pub pair: u32,
+    pub rep: u32,
+    pub client_node: String,
+    pub server_node: String,
+    #[serde(flatten)]
+    pub record: Record,
+}
+
+/// Outcome of one point attempt.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PointStatus {
+    Ok,
+    Failed,
+}
+
+/// One line of `points.jsonl`: one attempt at one point.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct PointRow {
+    pub point: u32,
+    pub topology: String,
+    pub bonding: String,
+    pub placement: Placement,
+    pub pairs: u32,
+    pub pattern: orchestrate_worker::record::Pattern,
+    pub protocol: orchestrate_worker::record::Protocol,
+    pub size_bytes: u64,
+    pub rep: u32,
+    pub status: PointStatus,
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The interval in which all pairs overlapped, as the runner saw it.
+    #[serde(default)]
+    pub window_start_unix_ns: Option<u64>,
+    #[serde(default)]
+    pub window_end_unix_ns: Option<u64>,
+    /// Largest clock offset between the point's nodes, as probed.
+    #[serde(default)]
+    pub skew_ns: Option<i64>,
+}
+
+/// Column names used by the queries, so that a typo is a compile error.
+pub mod col {
+    pub const POINT: &str = "point";
+    pub const TOPOLOGY: &str = "topology";
+    pub const BONDING: &str = "bonding";
+    pub const BOND_DRIVER: &str = "bond_driver";
+    pub const PLACEMENT: &str = "placement";
+    pub const PAIRS: &str = "pairs";
+    pub const PAIR: &str = "pair";
+    pub const REP: &str = "rep";
+    pub const PATTERN: &str = "pattern";
+    pub const PROTOCOL: &str = "protocol";
+    pub const ROLE: &str = "role";
+    pub const SIZE_BYTES: &str = "size_bytes";
+    pub const BYTES: &str = "bytes";
+    pub const START_UNIX_NS: &str = "start_unix_ns";
+    pub const END_UNIX_NS: &str = "end_unix_ns";
+    pub const LATENCY_US: &str = "latency_us";
+    pub const LATENCY_MAX_US: &str = "latency_max_us";
+    pub const ERROR: &str = "error";
+}
+
+/// Column buffers for a batch of [`RecordRow`]s, turned into one Polars [`DataFrame`].
+#[derive(Default)]
+pub struct RecordColumns {
+    point: Vec<u32>,
+    topology: Vec<String>,
+    bonding: Vec<String>,
+    bond_driver: Vec<Option<&'static str>>,
+    placement: Vec<&'static str>,
+    pairs: Vec<u32>,
+    pair: Vec<u32>,
+    rep: Vec<u32>,
+    client_node: Vec<String>,
+    server_node: Vec<String>,
+    schema: Vec<u32>,
+    pattern: Vec<&'static str>,
+    protocol: Vec<&'static str>,
+    role: Vec<&'static str>,
+    local_addr: Vec<String>,
+    peer_addr: Vec<String>,
+    size_bytes: Vec<u64>,
+    trial: Vec<u32>,
+    messages: Vec<u64>,
+    bytes: Vec<u64>,
+    start_unix_ns: Vec<u64>,
+    end_unix_ns: Vec<u64>,
+    elapsed_ns: Vec<u64>,
+    throughput_mbit_s: Vec<Option<f64>>,
+    latency_us: Vec<Option<f64>>,
+    latency_p50_us: Vec<Option<f64>>,
+    latency_p90_us: Vec<Option<f64>>,
+    latency_p99_us: Vec<Option<f64>>,
+    latency_max_us: Vec<Option<f64>>,
+    variance: Vec<Option<f64>>,
+    depth: Vec<Option<u32>>,
+    offered_mbit_s: Vec<Option<f64>>,
+    lost: Vec<Option<u64>>,
+    error: Vec<Option<String>>,
+}
+
+impl RecordColumns {
+    pub fn len(&self) -> usize {
+        self.point.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.point.is_empty()
+    }
+
+    pub fn push(&mut self, row: RecordRow) {
+        // Exhaustive destructuring: a field added to either struct fails to compile here
+        // until it has a column.
+        let RecordRow {
+            point,
+            topology,
+            bonding,
+            bond_driver,
+            placement,
+            pairs,
+            pair,
+            rep,
+            client_node,
+            server_node,
+            record,
+        } = row;
+        let Record {
+            schema,
+            pattern,
+            protocol,
+            role,
+            local_addr,
+            peer_addr,
+            size_bytes,
+            trial,
+            messages,
+            bytes,
+            start_unix_ns,
+            end_unix_ns,
+            elapsed_ns,
+            throughput_mbit_s,
+            latency_us,
+            latency_p50_us,
+            latency_p90_us,
+            latency_p99_us,
+            latency_max_us,
+            variance,
+            depth,
+            offered_mbit_s,
+            lost,
+            error,
+        } = record;
+        self.point.push(point);
+        self.topology.push(topology);
+        self.bonding.push(bonding);
+        self.bond_driver.push(bond_driver.map(BondDriver::as_str));
+        self.placement.push(placement.as_str());
+        self.pairs.push(pairs);
+        self.pair.push(pair);
+        self.rep.push(rep);
+        self.client_node.push(client_node);
+        self.server_node.push(server_node);
+        self.schema.push(schema);
+        self.pattern.push(pattern_str(pattern));
+        self.protocol.push(protocol_str(protocol));
+        self.role.push(role_str(role));
+        self.local_addr.push(local_addr);
+        self.peer_addr.push(peer_addr);
+        self.size_bytes.push(size_bytes);
+        self.trial.push(trial);
+        self.messages.push(messages);
+        self.bytes.push(bytes);
+        self.start_unix_ns.push(start_unix_ns);
+        self.end_unix_ns.push(end_unix_ns);
+        self.elapsed_ns.push(elapsed_ns);
+        self.throughput_mbit_s.push(throughput_mbit_s);
+        self.latency_us.push(latency_us);
+        self.latency_p50_us.push(latency_p50_us);
+        self.latency_p90_us.push(latency_p90_us);
+        self.latency_p99_us.push(latency_p99_us);
+        self.latency_max_us.push(latency_max_us);
+        self.variance.push(variance);
+        self.depth.push(depth);
+        self.offered_mbit_s.push(offered_mbit_s);
+        self.lost.push(lost);
+        self.error.push(error);
+    }
+
+    /// Moves the buffered rows into a [`DataFrame`], leaving the buffers empty.
+    pub fn take_frame(&mut self) -> PolarsResult<DataFrame> {
+        let c = std::mem::take(self);
+        let height = c.point.len();
+        let columns = vec![
+            Column::new("point".into(), c.point),
+            Column::new("topology".into(), c.topology),
+            Column::new("bonding".into(), c.bonding),
+            Column::new("bond_driver".into(), c.bond_driver),
+            Column::new("placement".into(), c.placement),
+            Column::new("pairs".into(), c.pairs),
+            Column::new("pair".into(), c.pair),
+            Column::new("rep".into(), c.rep),
+            Column::new("client_node".into(), c.client_node),
+            Column::new("server_node".into(), c.server_node),
+            Column::new("schema".into(), c.schema),
+            Column::new("pattern".into(), c.pattern),
+            Column::new("protocol".into(), c.protocol),
+            Column::new("role".into(), c.role),
+            Column::new("local_addr".into(), c.local_addr),
+            Column::new("peer_addr".into(), c.peer_addr),
+            Column::new("size_bytes".into(), c.size_bytes),
+            Column::new("trial".into(), c.trial),
+            Column::new("messages".into(), c.messages),
+            Column::new("bytes".into(), c.bytes),
+            Column::new("start_unix_ns".into(), c.start_unix_ns),
+            Column::new("end_unix_ns".into(), c.end_unix_ns),
+            Column::new("elapsed_ns".into(), c.elapsed_ns),
+            Column::new("throughput_mbit_s".into(), c.throughput_mbit_s),
+            Column::new("latency_us".into(), c.latency_us),
+            Column::new("latency_p50_us".into(), c.latency_p50_us),
+            Column::new("latency_p90_us".into(), c.latency_p90_us),
+            Column::new("latency_p99_us".into(), c.latency_p99_us),
+            Column::new("latency_max_us".into(), c.latency_max_us),
+            Column::new("variance".into(), c.variance),
+            Column::new("depth".into(), c.depth),
+            Column::new("offered_mbit_s".into(), c.offered_mbit_s),
+            Column::new("lost".into(), c.lost),
+            Column::new("error".into(), c.error),
+        ];
+        DataFrame::new(height, columns)
+    }
+}
+
+pub fn pattern_str(p: orchestrate_worker::record::Pattern) -> &'static str {
+    use orchestrate_worker::record::Pattern::*;
+    match p {
+        Pingpong => "pingpong",
+        Stream => "stream",
+        Token => "token",
+        Pipeline => "pipeline",
+        Load => "load",
+        Filecopy => "filecopy",
+    }
+}
+
+pub fn protocol_str(p: orchestrate_worker::record::Protocol) -> &'static str {
+    use orchestrate_worker::record::Protocol::*;
+    match p {
+        Tcp => "tcp",
+        Udp => "udp",
+    }
+}
+
+pub fn role_str(r: orchestrate_worker::record::Role) -> &'static str {
+    use orchestrate_worker::record::Role::*;
+    match r {
+        Client => "client",
+        Server => "server",
+    }
+}

@@ -1,0 +1,134 @@
+//! Writing records to Parquet (for Polars) and CSV (for people), in bounded-size batches so a
+//! run of any length converts in constant memory.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter};
+use std::path::{Path, PathBuf};
+
+use polars::io::csv::write::BatchedWriter as CsvBatched;
+use polars::io::parquet::write::BatchedWriter as ParquetBatched;
+use polars::prelude::*;
+
+use super::ResultsError;
+use super::run_dir::RunDir;
+use super::schema::{RecordColumns, RecordRow};
+
+/// Rows per Parquet row group and per CSV batch.
+const BATCH_ROWS: usize = 1 << 20;
+
+/// Streams [`RecordRow`]s into `records.parquet` and, optionally, `records.csv`.
+///
+/// Files are written under temporary names and renamed by [`RecordWriter::finish`], so a
+/// reader never sees a half-written store.
+pub struct RecordWriter {
+    parquet: ParquetBatched<BufWriter<File>>,
+    csv: Option<CsvBatched<BufWriter<File>>>,
+    buffer: RecordColumns,
+    renames: Vec<(PathBuf, PathBuf)>,
+    rows: u64,
+}
+
+impl RecordWriter {
+    pub fn create(parquet_path: &Path, csv_path: Option<&Path>) -> Result<Self, ResultsError> {
+        let schema = RecordColumns::default()
+            .take_frame()?
+            .schema()
+            .as_ref()
+            .clone();
+        let mut renames = Vec::new();
+        let open = |path: &Path, renames: &mut Vec<(PathBuf, PathBuf)>| {
+            let tmp = tmp_path(path);
+            let file = File::create(&tmp).map_err(|e| ResultsError::io(&tmp, e))?;
+            renames.push((tmp, path.to_path_buf()));
+            Ok::<_, ResultsError>(BufWriter::new(file))
+        };
+        let parquet = ParquetWriter::new(open(parquet_path, &mut renames)?)
+            .with_compression(ParquetCompression::Zstd(None))
+            .with_row_group_size(Some(BATCH_ROWS))
+            .batched(&schema)?;
+        let csv = match csv_path {
+            Some(p) => Some(CsvWriter::new(open(p, &mut renames)?).batched(&schema)?),
+            None => None,
+        };
+        Ok(Self {
+            parquet,
+            csv,
+            buffer: RecordColumns::default(),
+            renames,
+            rows: 0,
+        })
+    }
+
+    pub fn push(&mut self, row: RecordRow) -> Result<(), ResultsError> {
+        self.buffer.push(row);
+        self.rows += 1;
+        if self.buffer.len() >= BATCH_ROWS {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), ResultsError> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let frame = self.buffer.take_frame()?;
+        self.parquet.write_batch(&frame)?;
+        if let Some(csv) = &mut self.csv {
+            csv.write_batch(&frame)?;
+        }
+        Ok(())
+    }
+
+    /// Writes what is buffered, closes the files and moves them into place.
+    pub fn finish(mut self) -> Result<u64, ResultsError> {
+        self.flush()?;
+        self.parquet.finish()?;
+        if let Some(csv) = &mut self.csv {
+            csv.finish()?;
+        }
+        // Dropping the writers flushes their BufWriters before the renames.
+        let Self {
+            parquet,
+            csv,
+            renames,
+            rows,
+            ..
+        } = self;
+        drop(parquet);
+        drop(csv);
+        for (tmp, dest) in renames {
+            std::fs::rename(&tmp, &dest).map_err(|e| ResultsError::io(&dest, e))?;
+        }
+        Ok(rows)
+    }
+}
+
+fn tmp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".partial");
+    path.with_file_name(name)
+}
+
+/// Converts the run's `records.jsonl` into `records.parquet` and `records.csv`.
+///
+/// Returns the number of records. A line that is not a valid [`RecordRow`] is an error naming
+/// file and line: a store with silently missing records would bias every statistic.
+pub fn ingest(run: &RunDir) -> Result<u64, ResultsError> {
+    let src = run.records_jsonl();
+    let file = File::open(&src).map_err(|e| ResultsError::io(&src, e))?;
+    let mut writer = RecordWriter::create(&run.records_parquet(), Some(&run.records_csv()))?;
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| ResultsError::io(&src, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let row: RecordRow = serde_json::from_str(&line).map_err(|source| ResultsError::Row {
+            path: src.clone(),
+            line: i + 1,
+            source,
+        })?;
+        writer.push(row)?;
+    }
+    writer.finish()
+}

@@ -1,0 +1,112 @@
+//! The `orchestrate report` command line.
+
+use assert_cmd::Command;
+use orchestrate::results::synthetic::{SynthSpec, write_run};
+
+fn orchestrate() -> Command {
+    Command::cargo_bin("orchestrate").unwrap()
+}
+
+#[test]
+fn report_writes_into_the_run_directory_and_lists_files_as_json() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), &SynthSpec::study(3)).unwrap();
+    let out = orchestrate()
+        .args(["report", "--json", "--statistic", "best"])
+        .arg(dir.path())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    let written: Vec<&str> = v["written"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    for name in [
+        "summary.csv",
+        "comparison.csv",
+        "report.md",
+        "figures/netpipe.svg",
+    ] {
+        assert!(
+            written.iter().any(|p| p.ends_with(name)),
+            "{name} not in {written:?}"
+        );
+    }
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(
+        md.contains("Headline statistic: **best** of the repetitions (as the 1996 study reported)")
+    );
+}
+
+#[test]
+fn compare_writes_into_out() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b, out) = (
+        root.path().join("a"),
+        root.path().join("b"),
+        root.path().join("cmp"),
+    );
+    write_run(&a, &SynthSpec::study(1)).unwrap();
+    write_run(&b, &SynthSpec::study(2)).unwrap();
+    orchestrate()
+        .args(["report", "--compare"])
+        .args([&a, &b])
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    assert!(out.join("comparison.csv").exists());
+}
+
+#[test]
+fn a_directory_without_records_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = orchestrate();
+    cmd.arg("report").arg(dir.path());
+    let err = stderr_of_failure(cmd);
+    assert!(
+        err.contains("neither records.parquet nor records.jsonl found"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_netpipe_argument_is_refused() {
+    let mut cmd = orchestrate();
+    cmd.args(["report", "x", "--netpipe", "no-equals-sign"]);
+    assert!(stderr_of_failure(cmd).contains("expected NAME=PATH"));
+}
+
+#[cfg(not(feature = "png"))]
+#[test]
+fn png_without_the_feature_says_how_to_get_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), &SynthSpec::study(3)).unwrap();
+    let mut cmd = orchestrate();
+    cmd.args(["report", "--png"]).arg(dir.path());
+    assert!(stderr_of_failure(cmd).contains("--features png"));
+}
+
+#[cfg(feature = "png")]
+#[test]
+fn png_copies_are_written_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), &SynthSpec::study(3)).unwrap();
+    orchestrate()
+        .args(["report", "--png"])
+        .arg(dir.path())
+        .assert()
+        .success();
+    let png = std::fs::read(dir.path().join("figures/throughput-vs-size-token-tcp.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+}
+
+fn stderr_of_failure(mut cmd: Command) -> String {
+    let out = cmd.assert().failure().get_output().stderr.clone();
+    String::from_utf8(out).unwrap()
+}

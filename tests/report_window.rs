@@ -1,0 +1,302 @@
+//! Aggregation on small hand-made runs whose answers can be worked out on paper.
+
+use std::path::Path;
+
+use orchestrate::report::{ReportOptions, build, compare, report_run};
+use orchestrate::results::synthetic::{SynthSpec, write_run};
+use orchestrate::results::{Placement, PointRow, PointStatus, RecordRow, RunDir, Statistic};
+use orchestrate_worker::record::{Pattern, Protocol, Record, Role};
+
+const S: u64 = 1_000_000_000;
+const T0: u64 = 1_800_000_000 * S;
+
+struct Trial {
+    point: u32,
+    pairs: u32,
+    pair: u32,
+    rep: u32,
+    pattern: Pattern,
+    role: Role,
+    start_s: u64,
+    end_s: u64,
+    bytes: u64,
+}
+
+fn row(t: Trial) -> RecordRow {
+    RecordRow {
+        point: t.point,
+        topology: "bus".into(),
+        bonding: "none".into(),
+        bond_driver: None,
+        placement: Placement::LocalWire,
+        pairs: t.pairs,
+        pair: t.pair,
+        rep: t.rep,
+        client_node: format!("n{}", 2 * t.pair),
+        server_node: format!("n{}", 2 * t.pair + 1),
+        record: Record {
+            schema: 1,
+            pattern: t.pattern,
+            protocol: Protocol::Tcp,
+            role: t.role,
+            local_addr: "10.0.0.1:1".into(),
+            peer_addr: "10.0.0.2:2".into(),
+            size_bytes: 8192,
+            trial: 0,
+            messages: t.bytes / 8192,
+            bytes: t.bytes,
+            start_unix_ns: T0 + t.start_s * S,
+            end_unix_ns: T0 + t.end_s * S,
+            elapsed_ns: (t.end_s - t.start_s) * S,
+            throughput_mbit_s: None,
+            latency_us: None,
+            latency_p50_us: None,
+            latency_p90_us: None,
+            latency_p99_us: None,
+            latency_max_us: None,
+            variance: None,
+            depth: None,
+            offered_mbit_s: None,
+            lost: None,
+            error: None,
+        },
+    }
+}
+
+fn trial(point: u32, pairs: u32, pair: u32, start_s: u64, end_s: u64, bytes: u64) -> Trial {
+    Trial {
+        point,
+        pairs,
+        pair,
+        rep: 0,
+        pattern: Pattern::Token,
+        role: Role::Client,
+        start_s,
+        end_s,
+        bytes,
+    }
+}
+
+fn point(point: u32, pairs: u32, status: PointStatus) -> PointRow {
+    PointRow {
+        point,
+        topology: "bus".into(),
+        bonding: "none".into(),
+        placement: Placement::LocalWire,
+        pairs,
+        pattern: Pattern::Token,
+        protocol: Protocol::Tcp,
+        size_bytes: 8192,
+        rep: 0,
+        status,
+        error: (status == PointStatus::Failed).then(|| "timeout".into()),
+        window_start_unix_ns: None,
+        window_end_unix_ns: None,
+        skew_ns: None,
+    }
+}
+
+fn write(dir: &Path, records: Vec<RecordRow>, points: &[PointRow]) {
+    let lines: String = records
+        .iter()
+        .map(|r| serde_json::to_string(r).unwrap() + "\n")
+        .collect();
+    std::fs::write(dir.join("records.jsonl"), lines).unwrap();
+    if !points.is_empty() {
+        let lines: String = points
+            .iter()
+            .map(|p| serde_json::to_string(p).unwrap() + "\n")
+            .collect();
+        std::fs::write(dir.join("points.jsonl"), lines).unwrap();
+    }
+}
+
+#[test]
+fn aggregate_counts_only_bytes_inside_the_common_window() {
+    let dir = tempfile::tempdir().unwrap();
+    // Pair 0 runs 0–10 s in two trials, pair 1 runs 4–9 s: the window is 4–9 s (5 s).
+    // Pair 0 moves 1 MB of its first trial and 4 MB of its second inside it: 8 Mbit/s.
+    // Pair 1 moves 10 MB, all inside: 16 Mbit/s. Aggregate 24 Mbit/s.
+    // The server side's records (here absurdly large) must not be counted for `token`.
+    let mut server = trial(0, 2, 1, 4, 9, 999_000_000);
+    server.role = Role::Server;
+    write(
+        dir.path(),
+        vec![
+            row(trial(0, 2, 0, 0, 5, 5_000_000)),
+            row(trial(0, 2, 0, 5, 10, 5_000_000)),
+            row(trial(0, 2, 1, 4, 9, 10_000_000)),
+            row(server),
+        ],
+        &[],
+    );
+    let report = build(&RunDir::new(dir.path()), &ReportOptions::default()).unwrap();
+    assert_eq!(report.cells.len(), 1);
+    let cell = &report.cells[0];
+    let agg = cell.aggregate.unwrap();
+    assert_eq!((agg.n, agg.median, agg.best), (1, 24.0, 24.0));
+    assert_eq!(agg.ci, None, "one repetition has no interval");
+    assert_eq!(cell.per_pair_min_mbit_s, Some(8.0));
+    assert_eq!(cell.per_pair_mean_mbit_s, Some(12.0));
+    assert!(report.failures.is_empty());
+}
+
+#[test]
+fn stream_is_timed_at_the_receiver() {
+    let dir = tempfile::tempdir().unwrap();
+    let mk = |role, bytes| {
+        let mut t = trial(0, 1, 0, 0, 10, bytes);
+        t.pattern = Pattern::Stream;
+        t.role = role;
+        row(t)
+    };
+    write(
+        dir.path(),
+        vec![mk(Role::Client, 50_000_000), mk(Role::Server, 10_000_000)],
+        &[],
+    );
+    let report = build(&RunDir::new(dir.path()), &ReportOptions::default()).unwrap();
+    assert_eq!(report.cells[0].aggregate.unwrap().median, 8.0);
+}
+
+#[test]
+fn attempts_that_cannot_give_an_honest_aggregate_are_failures_with_reasons() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        vec![
+            // point 0: fine, 8 Mbit/s.
+            row(trial(0, 1, 0, 0, 10, 10_000_000)),
+            // point 2: two pairs planned, one has records.
+            row(trial(2, 2, 0, 0, 10, 10_000_000)),
+            // point 3: the pairs never overlap.
+            row(trial(3, 2, 0, 0, 1, 1_000_000)),
+            row(trial(3, 2, 1, 2, 3, 1_000_000)),
+            // point 4: records, but the runner never recorded the point's outcome.
+            row(trial(4, 1, 0, 0, 10, 10_000_000)),
+            // point 5: the runner marked it failed; its partial records are not used.
+            row(trial(5, 1, 0, 0, 10, 99_000_000)),
+        ],
+        &[
+            point(0, 1, PointStatus::Ok),
+            point(1, 1, PointStatus::Ok),
+            point(2, 2, PointStatus::Ok),
+            point(3, 2, PointStatus::Ok),
+            point(5, 1, PointStatus::Failed),
+        ],
+    );
+    let report = build(&RunDir::new(dir.path()), &ReportOptions::default()).unwrap();
+    let reasons: Vec<(u32, String)> = report
+        .failures
+        .iter()
+        .map(|f| (f.point, f.reason.to_string()))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            (1, "marked ok but has no records".to_string()),
+            (2, "only 1 of 2 pairs have successful trials".to_string()),
+            (3, "pairs never overlapped in time".to_string()),
+            (
+                4,
+                "records without a status in points.jsonl (interrupted?)".to_string()
+            ),
+            (5, "timeout".to_string()),
+        ]
+    );
+    // Failed cells stay in the summary with their count and no statistics.
+    let one_pair = report.cells.iter().find(|c| c.key.pairs == 1).unwrap();
+    assert_eq!((one_pair.n(), one_pair.failed_attempts), (1, 3));
+    assert_eq!(one_pair.aggregate.unwrap().median, 8.0);
+    let two_pairs = report.cells.iter().find(|c| c.key.pairs == 2).unwrap();
+    assert_eq!((two_pairs.n(), two_pairs.failed_attempts), (0, 2));
+    assert!(two_pairs.aggregate.is_none());
+}
+
+#[test]
+fn statistic_can_be_overridden_and_best_is_the_maximum() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = (0..3u32)
+        .map(|rep| {
+            let mut t = trial(0, 1, 0, 0, 10, 10_000_000 * (rep as u64 + 1));
+            t.rep = rep;
+            row(t)
+        })
+        .collect();
+    write(dir.path(), records, &[]);
+    let run = RunDir::new(dir.path());
+    let median = build(&run, &ReportOptions::default()).unwrap();
+    assert_eq!(median.statistic, Statistic::Median);
+    assert_eq!(median.cells[0].value(Statistic::Median), Some(16.0));
+    let best = build(
+        &run,
+        &ReportOptions {
+            statistic: Some(Statistic::Best),
+            ..ReportOptions::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(best.statistic, Statistic::Best);
+    assert_eq!(best.cells[0].value(best.statistic), Some(24.0));
+}
+
+#[test]
+fn an_unknown_baseline_is_an_error_naming_the_known_topologies() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        vec![row(trial(0, 1, 0, 0, 10, 10_000_000))],
+        &[],
+    );
+    let err = report_run(
+        dir.path(),
+        &ReportOptions {
+            baseline: Some("ring".into()),
+            ..ReportOptions::default()
+        },
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("\"ring\"") && err.contains("bus"), "{err}");
+}
+
+#[test]
+fn compare_puts_runs_side_by_side_against_the_first() {
+    let root = tempfile::tempdir().unwrap();
+    let (a, b) = (root.path().join("before"), root.path().join("after"));
+    write_run(&a, &SynthSpec::study(7)).unwrap();
+    let mut faster = SynthSpec::study(8);
+    for c in &mut faster.configs {
+        c.wire_mbit_s *= 2.0;
+    }
+    write_run(&b, &faster).unwrap();
+    let out = root.path().join("cmp");
+    compare(&[a, b], &out, &ReportOptions::default()).unwrap();
+
+    let csv = std::fs::read_to_string(out.join("comparison.csv")).unwrap();
+    let header = csv.lines().next().unwrap();
+    assert!(
+        header.contains("before: routed-mesh-4x4 local-wire median [Mbit/s]"),
+        "{header}"
+    );
+    assert!(
+        header.contains("after: routed-mesh-4x4 local-wire ratio to baseline"),
+        "{header}"
+    );
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.starts_with("# Report: comparison of 2 runs\n"));
+    // Doubling every wire doubles what the saturated bonded bus carries at 8 KB and 7 pairs.
+    assert!(
+        md.contains(
+            "- At 8 KB and 7 pairs, after: bonded-dual-net balance-rr (userspace bond) local-wire \
+             reaches 2.0× before: bonded-dual-net balance-rr (userspace bond) local-wire"
+        ),
+        "{md}"
+    );
+    assert!(
+        out.join("summary.csv").exists()
+            && out
+                .join("figures/throughput-vs-size-token-tcp.svg")
+                .exists()
+    );
+}

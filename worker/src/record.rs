@@ -73,6 +73,8 @@ pub struct Record {
     pub throughput_mbit_s: Option<f64>,
     /// One-way latency: half a round trip for ping-pong patterns, per message for pipelines.
     pub latency_us: Option<f64>,
+    /// Latency percentiles (load): round trip of a message and its 16-byte echo, measured from
+    /// the message's scheduled send time, so time spent behind schedule counts.
     pub latency_p50_us: Option<f64>,
     pub latency_p90_us: Option<f64>,
     pub latency_p99_us: Option<f64>,
@@ -87,4 +89,40 @@ pub struct Record {
     pub lost: Option<u64>,
     /// Set when the trial failed; the numeric fields then describe what was done before it.
     pub error: Option<String>,
+    /// Completed messages per second (pipeline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages_per_s: Option<f64>,
+}
+
+impl Record {
+    /// An empty record of one pattern and role, to be filled in.
+    pub fn new(pattern: Pattern, protocol: Protocol, role: Role) -> Record {
+        Record {
+            schema: RECORD_SCHEMA_VERSION,
+            pattern,
+            protocol,
+            role,
+            local_addr: String::new(),
+            peer_addr: String::new(),
+            size_bytes: 0,
+            trial: 0,
+            messages: 0,
+            bytes: 0,
+            start_unix_ns: 0,
+            end_unix_ns: 0,
+            elapsed_ns: 0,
+            throughput_mbit_s: None,
+            latency_us: None,
+            latency_p50_us: None,
+            latency_p90_us: None,
+            latency_p99_us: None,
+            latency_max_us: None,
+            variance: None,
+            depth: None,
+            offered_mbit_s: None,
+            lost: None,
+            error: None,
+            messages_per_s: None,
+        }
+    }
 }

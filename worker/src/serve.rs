@@ -50,13 +50,14 @@ pub fn serve(opts: ServeOptions) -> i32 {
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
+    // Handlers first: a supervisor may signal as soon as it has read the line below.
+    shutdown::install();
     // The first stdout line tells a supervisor (or a test that asked for port 0) where we are.
     println!(
         "{}",
         serde_json::json!({"listening": addr, "protocol_version": opts.version,
                            "software": software(), "pid": std::process::id()})
     );
-    shutdown::install();
     let active = Arc::new(AtomicUsize::new(0));
     let next_id = AtomicU64::new(1);
     let opts = Arc::new(opts);

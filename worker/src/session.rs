@@ -49,6 +49,7 @@ impl Conn {
             spool_dir: None,
         };
         c.set_timeouts(timeout)?;
+        keepalive(&c.stream);
         Ok(c)
     }
 
@@ -84,6 +85,29 @@ impl Conn {
             .as_ref()
             .ok_or_else(|| WorkerError::Protocol("UDP pattern without a UDP socket".into()))
     }
+}
+
+/// Probe an idle connection so a peer whose host died is noticed in about 25 s even while
+/// waiting at the start barrier (a dead process is noticed at once: its kernel resets).
+fn keepalive(s: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let fd = s.as_raw_fd();
+    let set = |level: libc::c_int, opt: libc::c_int, v: libc::c_int| {
+        // SAFETY: setsockopt with a valid descriptor and a pointer to an int of the given size.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                opt,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    };
+    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 10);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 5);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3);
 }
 
 /// Two reusable buffers, grown on demand and never shrunk, so trials allocate nothing once the

@@ -586,3 +586,78 @@ fn go_stdin_waits_for_the_line() {
     );
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn load_beyond_capacity_still_ends_with_its_duration() {
+    let srv = Server::start(&[]);
+    // 10^12 messages/s cannot be offered: the sender falls behind and must stop on time.
+    let r = run_ok(&[
+        "load",
+        "--connect",
+        &srv.addr,
+        "--size",
+        "64",
+        "--rate",
+        "1000000000000",
+        "--duration",
+        "0.3",
+    ]);
+    let (c, s) = pairs(&r)[0];
+    let el = u(c, "elapsed_ns") as f64 / 1e9;
+    assert!((0.29..2.0).contains(&el), "a 0.3 s run took {el} s");
+    assert_eq!(u(c, "messages"), u(s, "messages"));
+    assert!(r.wall < Duration::from_secs(5));
+}
+
+#[test]
+fn probe_describes_this_node() {
+    let out = std::process::Command::new(common::BIN)
+        .arg("probe")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).expect("probe prints JSON");
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(v["kernel"]["release"], release.trim());
+    let lo = v["interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == "lo")
+        .expect("loopback interface listed");
+    assert_eq!(lo["mtu"].as_i64(), Some(65536));
+    assert!(
+        lo["addresses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "127.0.0.1/8"),
+        "{lo}"
+    );
+    for k in ["bonding", "netem", "tun", "ip_forward", "clocksource"] {
+        assert!(v.get(k).is_some(), "{k} missing");
+    }
+    assert_eq!(
+        v["tun"]["device"].as_bool(),
+        Some(std::path::Path::new("/dev/net/tun").exists())
+    );
+}
+
+#[test]
+fn serve_stops_on_sigterm() {
+    let mut srv = Server::start(&[]);
+    // SAFETY: signalling a child this test started.
+    unsafe { libc::kill(srv.child.id() as libc::pid_t, libc::SIGTERM) };
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(st) = srv.child.try_wait().unwrap() {
+            assert!(st.success(), "serve exited with {st}");
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "serve ignored SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

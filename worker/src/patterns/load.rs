@@ -94,7 +94,7 @@ impl PatternImpl for Load {
                 }
             };
             let mut sent = 0u64;
-            let res = send_paced(c, tx, total, interval_ns, t0, &mut sent, ts);
+            let res = send_paced(c, tx, total, interval_ns, t0, t.duration_ns, &mut sent, ts);
             sender_done.store(true, Ordering::Release);
             if res.is_err() {
                 // Unblock the receiver: the trial is over either way.
@@ -146,12 +146,14 @@ impl PatternImpl for Load {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn send_paced(
     c: &Conn,
     tx: &mut [u8],
     total: u64,
     interval_ns: f64,
     t0: Instant,
+    duration_ns: Option<u64>,
     sent: &mut u64,
     ts: f64,
 ) -> Result<()> {
@@ -169,7 +171,11 @@ fn send_paced(
             // Sleep to the absolute due time; a late wake-up is made up by sending back to back.
             std::thread::sleep(Duration::from_nanos(due_ns - now_ns));
         }
-        put_header(tx, i, due_ns, i + 1 == total);
+        // A sender that cannot keep up stops at the end of the duration anyway: what it did
+        // not send was never offered, and the achieved rate shows it.
+        let overtime = duration_ns.is_some_and(|d| now_ns >= d);
+        let last = i + 1 == total || overtime;
+        put_header(tx, i, due_ns, last);
         match c.udp.as_ref() {
             None => stream
                 .write_all(tx)
@@ -183,6 +189,9 @@ fn send_paced(
             },
         }
         *sent += 1;
+        if last {
+            break;
+        }
     }
     Ok(())
 }

@@ -186,6 +186,7 @@ struct PingpongArgs {
     /// Without --exchanges/--duration: size each trial's repetitions to take about this long.
     #[arg(long, default_value_t = 0.25, value_name = "SECS")]
     trial_time: f64,
+    /// Transport of the data (the session itself is always TCP).
     #[arg(long, value_enum, default_value = "tcp")]
     protocol: ProtoArg,
 }
@@ -213,6 +214,7 @@ struct TokenArgs {
     sizes: Sizes,
     #[command(flatten)]
     counting: Counting,
+    /// Transport of the data (the session itself is always TCP).
     #[arg(long, value_enum, default_value = "tcp")]
     protocol: ProtoArg,
 }
@@ -242,6 +244,7 @@ struct LoadArgs {
     /// `500kbit`). Omitted: as fast as the sender can.
     #[arg(long, value_name = "RATE")]
     rate: Option<String>,
+    /// Transport of the data (the session itself is always TCP).
     #[arg(long, value_enum, default_value = "tcp")]
     protocol: ProtoArg,
 }
@@ -418,7 +421,15 @@ fn netpipe_sizes(s: &Schedule) -> Vec<u64> {
 fn client_command(cmd: Cmd) -> Result<Built, String> {
     match cmd {
         Cmd::Pingpong(a) => {
-            let sizes = sizes_or(&a.sizes, || netpipe_sizes(&a.schedule));
+            let udp = a.protocol == ProtoArg::Udp;
+            let sizes = sizes_or(&a.sizes, || {
+                // A datagram holds at most 65507 bytes: the UDP schedule stops there.
+                let mut v = netpipe_sizes(&a.schedule);
+                if udp {
+                    v.retain(|&s| s <= protocol::MAX_UDP_SIZE);
+                }
+                v
+            });
             let count = counting(
                 &a.counting,
                 Count::Budget(secs(a.trial_time, "--trial-time")?),

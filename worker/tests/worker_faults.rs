@@ -418,3 +418,50 @@ fn sizes_beyond_the_cap_are_refused_before_connecting() {
     assert_eq!(r.code, Some(2));
     assert!(r.stderr.contains("in flight"), "{}", r.stderr);
 }
+
+#[test]
+fn sessions_beyond_the_limit_are_refused_with_a_reason() {
+    let mut srv = Server::start(&["--max-sessions", "1"]);
+    let mut first = Command::new(BIN)
+        .args([
+            "token",
+            "--connect",
+            &srv.addr,
+            "--size",
+            "4",
+            "--exchanges",
+            "5",
+            "--go",
+            "stdin",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = common::lines(first.stdout.take().unwrap());
+    // The first session holds its slot while it waits at the barrier.
+    out.recv_timeout(Duration::from_secs(10))
+        .expect("ready line");
+    let r = client(
+        &[
+            "token",
+            "--connect",
+            &srv.addr,
+            "--size",
+            "4",
+            "--exchanges",
+            "5",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.error().unwrap().contains("server busy"),
+        "{:?}",
+        r.error()
+    );
+    writeln!(first.stdin.as_mut().unwrap()).unwrap();
+    assert!(first.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(100));
+    still_serves(&mut srv);
+}

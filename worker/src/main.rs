@@ -601,3 +601,32 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("64"), Ok(64));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("1MiB"), Ok(1 << 20));
+        assert_eq!(parse_size("2g"), Ok(2 << 30));
+        assert!(parse_size("1.5M").is_err());
+        assert!(parse_size("12parsecs").is_err());
+        assert!(parse_size("99999999999999G").is_err());
+    }
+
+    #[test]
+    fn rates_in_messages_or_bits() {
+        assert_eq!(parse_rate("20000", 100), Ok(20000.0));
+        assert_eq!(parse_rate("500/s", 100), Ok(500.0));
+        // 8 Mbit/s of 1000-byte messages: 1000 messages per second.
+        assert_eq!(parse_rate("8mbit", 1000), Ok(1000.0));
+        assert_eq!(parse_rate("1gbit", 125), Ok(1e6));
+        assert_eq!(parse_rate("64kbit", 8), Ok(1000.0));
+        assert!(parse_rate("0", 8).is_err());
+        assert!(parse_rate("fast", 8).is_err());
+        assert!(parse_rate("-5mbit", 8).is_err());
+    }
+}

@@ -76,9 +76,7 @@ pub fn serve(opts: ServeOptions) -> i32 {
         };
         let id = next_id.fetch_add(1, Ordering::Relaxed);
         if active.load(Ordering::Acquire) >= opts.max_sessions {
-            let max = opts.max_sessions;
-            let version = opts.version;
-            std::thread::spawn(move || refuse(stream, version, max));
+            refuse(stream, opts.version, opts.max_sessions);
             continue;
         }
         active.fetch_add(1, Ordering::AcqRel);
@@ -121,8 +119,10 @@ fn readable(l: &TcpListener, ms: i32) -> bool {
     unsafe { libc::poll(&mut pfd, 1, ms) > 0 }
 }
 
+/// Tell a connection over the limit why it is closed. Non-blocking: the short frame fits in
+/// any socket buffer, and a refusal must never stall the accept loop or cost a thread.
 fn refuse(mut s: TcpStream, version: u16, max: usize) {
-    let _ = s.set_write_timeout(Some(Duration::from_secs(2)));
+    let _ = s.set_nonblocking(true);
     let _ = protocol::write_frame(
         &mut s,
         Kind::Error,

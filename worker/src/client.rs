@@ -240,10 +240,20 @@ fn one_trial(
     c.recv("waiting for the server to accept the trial", ts)?
         .expect(Kind::Ack)?;
     let mut m = pat.client(c, params, spec, bufs)?;
+    // The server fsyncs a copied file before it reports: allow for a disk as slow as 1 MB/s.
+    let wait = if params.pattern == Pattern::Filecopy {
+        c.timeout + Duration::from_secs(spec.size_bytes / 1_000_000)
+    } else {
+        c.timeout
+    };
+    c.stream
+        .set_read_timeout(Some(wait))
+        .map_err(|e| WorkerError::io(e, "setting timeouts", 0.0))?;
     let rep: TrialReport = c
-        .recv("waiting for the server's trial report", ts)?
+        .recv("waiting for the server's trial report", wait.as_secs_f64())?
         .expect(Kind::TrialReport)?
         .decode()?;
+    c.set_timeouts(c.timeout)?;
     if m.until_report {
         let extra = unix_ns().saturating_sub(m.end_unix_ns);
         // Extend the monotonic interval by the wall time the report took to arrive.

@@ -165,7 +165,8 @@ fn session(stream: TcpStream, id: u64, opts: &ServeOptions) -> Result<String> {
             WorkerError::Usage(format!("rejected parameters: {m}")),
         ));
     }
-    let timeout = Duration::from_millis(p.timeout_ms);
+    // A client chooses its timeouts, within the server's bound.
+    let timeout = Duration::from_millis(p.timeout_ms).min(opts.max_idle);
     let idle = Duration::from_millis(p.idle_timeout_ms).min(opts.max_idle);
     c.timeout = timeout;
     let mut udp_port = None;

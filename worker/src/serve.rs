@@ -16,7 +16,7 @@ use crate::error::{Result, WorkerError};
 use crate::output::print_server_record;
 use crate::patterns;
 use crate::protocol::{self, ErrorMsg, Hello, Kind, Params, TrialReport, TrialSpec, Welcome};
-use crate::record::{Pattern, Protocol, Record, Role};
+use crate::record::{Pattern, Protocol};
 use crate::session::{Buffers, Conn};
 use crate::shutdown;
 
@@ -235,9 +235,7 @@ fn session(stream: TcpStream, id: u64, opts: &ServeOptions) -> Result<String> {
         if !spec.warmup {
             trials += 1;
             if opts.records {
-                let mut r: Record = crate::client::server_record(&p, &spec, &rep);
-                r.role = Role::Server;
-                print_server_record(&r);
+                print_server_record(&crate::client::server_record(&p, &spec, &rep));
             }
         }
     }

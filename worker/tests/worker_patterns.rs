@@ -666,3 +666,68 @@ fn serve_stops_on_sigterm() {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+#[test]
+fn start_at_waits_for_the_wall_clock() {
+    let srv = Server::start(&[]);
+    let at = now_ns() + 700_000_000;
+    let at_s = at.to_string();
+    let r = client(
+        &[
+            "token",
+            "--connect",
+            &srv.addr,
+            "--size",
+            "4",
+            "--exchanges",
+            "10",
+            "--trials",
+            "1",
+            "--warmup",
+            "0",
+            "--start-at",
+            &at_s,
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stdout);
+    assert!(r.stdout.lines().next().unwrap().contains("\"ready\":true"));
+    let c = r.role("client")[0];
+    let start = u(c, "start_unix_ns");
+    assert!(start >= at, "started {} ms early", (at - start) / 1_000_000);
+    assert!(
+        start < at + 500_000_000,
+        "started {} ms late",
+        (start - at) / 1_000_000
+    );
+}
+
+#[test]
+fn stream_netpipe_rows_use_the_receivers_time() {
+    let srv = Server::start(&[]);
+    let r = client(
+        &[
+            "stream",
+            "--connect",
+            &srv.addr,
+            "--sizes",
+            "4K,64K",
+            "--exchanges",
+            "200",
+            "--trials",
+            "2",
+            "--format",
+            "netpipe",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let t = orchestrate_worker::netpipe::parse(&r.stdout).unwrap();
+    let sizes: Vec<u64> = t[0].rows.iter().map(|r| r.bytes_per_block).collect();
+    assert_eq!(sizes, vec![4096, 65536]);
+    for row in &t[0].rows {
+        // 200 blocks took at least some microseconds each and far less than a second.
+        assert!(row.time_s > 1e-8 && row.time_s < 0.1, "{row:?}");
+        assert!(row.mbit_s > 0.0);
+    }
+}

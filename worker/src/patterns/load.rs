@@ -107,11 +107,11 @@ impl PatternImpl for Load {
             Ok((sent, rx_res))
         })?;
         let elapsed_ns = t0.elapsed().as_nanos() as u64;
-        if c.udp.is_some() {
-            c.send(Kind::End, &serde_json::json!({ "sent": sent }))?;
-        } else {
+        if c.udp.is_none() {
             rx_result?;
         }
+        // The server reports only after this, so no echo reader can swallow the report.
+        c.send(Kind::End, &serde_json::json!({ "sent": sent }))?;
         Ok(Measure {
             messages: sent,
             bytes: sent * t.size_bytes,
@@ -275,13 +275,13 @@ fn serve_tcp(c: &mut Conn, t: &TrialSpec, b: &mut Buffers) -> Result<Measure> {
     let ts = c.timeout_s();
     let per_read = (64 * 1024 / size).max(1);
     let (buf, reply) = b.get(per_read * size, per_read * LOAD_HEADER);
-    let s = &mut c.stream;
     let sw = Stopwatch::start();
     let mut have = 0usize;
     let mut msgs = 0u64;
     let mut bytes = 0u64;
     loop {
-        let n = s
+        let n = c
+            .stream
             .read(&mut buf[have..])
             .map_err(|e| WorkerError::io(e, "receiving load", ts))?;
         if n == 0 {
@@ -299,14 +299,18 @@ fn serve_tcp(c: &mut Conn, t: &TrialSpec, b: &mut Buffers) -> Result<Measure> {
             reply[k * LOAD_HEADER..(k + 1) * LOAD_HEADER].copy_from_slice(h);
             last |= h[0] == LAST;
         }
-        s.write_all(&reply[..complete * LOAD_HEADER])
+        c.stream
+            .write_all(&reply[..complete * LOAD_HEADER])
             .map_err(|e| WorkerError::io(e, "echoing load", ts))?;
         msgs += complete as u64;
         let end = complete * size;
         buf.copy_within(end..have, 0);
         have -= end;
         if last {
-            return Ok(Measure::from_watch(&sw, msgs, bytes));
+            let m = Measure::from_watch(&sw, msgs, bytes);
+            c.recv("waiting for the end of a load trial", ts)?
+                .expect(Kind::End)?;
+            return Ok(m);
         }
     }
 }

@@ -3,6 +3,24 @@
 //! This is the contract between the worker and the controller's results store. Field names
 //! carry their unit. Fields are only ever added (as `Option`s, so old records still parse);
 //! renaming one breaks every stored run.
+//!
+//! A client writes two records per trial: its own (`role: client`) and the server's
+//! (`role: server`), which holds what the serving side counted and timed, returned over the
+//! session. What the figures mean per pattern (client record):
+//!
+//! | pattern  | messages, bytes                 | throughput_mbit_s                   | latency_us                 |
+//! |----------|---------------------------------|-------------------------------------|----------------------------|
+//! | pingpong | round trips, one direction's payload | size × 8 / one-way time (NetPIPE)   | half the mean round trip  |
+//! | stream   | blocks sent, payload            | sender's view, until the server's report arrived | time per block |
+//! | token    | tokens written, tokens × size   | tokens × size × 8 / elapsed (the 1996 study) | half the mean round trip |
+//! | pipeline | replies received, payload       | replies × size × 8 / elapsed        | elapsed / replies          |
+//! | load     | messages sent, payload          | sent payload / elapsed; `offered_mbit_s` is the target | percentiles only |
+//! | filecopy | 1 per file, file size           | size × 8 / (first read .. server's fsync done) | — |
+//!
+//! Server records carry the bytes and messages the server received and its own elapsed time;
+//! their throughput is received payload / server elapsed (for `stream` this is NetPIPE's
+//! receiver-timed figure, for `load` the achieved rate). `lost` (load) is messages sent minus
+//! messages the server received.
 
 use serde::{Deserialize, Serialize};
 

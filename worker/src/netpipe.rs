@@ -4,7 +4,7 @@
 //! Time is the one-way time of one block in seconds. Published results (such as the BEAM 1999
 //! Beowulf measurements) wrap several such tables in prose; NetPIPE 3.x output files carry only
 //! three columns (`bytes Mbit/s seconds`). [`parse`] reads all of these so the report can draw
-//! old results beside new ones, and [`write`] produces the classic five columns.
+//! old results beside new ones, and [`write()`] produces the classic five columns.
 
 use std::fmt;
 use std::io;

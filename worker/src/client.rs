@@ -135,6 +135,7 @@ fn run_inner<W: Write>(opts: &ClientOptions, out: &mut Output<W>, st: &mut State
         );
         c.udp = Some(u);
     }
+    let sent_ns = unix_ns();
     c.send(
         Kind::Hello,
         &Hello {
@@ -147,6 +148,15 @@ fn run_inner<W: Write>(opts: &ClientOptions, out: &mut Output<W>, st: &mut State
         .recv("waiting for the server's handshake", ts)?
         .expect(Kind::Welcome)?
         .decode()?;
+    let clock = welcome.unix_ns.map(|server| {
+        // NTP's estimate: the server stamped its reply halfway through the exchange.
+        let back_ns = unix_ns();
+        let mid = (sent_ns as i128 + back_ns as i128) / 2;
+        ClockEstimate {
+            offset_ns: (server as i128 - mid) as i64,
+            rtt_ns: back_ns.saturating_sub(sent_ns),
+        }
+    });
     if let Some(u) = &c.udp {
         let port = welcome
             .udp_port
@@ -161,7 +171,7 @@ fn run_inner<W: Write>(opts: &ClientOptions, out: &mut Output<W>, st: &mut State
     }
     c.set_timeouts(timeout)?;
 
-    barrier(opts, out, &c, &welcome)?;
+    barrier(opts, out, &c, &welcome, clock)?;
 
     let pat = patterns::lookup(params.pattern);
     let mut bufs = Buffers::default();
@@ -217,6 +227,8 @@ fn run_inner<W: Write>(opts: &ClientOptions, out: &mut Output<W>, st: &mut State
             if params.pattern == Pattern::Pipeline {
                 rec.depth = Some(params.depth);
             }
+            rec.peer_clock_offset_ns = clock.map(|k| k.offset_ns);
+            rec.peer_clock_rtt_ns = clock.map(|k| k.rtt_ns);
             pat.figures(&m, &spec, &rep, &mut rec);
             let srv = server_record(&params, &spec, &rep);
             out.trial(&rec, Some(&srv));
@@ -286,11 +298,20 @@ pub fn server_record(params: &Params, spec: &TrialSpec, rep: &TrialReport) -> Re
     r
 }
 
+/// The server's clock relative to ours, from the handshake.
+#[derive(Debug, Clone, Copy)]
+struct ClockEstimate {
+    /// Server clock minus client clock, ns; uncertain by ± half of `rtt_ns`.
+    offset_ns: i64,
+    rtt_ns: u64,
+}
+
 fn barrier<W: Write>(
     opts: &ClientOptions,
     out: &mut Output<W>,
     c: &Conn,
     w: &Welcome,
+    clock: Option<ClockEstimate>,
 ) -> Result<()> {
     let ready = || {
         serde_json::json!({
@@ -302,6 +323,8 @@ fn barrier<W: Write>(
             "session": w.session,
             "server": w.software,
             "unix_ns": unix_ns(),
+            "peer_clock_offset_ns": clock.map(|k| k.offset_ns),
+            "peer_clock_rtt_ns": clock.map(|k| k.rtt_ns),
         })
     };
     match opts.go {

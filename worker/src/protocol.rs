@@ -96,6 +96,9 @@ pub struct Welcome {
     pub software: String,
     pub session: u64,
     pub udp_port: Option<u16>,
+    /// The server's wall clock as it sent this frame, for the client's clock-offset estimate.
+    #[serde(default)]
+    pub unix_ns: Option<u64>,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]

@@ -110,6 +110,14 @@ pub struct Record {
     /// Completed messages per second (pipeline).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub messages_per_s: Option<f64>,
+    /// The peer's wall clock minus this side's, estimated at the session's handshake
+    /// (uncertain by ± half of `peer_clock_rtt_ns`), so server-stamped times can be mapped
+    /// onto the client's clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_clock_offset_ns: Option<i64>,
+    /// Round trip of the handshake exchange the offset was estimated from, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_clock_rtt_ns: Option<u64>,
 }
 
 impl Record {
@@ -141,6 +149,8 @@ impl Record {
             lost: None,
             error: None,
             messages_per_s: None,
+            peer_clock_offset_ns: None,
+            peer_clock_rtt_ns: None,
         }
     }
 }

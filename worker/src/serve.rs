@@ -185,6 +185,7 @@ fn session(stream: TcpStream, id: u64, opts: &ServeOptions) -> Result<String> {
             software: software(),
             session: id,
             udp_port,
+            unix_ns: Some(crate::session::unix_ns()),
         },
     )?;
     let pat = patterns::lookup(p.pattern);

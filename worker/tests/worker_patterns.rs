@@ -83,6 +83,16 @@ fn pingpong_counts_match_the_server_and_latency_is_half_the_round_trip() {
     ]);
     let p = pairs(&r);
     assert_eq!(p.len(), 4);
+    // Same host, same clock: the handshake's offset estimate is within its own round trip.
+    let c0 = p[0].0;
+    let (off, rtt) = (
+        c0["peer_clock_offset_ns"].as_i64().unwrap(),
+        u(c0, "peer_clock_rtt_ns"),
+    );
+    assert!(
+        off.unsigned_abs() <= rtt / 2 + 1_000_000,
+        "offset {off} ns, rtt {rtt} ns"
+    );
     for (c, s) in &p {
         let size = u(c, "size_bytes");
         assert_eq!(u(c, "messages"), 500);

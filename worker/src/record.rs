@@ -154,3 +154,40 @@ impl Record {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_reads_records_without_the_added_fields() {
+        let mut r = Record::new(Pattern::Pipeline, Protocol::Tcp, Role::Client);
+        r.messages_per_s = Some(12.5);
+        r.peer_clock_offset_ns = Some(-42);
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains("\"pattern\":\"pipeline\""), "{json}");
+        assert_eq!(serde_json::from_str::<Record>(&json).unwrap(), r);
+
+        // A record as schema 1 first wrote it: the added fields are simply absent.
+        let mut v: serde_json::Value = serde_json::to_value(&r).unwrap();
+        let o = v.as_object_mut().unwrap();
+        for k in [
+            "messages_per_s",
+            "peer_clock_offset_ns",
+            "peer_clock_rtt_ns",
+        ] {
+            o.remove(k);
+        }
+        let old: Record = serde_json::from_value(v).unwrap();
+        assert_eq!(old.messages_per_s, None);
+        assert_eq!(old.peer_clock_offset_ns, None);
+        // Unset optional fields added later are left out of the output entirely.
+        let plain =
+            serde_json::to_string(&Record::new(Pattern::Token, Protocol::Udp, Role::Server))
+                .unwrap();
+        assert!(
+            !plain.contains("messages_per_s") && !plain.contains("peer_clock"),
+            "{plain}"
+        );
+    }
+}

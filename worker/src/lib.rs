@@ -13,3 +13,4 @@ pub mod record;
 pub mod serve;
 pub mod session;
 pub mod shutdown;
+pub mod units;

@@ -539,7 +539,8 @@ fn main() -> ExitCode {
             ExitCode::from(serve::serve(opts) as u8)
         }
         Cmd::Probe => {
-            println!("{}", probe::probe());
+            use std::io::Write;
+            let _ = writeln!(std::io::stdout(), "{}", probe::probe());
             ExitCode::SUCCESS
         }
         cmd => {

@@ -92,10 +92,11 @@ impl<W: Write> Output<W> {
         match self.format {
             Format::Json => self.record(rec),
             Format::Netpipe => {
-                eprintln!(
+                let _ = writeln!(
+                    std::io::stderr(),
                     "orchestrate-worker: {}",
                     rec.error.as_deref().unwrap_or("failed")
-                )
+                );
             }
         }
     }

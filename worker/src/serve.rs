@@ -4,6 +4,7 @@
 //! mismatched version, a peer that dies — ends that session with a logged error; the server
 //! goes on.
 
+use std::io::Write;
 use std::net::{TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
@@ -19,6 +20,13 @@ use crate::protocol::{self, ErrorMsg, Hello, Kind, Params, TrialReport, TrialSpe
 use crate::record::{Pattern, Protocol};
 use crate::session::{Buffers, Conn};
 use crate::shutdown;
+
+/// One line on stderr; a closed or full stderr must never take a session (or the server) down.
+macro_rules! log {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(std::io::stderr(), "orchestrate-worker serve: {}", format_args!($($arg)*));
+    }};
+}
 
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
@@ -39,10 +47,7 @@ pub fn serve(opts: ServeOptions) -> i32 {
     let listener = match TcpListener::bind(&opts.listen) {
         Ok(l) => l,
         Err(e) => {
-            eprintln!(
-                "orchestrate-worker serve: cannot listen on {}: {e}",
-                opts.listen
-            );
+            log!("cannot listen on {}: {e}", opts.listen);
             return 1;
         }
     };
@@ -53,7 +58,9 @@ pub fn serve(opts: ServeOptions) -> i32 {
     // Handlers first: a supervisor may signal as soon as it has read the line below.
     shutdown::install();
     // The first stdout line tells a supervisor (or a test that asked for port 0) where we are.
-    println!(
+    // (The lock is released at once: session threads print records on stdout too.)
+    let _ = writeln!(
+        std::io::stdout(),
         "{}",
         serde_json::json!({"listening": addr, "protocol_version": opts.version,
                            "software": software(), "pid": std::process::id()})
@@ -69,7 +76,7 @@ pub fn serve(opts: ServeOptions) -> i32 {
             Ok(x) => x,
             Err(e) => {
                 // Out of descriptors and the like: back off instead of spinning.
-                eprintln!("orchestrate-worker serve: accept failed: {e}");
+                log!("accept failed: {e}");
                 std::thread::sleep(Duration::from_millis(50));
                 continue;
             }
@@ -86,16 +93,16 @@ pub fn serve(opts: ServeOptions) -> i32 {
             .spawn(move || {
                 let res = session(stream, id, &o);
                 match res {
-                    Ok(s) => eprintln!("orchestrate-worker serve: session {id} from {peer}: {s}"),
+                    Ok(s) => log!("session {id} from {peer}: {s}"),
                     Err(e) => {
-                        eprintln!("orchestrate-worker serve: session {id} from {peer}: error: {e}")
+                        log!("session {id} from {peer}: error: {e}")
                     }
                 }
                 a.fetch_sub(1, Ordering::AcqRel);
             });
         if let Err(e) = spawned {
             active.fetch_sub(1, Ordering::AcqRel);
-            eprintln!("orchestrate-worker serve: cannot start a session thread: {e}");
+            log!("cannot start a session thread: {e}");
         }
     }
     // Give running sessions a moment to finish their trial, then go.
@@ -105,7 +112,7 @@ pub fn serve(opts: ServeOptions) -> i32 {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    eprintln!("orchestrate-worker serve: shutting down");
+    log!("shutting down");
     0
 }
 

@@ -171,9 +171,11 @@ fn send_paced(
             // Sleep to the absolute due time; a late wake-up is made up by sending back to back.
             std::thread::sleep(Duration::from_nanos(due_ns - now_ns));
         }
-        // A sender that cannot keep up stops at the end of the duration anyway: what it did
-        // not send was never offered, and the achieved rate shows it.
-        let overtime = duration_ns.is_some_and(|d| now_ns >= d);
+        // A sender that cannot keep up stops soon after the end of the duration anyway (a
+        // quarter of it later, at least 100 ms): what it did not send was never offered, and
+        // the achieved rate shows it. The grace keeps a merely late sender from losing the
+        // last few messages of its schedule.
+        let overtime = duration_ns.is_some_and(|d| now_ns >= d + (d / 4).max(100_000_000));
         let last = i + 1 == total || overtime;
         put_header(tx, i, due_ns, last);
         match c.udp.as_ref() {

@@ -465,3 +465,17 @@ fn sessions_beyond_the_limit_are_refused_with_a_reason() {
     std::thread::sleep(Duration::from_millis(100));
     still_serves(&mut srv);
 }
+
+#[test]
+fn serve_survives_a_closed_stdout() {
+    let mut srv = Server::start(&["--records"]);
+    // Stop reading the server's stdout: the pipe closes once the reader notices.
+    drop(std::mem::replace(
+        &mut srv.stdout,
+        std::sync::mpsc::channel().1,
+    ));
+    for _ in 0..3 {
+        still_serves(&mut srv);
+    }
+    assert!(srv.alive());
+}

@@ -2,4 +2,15 @@
 //! they emit. The controller links this crate only for the shared [`record`] types and the
 //! NetPIPE format; nothing here may depend on the controller.
 
+pub mod client;
+pub mod error;
+pub mod netpipe;
+pub mod output;
+pub mod patterns;
+pub mod probe;
+pub mod protocol;
 pub mod record;
+pub mod serve;
+pub mod session;
+pub mod shutdown;
+pub mod units;

@@ -3,6 +3,24 @@
 //! This is the contract between the worker and the controller's results store. Field names
 //! carry their unit. Fields are only ever added (as `Option`s, so old records still parse);
 //! renaming one breaks every stored run.
+//!
+//! A client writes two records per trial: its own (`role: client`) and the server's
+//! (`role: server`), which holds what the serving side counted and timed, returned over the
+//! session. What the figures mean per pattern (client record):
+//!
+//! | pattern  | messages, bytes                 | throughput_mbit_s                   | latency_us                 |
+//! |----------|---------------------------------|-------------------------------------|----------------------------|
+//! | pingpong | round trips, one direction's payload | size × 8 / one-way time (NetPIPE)   | half the mean round trip  |
+//! | stream   | blocks sent, payload            | sender's view, until the server's report arrived | time per block |
+//! | token    | tokens written, tokens × size   | tokens × size × 8 / elapsed (the 1996 study) | half the mean round trip |
+//! | pipeline | replies received, payload       | replies × size × 8 / elapsed        | elapsed / replies          |
+//! | load     | messages sent, payload          | sent payload / elapsed; `offered_mbit_s` is the target | percentiles only |
+//! | filecopy | 1 per file, file size           | size × 8 / (first read .. server's fsync done) | — |
+//!
+//! Server records carry the bytes and messages the server received and its own elapsed time;
+//! their throughput is received payload / server elapsed (for `stream` this is NetPIPE's
+//! receiver-timed figure, for `load` the achieved rate). `lost` (load) is messages sent minus
+//! messages the server received.
 
 use serde::{Deserialize, Serialize};
 
@@ -73,6 +91,8 @@ pub struct Record {
     pub throughput_mbit_s: Option<f64>,
     /// One-way latency: half a round trip for ping-pong patterns, per message for pipelines.
     pub latency_us: Option<f64>,
+    /// Latency percentiles (load): round trip of a message and its 16-byte echo, measured from
+    /// the message's scheduled send time, so time spent behind schedule counts.
     pub latency_p50_us: Option<f64>,
     pub latency_p90_us: Option<f64>,
     pub latency_p99_us: Option<f64>,
@@ -87,4 +107,87 @@ pub struct Record {
     pub lost: Option<u64>,
     /// Set when the trial failed; the numeric fields then describe what was done before it.
     pub error: Option<String>,
+    /// Completed messages per second (pipeline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub messages_per_s: Option<f64>,
+    /// The peer's wall clock minus this side's, estimated at the session's handshake
+    /// (uncertain by ± half of `peer_clock_rtt_ns`), so server-stamped times can be mapped
+    /// onto the client's clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_clock_offset_ns: Option<i64>,
+    /// Round trip of the handshake exchange the offset was estimated from, ns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_clock_rtt_ns: Option<u64>,
+}
+
+impl Record {
+    /// An empty record of one pattern and role, to be filled in.
+    pub fn new(pattern: Pattern, protocol: Protocol, role: Role) -> Record {
+        Record {
+            schema: RECORD_SCHEMA_VERSION,
+            pattern,
+            protocol,
+            role,
+            local_addr: String::new(),
+            peer_addr: String::new(),
+            size_bytes: 0,
+            trial: 0,
+            messages: 0,
+            bytes: 0,
+            start_unix_ns: 0,
+            end_unix_ns: 0,
+            elapsed_ns: 0,
+            throughput_mbit_s: None,
+            latency_us: None,
+            latency_p50_us: None,
+            latency_p90_us: None,
+            latency_p99_us: None,
+            latency_max_us: None,
+            variance: None,
+            depth: None,
+            offered_mbit_s: None,
+            lost: None,
+            error: None,
+            messages_per_s: None,
+            peer_clock_offset_ns: None,
+            peer_clock_rtt_ns: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_reads_records_without_the_added_fields() {
+        let mut r = Record::new(Pattern::Pipeline, Protocol::Tcp, Role::Client);
+        r.messages_per_s = Some(12.5);
+        r.peer_clock_offset_ns = Some(-42);
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains("\"pattern\":\"pipeline\""), "{json}");
+        assert_eq!(serde_json::from_str::<Record>(&json).unwrap(), r);
+
+        // A record as schema 1 first wrote it: the added fields are simply absent.
+        let mut v: serde_json::Value = serde_json::to_value(&r).unwrap();
+        let o = v.as_object_mut().unwrap();
+        for k in [
+            "messages_per_s",
+            "peer_clock_offset_ns",
+            "peer_clock_rtt_ns",
+        ] {
+            o.remove(k);
+        }
+        let old: Record = serde_json::from_value(v).unwrap();
+        assert_eq!(old.messages_per_s, None);
+        assert_eq!(old.peer_clock_offset_ns, None);
+        // Unset optional fields added later are left out of the output entirely.
+        let plain =
+            serde_json::to_string(&Record::new(Pattern::Token, Protocol::Udp, Role::Server))
+                .unwrap();
+        assert!(
+            !plain.contains("messages_per_s") && !plain.contains("peer_clock"),
+            "{plain}"
+        );
+    }
 }

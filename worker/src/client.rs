@@ -1,0 +1,410 @@
+//! The client side of a session: connect, handshake, wait at the start barrier, run the trials
+//! of a plan and write both sides' records. Any failure ends in one error record and a
+//! non-zero exit.
+
+use std::io::Write;
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::error::{Result, WorkerError};
+use crate::output::Output;
+use crate::patterns::{self, Measure};
+use crate::protocol::{self, Hello, Kind, Params, TrialReport, TrialSpec, Welcome};
+use crate::record::{Pattern, Record, Role};
+use crate::session::{Buffers, Conn, unix_ns};
+
+/// When the first trial starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Go {
+    /// Right after the handshake.
+    Now,
+    /// After printing `{"ready":true,...}`, when a line arrives on stdin.
+    Stdin,
+    /// At this wall-clock time, Unix nanoseconds.
+    At(u64),
+}
+
+/// How many messages each trial sends.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Count {
+    Fixed(u64),
+    Duration(Duration),
+    /// NetPIPE's way: as many as fit in this time, judged from the warm-up.
+    Budget(Duration),
+}
+
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub sizes: Vec<u64>,
+    pub trials: u32,
+    /// Untimed messages before the trials of each size (they also calibrate `Budget`).
+    pub warmup: u64,
+    pub count: Count,
+    pub rate_msgs_s: Option<f64>,
+    pub source_file: Option<PathBuf>,
+    pub drop_cache: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    pub connect: String,
+    pub params: Params,
+    pub plan: Plan,
+    pub go: Go,
+    pub go_timeout: Duration,
+    pub connect_timeout: Duration,
+    pub version: u16,
+}
+
+/// Most messages one trial may be sized to by a time budget.
+const MAX_BUDGET_COUNT: u64 = 100_000_000;
+
+/// Run a client; returns the process exit code.
+pub fn run<W: Write>(opts: &ClientOptions, out: &mut Output<W>) -> i32 {
+    let mut state = State::default();
+    match run_inner(opts, out, &mut state) {
+        Ok(()) => 0,
+        Err(e) => {
+            let mut rec = Record::new(opts.params.pattern, opts.params.protocol, Role::Client);
+            rec.local_addr = state.local;
+            rec.peer_addr = state.peer;
+            rec.size_bytes = state.size;
+            rec.trial = state.trial;
+            rec.start_unix_ns = state.started;
+            rec.end_unix_ns = unix_ns();
+            rec.error = Some(e.to_string());
+            out.error(&rec);
+            1
+        }
+    }
+}
+
+/// Where the client was when it failed, for the error record.
+#[derive(Default)]
+struct State {
+    local: String,
+    peer: String,
+    size: u64,
+    trial: u32,
+    started: u64,
+}
+
+fn connect(addr: &str, timeout: Duration) -> Result<TcpStream> {
+    let addrs: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|e| WorkerError::Usage(format!("cannot resolve {addr}: {e}")))?
+        .collect();
+    let mut last = None;
+    for a in &addrs {
+        match TcpStream::connect_timeout(a, timeout) {
+            Ok(s) => return Ok(s),
+            Err(e) => {
+                last = Some(WorkerError::io(
+                    e,
+                    format!("connecting to {a}"),
+                    timeout.as_secs_f64(),
+                ))
+            }
+        }
+    }
+    Err(last.unwrap_or_else(|| WorkerError::Usage(format!("{addr} resolves to no address"))))
+}
+
+fn run_inner<W: Write>(opts: &ClientOptions, out: &mut Output<W>, st: &mut State) -> Result<()> {
+    st.started = unix_ns();
+    let params = &opts.params;
+    let timeout = Duration::from_millis(params.timeout_ms);
+    let stream = connect(&opts.connect, opts.connect_timeout)?;
+    let mut c = Conn::new(stream, timeout, opts.version)?;
+    st.local = c.local.clone();
+    st.peer = c.peer.clone();
+
+    let mut params = params.clone();
+    if params.protocol == crate::record::Protocol::Udp {
+        let ip = c
+            .stream
+            .local_addr()
+            .map_err(|e| WorkerError::io(e, "local address", 0.0))?;
+        let u =
+            UdpSocket::bind((ip.ip(), 0)).map_err(|e| WorkerError::io(e, "binding UDP", 0.0))?;
+        params.udp_port = Some(
+            u.local_addr()
+                .map_err(|e| WorkerError::io(e, "UDP address", 0.0))?
+                .port(),
+        );
+        c.udp = Some(u);
+    }
+    let sent_ns = unix_ns();
+    c.send(
+        Kind::Hello,
+        &Hello {
+            params: params.clone(),
+            software: software(),
+        },
+    )?;
+    let ts = c.timeout_s();
+    let welcome: Welcome = c
+        .recv("waiting for the server's handshake", ts)?
+        .expect(Kind::Welcome)?
+        .decode()?;
+    let clock = welcome.unix_ns.map(|server| {
+        // NTP's estimate: the server stamped its reply halfway through the exchange.
+        let back_ns = unix_ns();
+        let mid = (sent_ns as i128 + back_ns as i128) / 2;
+        ClockEstimate {
+            offset_ns: (server as i128 - mid) as i64,
+            rtt_ns: back_ns.saturating_sub(sent_ns),
+        }
+    });
+    if let Some(u) = &c.udp {
+        let port = welcome
+            .udp_port
+            .ok_or_else(|| WorkerError::Protocol("server offered no UDP port".into()))?;
+        let peer_ip = c
+            .stream
+            .peer_addr()
+            .map_err(|e| WorkerError::io(e, "peer address", 0.0))?
+            .ip();
+        u.connect((peer_ip, port))
+            .map_err(|e| WorkerError::io(e, "connecting the UDP socket", 0.0))?;
+    }
+    c.set_timeouts(timeout)?;
+
+    barrier(opts, out, &c, &welcome, clock)?;
+
+    let pat = patterns::lookup(params.pattern);
+    let mut bufs = Buffers::default();
+    let mut trial_no = 0u32;
+    for &size in &opts.plan.sizes {
+        st.size = size;
+        let mut spec = TrialSpec {
+            trial: 0,
+            size_bytes: size,
+            warmup: false,
+            count: None,
+            duration_ns: None,
+            rate_msgs_s: opts.plan.rate_msgs_s,
+            source_file: opts.plan.source_file.clone(),
+            drop_cache: opts.plan.drop_cache,
+        };
+        let mut calibrated = None;
+        if opts.plan.warmup > 0 {
+            spec.warmup = true;
+            spec.count = Some(opts.plan.warmup);
+            let (m, _) = one_trial(&mut c, &params, &spec, pat, &mut bufs)?;
+            if m.messages > 0 {
+                calibrated = Some(m.elapsed_ns as f64 / m.messages as f64);
+            }
+            spec.warmup = false;
+        }
+        match opts.plan.count {
+            Count::Fixed(n) => spec.count = Some(n.max(1)),
+            Count::Duration(d) => {
+                spec.count = None;
+                spec.duration_ns = Some(d.as_nanos() as u64);
+            }
+            Count::Budget(b) => {
+                let per = calibrated.unwrap_or(1e6).max(1.0);
+                let n = (b.as_nanos() as f64 / per).ceil() as u64;
+                spec.count = Some(n.clamp(3, MAX_BUDGET_COUNT));
+            }
+        }
+        for _ in 0..opts.plan.trials {
+            spec.trial = trial_no;
+            st.trial = trial_no;
+            let (m, rep) = one_trial(&mut c, &params, &spec, pat, &mut bufs)?;
+            let mut rec = Record::new(params.pattern, params.protocol, Role::Client);
+            rec.local_addr = c.local.clone();
+            rec.peer_addr = c.peer.clone();
+            rec.size_bytes = size;
+            rec.trial = trial_no;
+            rec.messages = m.messages;
+            rec.bytes = m.bytes;
+            rec.start_unix_ns = m.start_unix_ns;
+            rec.end_unix_ns = m.end_unix_ns;
+            rec.elapsed_ns = m.elapsed_ns;
+            if params.pattern == Pattern::Pipeline {
+                rec.depth = Some(params.depth);
+            }
+            rec.peer_clock_offset_ns = clock.map(|k| k.offset_ns);
+            rec.peer_clock_rtt_ns = clock.map(|k| k.rtt_ns);
+            pat.figures(&m, &spec, &rep, &mut rec);
+            let srv = server_record(&params, &spec, &rep);
+            out.trial(&rec, Some(&srv));
+            trial_no += 1;
+        }
+        out.size_done();
+    }
+    let _ = c.send(Kind::Bye, &serde_json::json!({}));
+    Ok(())
+}
+
+fn one_trial(
+    c: &mut Conn,
+    params: &Params,
+    spec: &TrialSpec,
+    pat: &dyn patterns::PatternImpl,
+    bufs: &mut Buffers,
+) -> Result<(Measure, TrialReport)> {
+    let ts = c.timeout_s();
+    c.send(Kind::TrialStart, spec)?;
+    c.recv("waiting for the server to accept the trial", ts)?
+        .expect(Kind::Ack)?;
+    let mut m = pat.client(c, params, spec, bufs)?;
+    // The server fsyncs a copied file before it reports: allow for a disk as slow as 1 MB/s.
+    let wait = if params.pattern == Pattern::Filecopy {
+        c.timeout + Duration::from_secs(spec.size_bytes / 1_000_000)
+    } else {
+        c.timeout
+    };
+    c.stream
+        .set_read_timeout(Some(wait))
+        .map_err(|e| WorkerError::io(e, "setting timeouts", 0.0))?;
+    let rep: TrialReport = c
+        .recv("waiting for the server's trial report", wait.as_secs_f64())?
+        .expect(Kind::TrialReport)?
+        .decode()?;
+    c.set_timeouts(c.timeout)?;
+    if m.until_report {
+        let extra = unix_ns().saturating_sub(m.end_unix_ns);
+        // Extend the monotonic interval by the wall time the report took to arrive.
+        m.elapsed_ns += extra;
+        m.end_unix_ns += extra;
+    }
+    if let Some(e) = &rep.error {
+        return Err(WorkerError::Remote(e.clone()));
+    }
+    Ok((m, rep))
+}
+
+/// The server's view of a trial, as a record of its own.
+pub fn server_record(params: &Params, spec: &TrialSpec, rep: &TrialReport) -> Record {
+    let mut r = Record::new(params.pattern, params.protocol, Role::Server);
+    r.local_addr = rep.local_addr.clone();
+    r.peer_addr = rep.peer_addr.clone();
+    r.size_bytes = spec.size_bytes;
+    r.trial = spec.trial;
+    r.messages = rep.messages;
+    r.bytes = rep.bytes;
+    r.start_unix_ns = rep.start_unix_ns;
+    r.end_unix_ns = rep.end_unix_ns;
+    r.elapsed_ns = rep.elapsed_ns;
+    r.throughput_mbit_s = patterns::mbit_s(rep.bytes, rep.elapsed_ns);
+    if params.pattern == Pattern::Pipeline {
+        r.depth = Some(params.depth);
+    }
+    r.error = rep.error.clone();
+    r
+}
+
+/// The server's clock relative to ours, from the handshake.
+#[derive(Debug, Clone, Copy)]
+struct ClockEstimate {
+    /// Server clock minus client clock, ns; uncertain by ± half of `rtt_ns`.
+    offset_ns: i64,
+    rtt_ns: u64,
+}
+
+fn barrier<W: Write>(
+    opts: &ClientOptions,
+    out: &mut Output<W>,
+    c: &Conn,
+    w: &Welcome,
+    clock: Option<ClockEstimate>,
+) -> Result<()> {
+    let ready = || {
+        serde_json::json!({
+            "ready": true,
+            "pattern": opts.params.pattern,
+            "protocol": opts.params.protocol,
+            "local_addr": c.local,
+            "peer_addr": c.peer,
+            "session": w.session,
+            "server": w.software,
+            "unix_ns": unix_ns(),
+            "peer_clock_offset_ns": clock.map(|k| k.offset_ns),
+            "peer_clock_rtt_ns": clock.map(|k| k.rtt_ns),
+        })
+    };
+    match opts.go {
+        Go::Now => Ok(()),
+        Go::Stdin => {
+            out.line(&ready());
+            wait_stdin_line(opts.go_timeout)
+        }
+        Go::At(t) => {
+            out.line(&ready());
+            let now = unix_ns();
+            if t > now {
+                let wait = Duration::from_nanos(t - now);
+                if wait > opts.go_timeout {
+                    return Err(WorkerError::Usage(format!(
+                        "--start-at is {:.1} s away, beyond --go-timeout",
+                        wait.as_secs_f64()
+                    )));
+                }
+                std::thread::sleep(wait);
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Wait for one line on stdin, at most `timeout`.
+fn wait_stdin_line(timeout: Duration) -> Result<()> {
+    let mut pfd = libc::pollfd {
+        fd: 0,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let deadline = std::time::Instant::now() + timeout;
+    let mut byte = [0u8; 1];
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(WorkerError::Timeout {
+                during: "waiting for the go line on stdin".into(),
+                after_s: timeout.as_secs_f64(),
+            });
+        }
+        // SAFETY: one valid pollfd for the duration of the call.
+        let rc = unsafe { libc::poll(&mut pfd, 1, left.as_millis().min(i32::MAX as u128) as i32) };
+        if rc < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(WorkerError::io(e, "waiting on stdin", 0.0));
+        }
+        if rc == 0 {
+            continue;
+        }
+        // Read byte by byte so nothing after the go line is consumed by a buffer.
+        // SAFETY: reading into a 1-byte buffer we own.
+        let n = unsafe { libc::read(0, byte.as_mut_ptr().cast(), 1) };
+        if n == 0 {
+            return Err(WorkerError::Usage(
+                "stdin closed before the go line (--go stdin)".into(),
+            ));
+        }
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(WorkerError::io(e, "reading stdin", 0.0));
+        }
+        if byte[0] == b'\n' {
+            return Ok(());
+        }
+    }
+}
+
+pub fn software() -> String {
+    format!(
+        "orchestrate-worker {} (protocol v{})",
+        env!("CARGO_PKG_VERSION"),
+        protocol::VERSION
+    )
+}

@@ -1,0 +1,89 @@
+//! `stream`: NetPIPE's streaming mode. The client sends blocks back to back; the server reads
+//! them and times them from the start of the trial to the last byte. The client's own record
+//! runs from its first write until the server's report arrives, so it includes delivery.
+
+use std::io::{Read, Write};
+
+use super::{Measure, PatternImpl, deadline, is_last, mbit_s};
+use crate::error::{Result, WorkerError};
+use crate::protocol::{LAST, Params, TrialReport, TrialSpec};
+use crate::record::Record;
+use crate::session::{Buffers, Conn, Stopwatch};
+
+pub struct Stream;
+
+/// The receiver reads at least this much per call, so small blocks are not timed by the
+/// receiver's system-call rate (iperf3 reads 128 KiB at a time too).
+const MIN_READ: usize = 128 * 1024;
+const MAX_READ: usize = 4 * 1024 * 1024;
+
+impl PatternImpl for Stream {
+    fn client(&self, c: &mut Conn, _p: &Params, t: &TrialSpec, b: &mut Buffers) -> Result<Measure> {
+        let size = t.size_bytes as usize;
+        let ts = c.timeout_s();
+        let (tx, _) = b.get(size, 0);
+        let s = &mut c.stream;
+        let sw = Stopwatch::start();
+        let dl = deadline(t, sw.instant());
+        let mut i = 0u64;
+        loop {
+            let last = is_last(i, t.count, dl);
+            if last {
+                tx[0] = LAST;
+            }
+            s.write_all(tx)
+                .map_err(|e| WorkerError::io(e, "streaming a block", ts))?;
+            i += 1;
+            if last {
+                break;
+            }
+        }
+        let mut m = Measure::from_watch(&sw, i, i * t.size_bytes);
+        m.until_report = true;
+        Ok(m)
+    }
+
+    fn server(&self, c: &mut Conn, _p: &Params, t: &TrialSpec, b: &mut Buffers) -> Result<Measure> {
+        let size = t.size_bytes;
+        let ts = c.timeout_s();
+        let (buf, _) = b.get((size as usize).clamp(MIN_READ, MAX_READ), 0);
+        let s = &mut c.stream;
+        let sw = Stopwatch::start();
+        let mut pos = 0u64; // offset within the current block
+        let mut msgs = 0u64;
+        let mut bytes = 0u64;
+        let mut last = false;
+        loop {
+            let n = s
+                .read(buf)
+                .map_err(|e| WorkerError::io(e, "receiving the stream", ts))?;
+            if n == 0 {
+                return Err(WorkerError::closed("in the middle of a stream"));
+            }
+            bytes += n as u64;
+            let mut off = 0usize;
+            while off < n {
+                if pos == 0 && buf[off] == LAST {
+                    last = true;
+                }
+                let take = ((n - off) as u64).min(size - pos);
+                off += take as usize;
+                pos += take;
+                if pos == size {
+                    pos = 0;
+                    msgs += 1;
+                }
+            }
+            if last && pos == 0 {
+                return Ok(Measure::from_watch(&sw, msgs, bytes));
+            }
+        }
+    }
+
+    fn figures(&self, m: &Measure, _t: &TrialSpec, _s: &TrialReport, rec: &mut Record) {
+        rec.throughput_mbit_s = mbit_s(m.bytes, m.elapsed_ns);
+        if m.messages > 0 {
+            rec.latency_us = Some(m.elapsed_ns as f64 / m.messages as f64 / 1e3);
+        }
+    }
+}

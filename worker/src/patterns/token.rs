@@ -1,0 +1,28 @@
+//! `token`: the 1996 study's Network Throughput test. The producer sends a token, the consumer
+//! returns it; a fixed number of exchanges or a duration; one record per run with
+//! throughput = tokens written × token size / elapsed.
+
+use super::{Measure, PatternImpl, echo, exchange, mbit_s};
+use crate::error::Result;
+use crate::protocol::{Params, TrialReport, TrialSpec};
+use crate::record::Record;
+use crate::session::{Buffers, Conn};
+
+pub struct Token;
+
+impl PatternImpl for Token {
+    fn client(&self, c: &mut Conn, _p: &Params, t: &TrialSpec, b: &mut Buffers) -> Result<Measure> {
+        exchange(c, t, b)
+    }
+
+    fn server(&self, c: &mut Conn, _p: &Params, t: &TrialSpec, b: &mut Buffers) -> Result<Measure> {
+        echo(c, t, b, t.size_bytes as usize)
+    }
+
+    fn figures(&self, m: &Measure, _t: &TrialSpec, _s: &TrialReport, rec: &mut Record) {
+        rec.throughput_mbit_s = mbit_s(m.bytes, m.elapsed_ns);
+        if m.messages > 0 {
+            rec.latency_us = Some(m.elapsed_ns as f64 / (2.0 * m.messages as f64) / 1e3);
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! The session protocol between a client and `serve`: framing, the versioned handshake and the
+//! per-trial control messages.
+//!
+//! A session is one TCP connection. Control frames are
+//! `MAGIC (4) | version u16 BE | kind u8 | length u32 BE | JSON body`, bounded in size, and are
+//! only exchanged between trials. Between a `TrialStart`/`Ack` pair and the server's
+//! `TrialReport` the connection carries raw pattern data (for TCP patterns; UDP patterns send
+//! their data on a separate datagram socket). A message's first byte is [`LAST`] on the final
+//! message of a trial, so the serving side needs no count and a duration-bounded trial ends
+//! cleanly.
+//!
+//! Every read here runs under the socket's timeout, so a silent, dead or babbling peer ends the
+//! session in bounded time with an error, never a hang.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+use crate::error::{Result, WorkerError};
+use crate::record::{Pattern, Protocol};
+
+/// Protocol version; both sides must speak the same one.
+pub const VERSION: u16 = 1;
+/// First bytes of every control frame.
+pub const MAGIC: [u8; 4] = *b"OWK\x01";
+/// Largest control frame body accepted.
+pub const MAX_FRAME: usize = 64 * 1024;
+/// Largest message / block / token / datagram payload a pattern may use.
+pub const MAX_SIZE: u64 = 64 * 1024 * 1024;
+/// Largest UDP payload.
+pub const MAX_UDP_SIZE: u64 = 65_507;
+/// Bytes kept in flight by a pipeline at most (depth × size), so neither side can fill both
+/// socket buffers and stall on a blocking write.
+pub const MAX_PIPELINE_BYTES: u64 = 256 * 1024;
+/// Largest file `filecopy` will send.
+pub const MAX_FILE: u64 = 64 * 1024 * 1024 * 1024;
+/// Marker in byte 0 of the final message of a trial.
+pub const LAST: u8 = 0xff;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    Hello = 1,
+    Welcome = 2,
+    Error = 3,
+    TrialStart = 4,
+    Ack = 5,
+    TrialReport = 6,
+    Bye = 7,
+    End = 8,
+}
+
+impl Kind {
+    fn from_u8(b: u8) -> Option<Kind> {
+        Some(match b {
+            1 => Kind::Hello,
+            2 => Kind::Welcome,
+            3 => Kind::Error,
+            4 => Kind::TrialStart,
+            5 => Kind::Ack,
+            6 => Kind::TrialReport,
+            7 => Kind::Bye,
+            8 => Kind::End,
+            _ => return None,
+        })
+    }
+}
+
+/// What a session runs; sent by the client in `Hello`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Params {
+    pub pattern: Pattern,
+    pub protocol: Protocol,
+    /// Outstanding requests (pipeline); 1 otherwise.
+    pub depth: u32,
+    /// Largest message size any trial of this session will use.
+    pub max_size_bytes: u64,
+    /// Socket timeout for data and control operations, milliseconds.
+    pub timeout_ms: u64,
+    /// How long the server waits between trials (covers the start barrier), milliseconds.
+    pub idle_timeout_ms: u64,
+    /// The client's UDP port for datagram patterns.
+    pub udp_port: Option<u16>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Hello {
+    pub params: Params,
+    /// The client's program version, for messages.
+    pub software: String,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Welcome {
+    pub software: String,
+    pub session: u64,
+    pub udp_port: Option<u16>,
+    /// The server's wall clock as it sent this frame, for the client's clock-offset estimate.
+    #[serde(default)]
+    pub unix_ns: Option<u64>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct ErrorMsg {
+    pub error: String,
+}
+
+/// One trial as the client announces it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct TrialSpec {
+    pub trial: u32,
+    pub size_bytes: u64,
+    /// Untimed warm-up; no record is written.
+    pub warmup: bool,
+    /// Messages to send (the client ends the trial; the server only follows).
+    pub count: Option<u64>,
+    pub duration_ns: Option<u64>,
+    /// Offered load, messages per second (load).
+    pub rate_msgs_s: Option<f64>,
+    /// The client's file to send (filecopy); never leaves the client.
+    #[serde(skip)]
+    pub source_file: Option<std::path::PathBuf>,
+    /// Evict the source file from the page cache before each trial (filecopy).
+    #[serde(skip)]
+    pub drop_cache: bool,
+}
+
+/// What the serving side saw during one trial, returned so the client can write both records.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct TrialReport {
+    pub messages: u64,
+    pub bytes: u64,
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
+    pub elapsed_ns: u64,
+    pub local_addr: String,
+    pub peer_addr: String,
+    pub error: Option<String>,
+}
+
+/// Write one control frame.
+pub fn write_frame<T: Serialize>(
+    s: &mut TcpStream,
+    kind: Kind,
+    body: &T,
+    version: u16,
+    timeout_s: f64,
+) -> Result<()> {
+    let json = serde_json::to_vec(body).expect("protocol types serialize");
+    let mut frame = Vec::with_capacity(11 + json.len());
+    frame.extend_from_slice(&MAGIC);
+    frame.extend_from_slice(&version.to_be_bytes());
+    frame.push(kind as u8);
+    frame.extend_from_slice(&(json.len() as u32).to_be_bytes());
+    frame.extend_from_slice(&json);
+    s.write_all(&frame)
+        .map_err(|e| WorkerError::io(e, format!("sending {kind:?}"), timeout_s))
+}
+
+/// A received frame before its body is decoded.
+pub struct Frame {
+    pub kind: Kind,
+    pub version: u16,
+    pub body: Vec<u8>,
+}
+
+impl Frame {
+    pub fn decode<T: DeserializeOwned>(&self) -> Result<T> {
+        serde_json::from_slice(&self.body)
+            .map_err(|e| WorkerError::Protocol(format!("malformed {:?} frame: {e}", self.kind)))
+    }
+
+    /// Fail with the peer's message if this is an error frame, or if it is not `want`.
+    pub fn expect(self, want: Kind) -> Result<Frame> {
+        if self.kind == Kind::Error {
+            let msg = self
+                .decode::<ErrorMsg>()
+                .map(|m| m.error)
+                .unwrap_or_else(|_| String::from_utf8_lossy(&self.body).into_owned());
+            return Err(WorkerError::Remote(msg));
+        }
+        if self.kind != want {
+            return Err(WorkerError::Protocol(format!(
+                "expected a {want:?} frame, got {:?}",
+                self.kind
+            )));
+        }
+        Ok(self)
+    }
+}
+
+/// Read one control frame. Garbage (wrong magic, unknown kind, oversized body) is an error,
+/// and so is a version other than `version` unless the frame is an error report, which is
+/// always readable so a mismatched peer can say why it hangs up.
+pub fn read_frame(s: &mut TcpStream, version: u16, during: &str, timeout_s: f64) -> Result<Frame> {
+    let mut head = [0u8; 11];
+    read_full(s, &mut head, during, timeout_s)?;
+    if head[..4] != MAGIC {
+        return Err(WorkerError::Protocol(format!(
+            "{during}: not an orchestrate-worker peer (got bytes {})",
+            hex(&head)
+        )));
+    }
+    let peer_version = u16::from_be_bytes([head[4], head[5]]);
+    let kind = Kind::from_u8(head[6]).ok_or_else(|| {
+        WorkerError::Protocol(format!("{during}: unknown frame kind {}", head[6]))
+    })?;
+    let len = u32::from_be_bytes([head[7], head[8], head[9], head[10]]) as usize;
+    if len > MAX_FRAME {
+        return Err(WorkerError::Protocol(format!(
+            "{during}: frame of {len} bytes exceeds the {MAX_FRAME}-byte limit"
+        )));
+    }
+    let mut body = vec![0u8; len];
+    read_full(s, &mut body, during, timeout_s)?;
+    if peer_version != version && kind != Kind::Error {
+        return Err(WorkerError::Protocol(format!(
+            "protocol version mismatch: this side speaks v{version}, the peer v{peer_version}; \
+             install the same orchestrate-worker on every node"
+        )));
+    }
+    Ok(Frame {
+        kind,
+        version: peer_version,
+        body,
+    })
+}
+
+/// `read_exact` that reports a clean close as such.
+pub fn read_full(s: &mut impl Read, buf: &mut [u8], during: &str, timeout_s: f64) -> Result<()> {
+    s.read_exact(buf)
+        .map_err(|e| WorkerError::io(e, during.to_string(), timeout_s))
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Check parameters any peer sends before anything is allocated for them.
+pub fn validate(p: &Params) -> std::result::Result<(), String> {
+    let max = if p.protocol == Protocol::Udp {
+        MAX_UDP_SIZE
+    } else {
+        MAX_SIZE
+    };
+    if p.pattern == Pattern::Filecopy {
+        if p.max_size_bytes > MAX_FILE {
+            return Err(format!("file size {} exceeds {MAX_FILE}", p.max_size_bytes));
+        }
+    } else if p.max_size_bytes == 0 || p.max_size_bytes > max {
+        return Err(format!(
+            "message size {} outside 1..={max} bytes",
+            p.max_size_bytes
+        ));
+    }
+    if p.depth == 0 {
+        return Err("depth must be at least 1".into());
+    }
+    if p.pattern == Pattern::Pipeline
+        && p.depth > 1
+        && u64::from(p.depth) * p.max_size_bytes > MAX_PIPELINE_BYTES
+    {
+        return Err(format!(
+            "depth {} × size {} exceeds {MAX_PIPELINE_BYTES} bytes in flight",
+            p.depth, p.max_size_bytes
+        ));
+    }
+    if p.protocol == Protocol::Udp
+        && !matches!(
+            p.pattern,
+            Pattern::Pingpong | Pattern::Token | Pattern::Load
+        )
+    {
+        return Err(format!("{:?} runs over TCP only", p.pattern).to_lowercase());
+    }
+    if p.protocol == Protocol::Udp && p.udp_port.is_none() {
+        return Err("UDP session without the client's UDP port".into());
+    }
+    if p.pattern == Pattern::Load && p.max_size_bytes < LOAD_HEADER as u64 {
+        return Err(format!("load messages need at least {LOAD_HEADER} bytes"));
+    }
+    if p.timeout_ms == 0 || p.idle_timeout_ms == 0 {
+        return Err("timeouts must be positive".into());
+    }
+    Ok(())
+}
+
+/// Bytes of sequence number and schedule time at the start of every `load` message.
+pub const LOAD_HEADER: usize = 16;

@@ -1,0 +1,169 @@
+//! One established session as both sides see it: the TCP connection (control and, for TCP
+//! patterns, data), the optional datagram socket, timeouts, and reusable buffers.
+
+use std::net::{TcpStream, UdpSocket};
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::error::{Result, WorkerError};
+use crate::protocol::{self, Frame, Kind};
+
+pub struct Conn {
+    pub stream: TcpStream,
+    pub udp: Option<UdpSocket>,
+    /// Timeout of every data and control operation.
+    pub timeout: Duration,
+    pub version: u16,
+    pub local: String,
+    pub peer: String,
+    /// Session number on the serving side (0 on the client).
+    pub session: u64,
+    /// Where `filecopy` writes on the serving side (the system temp dir if unset).
+    pub spool_dir: Option<PathBuf>,
+}
+
+impl Conn {
+    pub fn new(stream: TcpStream, timeout: Duration, version: u16) -> Result<Conn> {
+        let local = stream
+            .local_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        let peer = stream
+            .peer_addr()
+            .map(|a| a.to_string())
+            .unwrap_or_default();
+        // Ping-pong patterns are latency-bound: never let Nagle hold back a small message.
+        stream
+            .set_nodelay(true)
+            .map_err(|e| WorkerError::io(e, "setting TCP_NODELAY", 0.0))?;
+        let c = Conn {
+            stream,
+            udp: None,
+            timeout,
+            version,
+            local,
+            peer,
+            session: 0,
+            spool_dir: None,
+        };
+        c.set_timeouts(timeout)?;
+        keepalive(&c.stream);
+        Ok(c)
+    }
+
+    pub fn timeout_s(&self) -> f64 {
+        self.timeout.as_secs_f64()
+    }
+
+    /// Set the read and write timeout of the TCP (and UDP) socket.
+    pub fn set_timeouts(&self, d: Duration) -> Result<()> {
+        let set =
+            |r: std::io::Result<()>| r.map_err(|e| WorkerError::io(e, "setting timeouts", 0.0));
+        set(self.stream.set_read_timeout(Some(d)))?;
+        set(self.stream.set_write_timeout(Some(d)))?;
+        if let Some(u) = &self.udp {
+            set(u.set_read_timeout(Some(d)))?;
+            set(u.set_write_timeout(Some(d)))?;
+        }
+        Ok(())
+    }
+
+    pub fn send<T: Serialize>(&mut self, kind: Kind, body: &T) -> Result<()> {
+        let t = self.timeout_s();
+        protocol::write_frame(&mut self.stream, kind, body, self.version, t)
+    }
+
+    /// Read a frame under the current read timeout (`timeout_s` is only for the message).
+    pub fn recv(&mut self, during: &str, timeout_s: f64) -> Result<Frame> {
+        protocol::read_frame(&mut self.stream, self.version, during, timeout_s)
+    }
+
+    pub fn udp(&self) -> Result<&UdpSocket> {
+        self.udp
+            .as_ref()
+            .ok_or_else(|| WorkerError::Protocol("UDP pattern without a UDP socket".into()))
+    }
+}
+
+/// Probe an idle connection so a peer whose host died is noticed in about 25 s even while
+/// waiting at the start barrier (a dead process is noticed at once: its kernel resets).
+fn keepalive(s: &TcpStream) {
+    use std::os::fd::AsRawFd;
+    let fd = s.as_raw_fd();
+    let set = |level: libc::c_int, opt: libc::c_int, v: libc::c_int| {
+        // SAFETY: setsockopt with a valid descriptor and a pointer to an int of the given size.
+        unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                opt,
+                (&v as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+        }
+    };
+    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, 10);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, 5);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, 3);
+}
+
+/// Two reusable buffers, grown on demand and never shrunk, so trials allocate nothing once the
+/// largest size has been seen.
+#[derive(Default)]
+pub struct Buffers {
+    a: Vec<u8>,
+    b: Vec<u8>,
+}
+
+impl Buffers {
+    /// Zeroed slices of the requested lengths (zeroed so no old marker byte survives).
+    pub fn get(&mut self, a: usize, b: usize) -> (&mut [u8], &mut [u8]) {
+        fit(&mut self.a, a);
+        fit(&mut self.b, b);
+        (&mut self.a[..a], &mut self.b[..b])
+    }
+}
+
+fn fit(v: &mut Vec<u8>, n: usize) {
+    if v.len() < n {
+        v.resize(n, 0);
+    }
+    v[..n].fill(0);
+}
+
+/// Wall-clock nanoseconds since the Unix epoch.
+pub fn unix_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0)
+}
+
+/// Monotonic interval with wall-clock stamps at both ends.
+pub struct Stopwatch {
+    t0: Instant,
+    wall0: u64,
+}
+
+impl Stopwatch {
+    pub fn start() -> Stopwatch {
+        let wall0 = unix_ns();
+        Stopwatch {
+            t0: Instant::now(),
+            wall0,
+        }
+    }
+
+    pub fn instant(&self) -> Instant {
+        self.t0
+    }
+
+    /// Stop: (start unix ns, end unix ns, elapsed ns from the monotonic clock).
+    pub fn stop(&self) -> (u64, u64, u64) {
+        let elapsed = self.t0.elapsed().as_nanos() as u64;
+        (self.wall0, self.wall0 + elapsed, elapsed)
+    }
+}

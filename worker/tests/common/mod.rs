@@ -1,0 +1,166 @@
+//! Helpers for the worker's integration tests: a `serve` process on a free loopback port and a
+//! client runner with a hard time limit. Everything here talks to 127.0.0.1 only.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_orchestrate-worker");
+
+/// A running `orchestrate-worker serve`, killed on drop.
+pub struct Server {
+    pub child: Child,
+    pub addr: String,
+    /// Lines the server prints on stdout after the first (records with `--records`).
+    pub stdout: Receiver<String>,
+    pub stderr: Receiver<String>,
+}
+
+impl Server {
+    pub fn start(extra: &[&str]) -> Server {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start serve");
+        let stdout = lines(child.stdout.take().unwrap());
+        let stderr = lines(child.stderr.take().unwrap());
+        let first = stdout
+            .recv_timeout(Duration::from_secs(10))
+            .expect("serve prints where it listens");
+        let v: Value = serde_json::from_str(&first).expect("listening line is JSON");
+        let addr = v["listening"]
+            .as_str()
+            .expect("listening address")
+            .to_string();
+        Server {
+            child,
+            addr,
+            stdout,
+            stderr,
+        }
+    }
+
+    /// Wait for a stderr line containing `needle`.
+    pub fn wait_log(&self, needle: &str, within: Duration) -> Option<String> {
+        let end = Instant::now() + within;
+        while let Some(left) = end.checked_duration_since(Instant::now()) {
+            match self.stderr.recv_timeout(left) {
+                Ok(l) if l.contains(needle) => return Some(l),
+                Ok(_) => {}
+                Err(_) => return None,
+            }
+        }
+        None
+    }
+
+    pub fn alive(&mut self) -> bool {
+        self.child.try_wait().expect("try_wait").is_none()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn lines(r: impl Read + Send + 'static) -> Receiver<String> {
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        for l in BufReader::new(r).lines() {
+            let Ok(l) = l else { break };
+            if tx.send(l).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Result of a client run.
+pub struct Run {
+    pub code: Option<i32>,
+    pub records: Vec<Value>,
+    pub stdout: String,
+    pub stderr: String,
+    pub wall: Duration,
+}
+
+impl Run {
+    pub fn role(&self, role: &str) -> Vec<&Value> {
+        self.records.iter().filter(|r| r["role"] == role).collect()
+    }
+    pub fn error(&self) -> Option<String> {
+        self.records
+            .iter()
+            .find_map(|r| r["error"].as_str().map(str::to_string))
+    }
+}
+
+/// Run a client to completion, killing it if it exceeds `limit` (which fails the test).
+pub fn client(args: &[&str], limit: Duration) -> Run {
+    let start = Instant::now();
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start client");
+    let out = collect(child.stdout.take().unwrap());
+    let err = collect(child.stderr.take().unwrap());
+    let code = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s.code();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("client {args:?} still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let wall = start.elapsed();
+    let stdout = out.join().unwrap();
+    let stderr = err.join().unwrap();
+    let records = stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("stdout lines are JSON"))
+        .collect();
+    Run {
+        code,
+        records,
+        stdout,
+        stderr,
+        wall,
+    }
+}
+
+fn collect(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = r.read_to_string(&mut s);
+        s
+    })
+}
+
+pub fn u(v: &Value, k: &str) -> u64 {
+    v[k].as_u64()
+        .unwrap_or_else(|| panic!("{k} missing in {v}"))
+}
+
+pub fn f(v: &Value, k: &str) -> f64 {
+    v[k].as_f64()
+        .unwrap_or_else(|| panic!("{k} missing in {v}"))
+}

@@ -1,0 +1,481 @@
+//! Faults end in bounded time with a clear error and never take `serve` down: a server killed
+//! or frozen mid-run, a client killed or frozen mid-run, garbage on the port, mismatched
+//! versions, hostile parameters. Loopback only.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{BIN, Server, client};
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+/// A healthy session still works: the server survived whatever the test did to it.
+fn still_serves(srv: &mut Server) {
+    assert!(srv.alive(), "serve exited");
+    let r = client(
+        &[
+            "token",
+            "--connect",
+            &srv.addr,
+            "--size",
+            "4",
+            "--exchanges",
+            "50",
+            "--trials",
+            "1",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(0), "serve no longer works: {}", r.stdout);
+}
+
+fn spawn_client(args: &[&str]) -> std::process::Child {
+    Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Wait for a child with a limit; returns (exit code, stdout, time taken).
+fn finish(mut child: std::process::Child, limit: Duration) -> (Option<i32>, String, Duration) {
+    let start = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            let mut out = String::new();
+            child
+                .stdout
+                .take()
+                .unwrap()
+                .read_to_string(&mut out)
+                .unwrap();
+            return (s.code(), out, start.elapsed());
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("process still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn error_of(stdout: &str) -> String {
+    stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| v["error"].as_str().map(str::to_string))
+        .unwrap_or_else(|| panic!("no error record in {stdout:?}"))
+}
+
+fn signal(pid: u32, sig: libc::c_int) {
+    // SAFETY: sending a signal to a child process this test started.
+    assert_eq!(unsafe { libc::kill(pid as libc::pid_t, sig) }, 0);
+}
+
+#[test]
+fn server_killed_mid_run() {
+    let mut srv = Server::start(&[]);
+    let c = spawn_client(&[
+        "stream",
+        "--connect",
+        &srv.addr,
+        "--size",
+        "64K",
+        "--duration",
+        "30",
+        "--trials",
+        "1",
+        "--warmup",
+        "0",
+    ]);
+    std::thread::sleep(Duration::from_millis(500));
+    srv.child.kill().unwrap();
+    let (code, out, took) = finish(c, Duration::from_secs(15));
+    assert_eq!(code, Some(1));
+    let e = error_of(&out);
+    assert!(
+        e.contains("connection") || e.contains("closed"),
+        "unclear error: {e}"
+    );
+    assert!(took < Duration::from_secs(5), "took {took:?} to notice");
+}
+
+#[test]
+fn server_frozen_mid_run_times_out() {
+    let srv = Server::start(&[]);
+    let c = spawn_client(&[
+        "pingpong",
+        "--connect",
+        &srv.addr,
+        "--size",
+        "1",
+        "--duration",
+        "30",
+        "--trials",
+        "1",
+        "--timeout",
+        "1",
+    ]);
+    std::thread::sleep(Duration::from_millis(500));
+    signal(srv.child.id(), libc::SIGSTOP);
+    let (code, out, took) = finish(c, Duration::from_secs(15));
+    signal(srv.child.id(), libc::SIGCONT);
+    assert_eq!(code, Some(1));
+    let e = error_of(&out);
+    assert!(e.contains("timed out after 1.0 s"), "unclear error: {e}");
+    assert!(took < Duration::from_secs(5), "took {took:?}");
+}
+
+#[test]
+fn client_killed_mid_run() {
+    let mut srv = Server::start(&[]);
+    let mut c = spawn_client(&[
+        "pingpong",
+        "--connect",
+        &srv.addr,
+        "--size",
+        "100",
+        "--duration",
+        "30",
+        "--trials",
+        "1",
+    ]);
+    std::thread::sleep(Duration::from_millis(500));
+    c.kill().unwrap();
+    c.wait().unwrap();
+    let line = srv
+        .wait_log("error", Duration::from_secs(5))
+        .expect("serve logs the broken session within 5 s");
+    assert!(
+        line.contains("closed") || line.contains("connection"),
+        "{line}"
+    );
+    still_serves(&mut srv);
+}
+
+#[test]
+fn client_frozen_mid_run_times_out_on_the_server() {
+    let mut srv = Server::start(&[]);
+    let c = spawn_client(&[
+        "stream",
+        "--connect",
+        &srv.addr,
+        "--size",
+        "1K",
+        "--duration",
+        "30",
+        "--trials",
+        "1",
+        "--timeout",
+        "1",
+    ]);
+    std::thread::sleep(Duration::from_millis(500));
+    signal(c.id(), libc::SIGSTOP);
+    let line = srv
+        .wait_log("error", Duration::from_secs(5))
+        .expect("serve ends the frozen session within 5 s");
+    assert!(line.contains("timed out after 1.0 s"), "{line}");
+    signal(c.id(), libc::SIGKILL);
+    let _ = finish(c, Duration::from_secs(5));
+    still_serves(&mut srv);
+}
+
+/// A few kilobytes of reproducible noise.
+fn noise(seed: u64, n: usize) -> Vec<u8> {
+    let mut x = seed;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Send bytes to serve and read what comes back until it closes (bounded).
+fn poke(addr: &str, bytes: &[u8]) -> (Vec<u8>, Duration) {
+    let start = Instant::now();
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    let _ = s.write_all(bytes);
+    let mut back = Vec::new();
+    let _ = s.read_to_end(&mut back);
+    (back, start.elapsed())
+}
+
+#[test]
+fn random_bytes_to_serve() {
+    let mut srv = Server::start(&["--handshake-timeout", "2"]);
+    for seed in 1..=5u64 {
+        let (back, took) = poke(&srv.addr, &noise(seed, 4096));
+        assert!(
+            took < Duration::from_secs(5),
+            "garbage session lasted {took:?}"
+        );
+        let text = String::from_utf8_lossy(&back);
+        assert!(
+            text.contains("not an orchestrate-worker peer"),
+            "reply to garbage: {text}"
+        );
+    }
+    // Silence is bounded by the handshake timeout.
+    let (_, took) = poke(&srv.addr, &[]);
+    assert!(
+        took < Duration::from_secs(5),
+        "silent connection lasted {took:?}"
+    );
+    // The right magic with an absurd frame length is refused without allocating it.
+    let mut frame = b"OWK\x01\x00\x01\x01".to_vec();
+    frame.extend_from_slice(&u32::MAX.to_be_bytes());
+    let (back, _) = poke(&srv.addr, &frame);
+    assert!(
+        String::from_utf8_lossy(&back).contains("exceeds"),
+        "{back:?}"
+    );
+    still_serves(&mut srv);
+}
+
+fn hello_frame(json: &str) -> Vec<u8> {
+    let mut f = b"OWK\x01\x00\x01\x01".to_vec();
+    f.extend_from_slice(&(json.len() as u32).to_be_bytes());
+    f.extend_from_slice(json.as_bytes());
+    f
+}
+
+#[test]
+fn hostile_parameters_are_refused() {
+    let mut srv = Server::start(&[]);
+    let huge = r#"{"params":{"pattern":"pingpong","protocol":"tcp","depth":1,"max_size_bytes":1099511627776,"timeout_ms":1000,"idle_timeout_ms":1000,"udp_port":null},"software":"test"}"#;
+    let (back, _) = poke(&srv.addr, &hello_frame(huge));
+    assert!(
+        String::from_utf8_lossy(&back).contains("rejected parameters"),
+        "{back:?}"
+    );
+    let bad_json = "{not json";
+    let (back, _) = poke(&srv.addr, &hello_frame(bad_json));
+    assert!(
+        String::from_utf8_lossy(&back).contains("malformed"),
+        "{back:?}"
+    );
+    still_serves(&mut srv);
+}
+
+#[test]
+fn client_of_another_version() {
+    let mut srv = Server::start(&[]);
+    let r = client(
+        &[
+            "pingpong",
+            "--connect",
+            &srv.addr,
+            "--size",
+            "1",
+            "--exchanges",
+            "10",
+            "--protocol-version",
+            "99",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(1));
+    let e = r.error().expect("error record");
+    assert!(e.contains("version mismatch") && e.contains("v99"), "{e}");
+    assert!(r.wall < Duration::from_secs(5));
+    still_serves(&mut srv);
+}
+
+#[test]
+fn server_of_another_version() {
+    let srv = Server::start(&["--protocol-version", "7"]);
+    let r = client(
+        &[
+            "pingpong",
+            "--connect",
+            &srv.addr,
+            "--size",
+            "1",
+            "--exchanges",
+            "10",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(1));
+    let e = r.error().expect("error record");
+    assert!(e.contains("version mismatch"), "{e}");
+}
+
+#[test]
+fn nobody_listening() {
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let r = client(
+        &[
+            "pingpong",
+            "--connect",
+            &format!("127.0.0.1:{port}"),
+            "--size",
+            "1",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(1));
+    assert!(r.error().unwrap().contains("refused"), "{:?}", r.error());
+}
+
+#[test]
+fn garbage_from_the_server() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let t = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        let _ = s.write_all(&noise(42, 512));
+        std::thread::sleep(Duration::from_millis(500));
+    });
+    let r = client(&["token", "--connect", &addr, "--size", "4"], LIMIT);
+    t.join().unwrap();
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.error()
+            .unwrap()
+            .contains("not an orchestrate-worker peer"),
+        "{:?}",
+        r.error()
+    );
+}
+
+#[test]
+fn silent_server() {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap().to_string();
+    let t = std::thread::spawn(move || {
+        let (_s, _) = l.accept().unwrap();
+        std::thread::sleep(Duration::from_secs(4));
+    });
+    let r = client(
+        &["token", "--connect", &addr, "--size", "4", "--timeout", "1"],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(1));
+    assert!(r.error().unwrap().contains("timed out"), "{:?}", r.error());
+    assert!(r.wall < Duration::from_secs(3), "took {:?}", r.wall);
+    t.join().unwrap();
+}
+
+#[test]
+fn go_stdin_closed_is_an_error() {
+    let srv = Server::start(&[]);
+    // stdin is /dev/null: EOF before any go line.
+    let r = client(
+        &[
+            "token",
+            "--connect",
+            &srv.addr,
+            "--size",
+            "4",
+            "--go",
+            "stdin",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.error().unwrap().contains("stdin closed"),
+        "{:?}",
+        r.error()
+    );
+}
+
+#[test]
+fn sizes_beyond_the_cap_are_refused_before_connecting() {
+    let r = client(
+        &["pingpong", "--connect", "127.0.0.1:9", "--size", "1G"],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(2));
+    assert!(r.stderr.contains("outside"), "{}", r.stderr);
+    let r = client(
+        &[
+            "pipeline",
+            "--connect",
+            "127.0.0.1:9",
+            "--size",
+            "64K",
+            "--depth",
+            "100",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(2));
+    assert!(r.stderr.contains("in flight"), "{}", r.stderr);
+}
+
+#[test]
+fn sessions_beyond_the_limit_are_refused_with_a_reason() {
+    let mut srv = Server::start(&["--max-sessions", "1"]);
+    let mut first = Command::new(BIN)
+        .args([
+            "token",
+            "--connect",
+            &srv.addr,
+            "--size",
+            "4",
+            "--exchanges",
+            "5",
+            "--go",
+            "stdin",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = common::lines(first.stdout.take().unwrap());
+    // The first session holds its slot while it waits at the barrier.
+    out.recv_timeout(Duration::from_secs(10))
+        .expect("ready line");
+    let r = client(
+        &[
+            "token",
+            "--connect",
+            &srv.addr,
+            "--size",
+            "4",
+            "--exchanges",
+            "5",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(1));
+    assert!(
+        r.error().unwrap().contains("server busy"),
+        "{:?}",
+        r.error()
+    );
+    writeln!(first.stdin.as_mut().unwrap()).unwrap();
+    assert!(first.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(100));
+    still_serves(&mut srv);
+}
+
+#[test]
+fn serve_survives_a_closed_stdout() {
+    let mut srv = Server::start(&["--records"]);
+    // Stop reading the server's stdout: the pipe closes once the reader notices.
+    drop(std::mem::replace(
+        &mut srv.stdout,
+        std::sync::mpsc::channel().1,
+    ));
+    for _ in 0..3 {
+        still_serves(&mut srv);
+    }
+    assert!(srv.alive());
+}

@@ -1,0 +1,743 @@
+//! Every pattern on loopback, its figures checked against an independent count: what the
+//! server saw (returned over the session, and printed by `serve --records` on its own stdout)
+//! and the wall time the test itself measured.
+
+mod common;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use common::{Run, Server, client, f, u};
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64
+}
+
+/// Run a client and check what holds for every successful run: exit 0, records paired by
+/// trial, timestamps inside the test's own wall-clock window, elapsed consistent with them.
+fn run_ok(args: &[&str]) -> Run {
+    let before = now_ns();
+    let r = client(args, LIMIT);
+    let after = now_ns();
+    assert_eq!(
+        r.code,
+        Some(0),
+        "{args:?} failed: {}\n{}",
+        r.stdout,
+        r.stderr
+    );
+    assert!(!r.records.is_empty(), "no records from {args:?}");
+    for rec in &r.records {
+        assert!(rec["error"].is_null(), "error record: {rec}");
+        let (s, e, el) = (
+            u(rec, "start_unix_ns"),
+            u(rec, "end_unix_ns"),
+            u(rec, "elapsed_ns"),
+        );
+        // Allow 50 ms of clock-read skew between the test and the worker processes.
+        assert!(
+            s + 50_000_000 >= before && e <= after + 50_000_000,
+            "{rec} outside the test window"
+        );
+        assert!(
+            e >= s && e - s == el,
+            "end - start must equal elapsed: {rec}"
+        );
+        assert!(
+            el as u128 <= r.wall.as_nanos(),
+            "elapsed longer than the process ran: {rec}"
+        );
+    }
+    assert_eq!(r.role("client").len(), r.role("server").len());
+    r
+}
+
+fn pairs(r: &Run) -> Vec<(&Value, &Value)> {
+    r.role("client")
+        .into_iter()
+        .zip(r.role("server"))
+        .inspect(|(c, s)| assert_eq!(c["trial"], s["trial"]))
+        .collect()
+}
+
+#[test]
+fn pingpong_counts_match_the_server_and_latency_is_half_the_round_trip() {
+    let srv = Server::start(&["--records"]);
+    let r = run_ok(&[
+        "pingpong",
+        "--connect",
+        &srv.addr,
+        "--sizes",
+        "1,1000",
+        "--exchanges",
+        "500",
+        "--trials",
+        "2",
+        "--warmup",
+        "5",
+    ]);
+    let p = pairs(&r);
+    assert_eq!(p.len(), 4);
+    // Same host, same clock: the handshake's offset estimate is within its own round trip.
+    let c0 = p[0].0;
+    let (off, rtt) = (
+        c0["peer_clock_offset_ns"].as_i64().unwrap(),
+        u(c0, "peer_clock_rtt_ns"),
+    );
+    assert!(
+        off.unsigned_abs() <= rtt / 2 + 1_000_000,
+        "offset {off} ns, rtt {rtt} ns"
+    );
+    for (c, s) in &p {
+        let size = u(c, "size_bytes");
+        assert_eq!(u(c, "messages"), 500);
+        assert_eq!(u(s, "messages"), 500, "server saw a different count");
+        assert_eq!(
+            u(s, "bytes"),
+            500 * size,
+            "server received a different byte count"
+        );
+        let half_rtt_us = u(c, "elapsed_ns") as f64 / 1000.0 / (2.0 * 500.0);
+        assert!((f(c, "latency_us") - half_rtt_us).abs() < 1e-6);
+        let mbit = size as f64 * 8.0 / f(c, "latency_us");
+        assert!((f(c, "throughput_mbit_s") - mbit).abs() / mbit < 1e-9);
+    }
+    // The server's own stdout, a channel independent of the client, reports the same counts.
+    let mut seen = Vec::new();
+    while let Ok(l) = srv.stdout.recv_timeout(Duration::from_secs(2)) {
+        seen.push(serde_json::from_str::<Value>(&l).unwrap());
+        if seen.len() == 4 {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 4, "serve --records printed {seen:?}");
+    for (rec, (_, s)) in seen.iter().zip(&p) {
+        assert_eq!(rec["bytes"], s["bytes"]);
+        assert_eq!(rec["messages"], s["messages"]);
+    }
+}
+
+#[test]
+fn pingpong_sizes_trials_by_time_budget() {
+    let srv = Server::start(&[]);
+    let r = run_ok(&[
+        "pingpong",
+        "--connect",
+        &srv.addr,
+        "--size",
+        "64",
+        "--trial-time",
+        "0.2",
+        "--trials",
+        "1",
+    ]);
+    let (c, s) = pairs(&r)[0];
+    let el = u(c, "elapsed_ns") as f64 / 1e9;
+    // The budget is judged from a 20-message warm-up, so allow for a noisy one.
+    assert!((0.02..2.0).contains(&el), "a 0.2 s budget took {el} s");
+    assert!(u(c, "messages") >= 3);
+    assert_eq!(u(c, "messages"), u(s, "messages"));
+}
+
+#[test]
+fn pingpong_over_udp() {
+    let srv = Server::start(&[]);
+    let r = run_ok(&[
+        "pingpong",
+        "--connect",
+        &srv.addr,
+        "--protocol",
+        "udp",
+        "--size",
+        "512",
+        "--exchanges",
+        "300",
+        "--trials",
+        "1",
+    ]);
+    let (c, s) = pairs(&r)[0];
+    assert_eq!(c["protocol"], "udp");
+    assert_eq!(u(s, "messages"), 300);
+    assert_eq!(u(s, "bytes"), 300 * 512);
+}
+
+#[test]
+fn netpipe_format_output_parses_and_follows_the_schedule() {
+    let srv = Server::start(&[]);
+    let r = client(
+        &[
+            "pingpong",
+            "--connect",
+            &srv.addr,
+            "--end",
+            "256",
+            "--trial-time",
+            "0.005",
+            "--trials",
+            "2",
+            "--format",
+            "netpipe",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let tables = orchestrate_worker::netpipe::parse(&r.stdout).expect("own output parses");
+    assert_eq!(tables.len(), 1);
+    let sizes: Vec<u64> = tables[0].rows.iter().map(|r| r.bytes_per_block).collect();
+    assert_eq!(sizes, orchestrate_worker::netpipe::schedule(1, 256, 3));
+    for row in &tables[0].rows {
+        assert!(row.time_s > 0.0 && row.time_s < 0.01, "{row:?}");
+        let mbit = row.bytes_per_block as f64 * 8.0 / row.time_s / 1e6;
+        assert!((row.mbit_s - mbit).abs() / mbit < 1e-3, "{row:?}");
+    }
+}
+
+#[test]
+fn stream_receiver_counts_every_byte() {
+    let srv = Server::start(&[]);
+    let r = run_ok(&[
+        "stream",
+        "--connect",
+        &srv.addr,
+        "--size",
+        "64K",
+        "--exchanges",
+        "300",
+        "--trials",
+        "2",
+    ]);
+    for (c, s) in pairs(&r) {
+        assert_eq!(u(c, "bytes"), 300 * 65536);
+        assert_eq!(
+            u(s, "bytes"),
+            300 * 65536,
+            "receiver saw a different byte count"
+        );
+        assert_eq!(u(s, "messages"), 300);
+        // The sender's clock runs until the receiver's report arrived: never shorter.
+        assert!(u(c, "elapsed_ns") >= u(s, "elapsed_ns") / 2);
+        let mbit = u(s, "bytes") as f64 * 8.0 / (u(s, "elapsed_ns") as f64 / 1e3);
+        assert!((f(s, "throughput_mbit_s") - mbit).abs() / mbit < 1e-9);
+    }
+}
+
+#[test]
+fn stream_for_a_duration_ends_on_time() {
+    let srv = Server::start(&[]);
+    let r = run_ok(&[
+        "stream",
+        "--connect",
+        &srv.addr,
+        "--size",
+        "1K",
+        "--duration",
+        "0.3",
+        "--trials",
+        "1",
+        "--warmup",
+        "0",
+    ]);
+    let (c, s) = pairs(&r)[0];
+    let el = u(s, "elapsed_ns") as f64 / 1e9;
+    assert!(
+        (0.25..1.5).contains(&el),
+        "0.3 s stream took {el} s at the receiver"
+    );
+    assert_eq!(u(c, "bytes"), u(s, "bytes"));
+}
+
+#[test]
+fn token_throughput_is_tokens_times_size_over_elapsed() {
+    let srv = Server::start(&[]);
+    let r = run_ok(&[
+        "token",
+        "--connect",
+        &srv.addr,
+        "--sizes",
+        "4,8K",
+        "--exchanges",
+        "1000",
+        "--trials",
+        "2",
+    ]);
+    assert_eq!(r.role("client").len(), 4, "one record per run and size");
+    for (c, s) in pairs(&r) {
+        let size = u(c, "size_bytes");
+        assert_eq!(u(c, "messages"), 1000);
+        assert_eq!(u(s, "bytes"), 1000 * size);
+        let expect = 1000.0 * size as f64 * 8.0 / (u(c, "elapsed_ns") as f64 / 1e9) / 1e6;
+        assert!((f(c, "throughput_mbit_s") - expect).abs() / expect < 1e-9);
+    }
+}
+
+#[test]
+fn token_for_a_duration() {
+    let srv = Server::start(&[]);
+    let r = run_ok(&[
+        "token",
+        "--connect",
+        &srv.addr,
+        "--size",
+        "64",
+        "--duration",
+        "0.3",
+        "--trials",
+        "1",
+    ]);
+    let (c, s) = pairs(&r)[0];
+    let el = u(c, "elapsed_ns") as f64 / 1e9;
+    assert!((0.29..1.0).contains(&el), "0.3 s run took {el} s");
+    assert_eq!(u(c, "messages"), u(s, "messages"));
+}
+
+#[test]
+fn pipeline_counts_match_and_depth_lowers_time_per_message() {
+    let srv = Server::start(&[]);
+    let per_msg = |depth: &str| {
+        let r = run_ok(&[
+            "pipeline",
+            "--connect",
+            &srv.addr,
+            "--size",
+            "64",
+            "--depth",
+            depth,
+            "--exchanges",
+            "4000",
+            "--trials",
+            "3",
+        ]);
+        let mut best = f64::MAX;
+        for (c, s) in pairs(&r) {
+            assert_eq!(u(c, "messages"), 4000);
+            assert_eq!(u(s, "messages"), 4000, "server answered a different count");
+            assert_eq!(u(s, "bytes"), 4000 * 64);
+            assert_eq!(u(c, "depth").to_string(), depth);
+            let per = u(c, "elapsed_ns") as f64 / 4000.0 / 1e3;
+            assert!((f(c, "latency_us") - per).abs() < 1e-9);
+            best = best.min(per);
+        }
+        best
+    };
+    let d1 = per_msg("1");
+    let d34 = per_msg("34");
+    assert!(
+        d34 < d1,
+        "depth 34: {d34} µs/message, depth 1: {d1} µs/message"
+    );
+}
+
+#[test]
+fn pipeline_for_a_duration() {
+    let srv = Server::start(&[]);
+    let r = run_ok(&[
+        "pipeline",
+        "--connect",
+        &srv.addr,
+        "--size",
+        "64",
+        "--depth",
+        "8",
+        "--duration",
+        "0.3",
+        "--trials",
+        "1",
+    ]);
+    let (c, s) = pairs(&r)[0];
+    assert_eq!(u(c, "messages"), u(s, "messages"));
+    let el = u(c, "elapsed_ns") as f64 / 1e9;
+    assert!((0.29..1.0).contains(&el), "0.3 s run took {el} s");
+}
+
+/// Run a client and sample its CPU time (user + system, seconds) from /proc while it runs.
+fn run_with_cpu(args: &[&str]) -> (Run, f64) {
+    use std::process::{Command, Stdio};
+    // SAFETY: sysconf has no preconditions.
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    let mut child = Command::new(common::BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = common::lines(child.stdout.take().unwrap());
+    let stat = format!("/proc/{}/stat", child.id());
+    let mut cpu = 0.0;
+    let start = std::time::Instant::now();
+    let code = loop {
+        if let Ok(s) = std::fs::read_to_string(&stat) {
+            // Fields after the parenthesised command name: state first, utime and stime are
+            // the 12th and 13th.
+            let rest = &s[s.rfind(')').unwrap() + 2..];
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            if f.len() > 12 && f[0] != "Z" {
+                cpu = (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) / tick;
+            }
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            break st.code();
+        }
+        assert!(start.elapsed() < LIMIT, "client ran too long");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let wall = start.elapsed();
+    std::thread::sleep(Duration::from_millis(100));
+    let records: Vec<Value> = out
+        .try_iter()
+        .map(|l| serde_json::from_str(&l).unwrap())
+        .collect();
+    let run = Run {
+        code,
+        records,
+        stdout: String::new(),
+        stderr: String::new(),
+        wall,
+    };
+    (run, cpu)
+}
+
+#[test]
+fn load_is_paced_without_spinning_and_counts_match() {
+    let srv = Server::start(&[]);
+    let (r, cpu) = run_with_cpu(&[
+        "load",
+        "--connect",
+        &srv.addr,
+        "--size",
+        "1K",
+        "--rate",
+        "2000",
+        "--duration",
+        "1",
+    ]);
+    assert_eq!(r.code, Some(0));
+    let (c, s) = pairs(&r)[0];
+    assert_eq!(u(c, "messages"), 2000);
+    assert_eq!(u(s, "messages"), 2000);
+    assert_eq!(u(s, "bytes"), 2000 * 1024);
+    assert_eq!(u(c, "lost"), 0);
+    let el = u(c, "elapsed_ns") as f64 / 1e9;
+    assert!((0.99..1.5).contains(&el), "a 1 s schedule took {el} s");
+    assert!((f(c, "offered_mbit_s") - 2000.0 * 1024.0 * 8.0 / 1e6).abs() < 1e-9);
+    let (p50, p99, max) = (
+        f(c, "latency_p50_us"),
+        f(c, "latency_p99_us"),
+        f(c, "latency_max_us"),
+    );
+    assert!(p50 > 0.0 && p50 <= p99 && p99 <= max, "{c}");
+    assert!(
+        cpu < 0.5,
+        "the paced client used {cpu} s of CPU in a 1 s run: spinning?"
+    );
+}
+
+#[test]
+fn load_rate_in_bits() {
+    let srv = Server::start(&[]);
+    let r = run_ok(&[
+        "load",
+        "--connect",
+        &srv.addr,
+        "--size",
+        "1000",
+        "--rate",
+        "8mbit",
+        "--duration",
+        "0.5",
+    ]);
+    let (c, s) = pairs(&r)[0];
+    // 8 Mbit/s of 1000-byte messages is 1000 messages/s: 500 in 0.5 s.
+    assert_eq!(u(c, "messages"), 500);
+    assert_eq!(u(s, "messages"), 500);
+}
+
+#[test]
+fn load_over_udp_reports_loss_from_the_server_count() {
+    let srv = Server::start(&[]);
+    let r = run_ok(&[
+        "load",
+        "--connect",
+        &srv.addr,
+        "--protocol",
+        "udp",
+        "--size",
+        "256",
+        "--rate",
+        "4000",
+        "--duration",
+        "0.5",
+    ]);
+    let (c, s) = pairs(&r)[0];
+    assert_eq!(u(c, "messages"), 2000);
+    assert_eq!(u(c, "lost"), u(c, "messages") - u(s, "messages"));
+    assert!(
+        u(c, "lost") <= 100,
+        "loopback lost {} of 2000",
+        u(c, "lost")
+    );
+    assert_eq!(u(s, "bytes"), u(s, "messages") * 256);
+}
+
+#[test]
+fn filecopy_lands_every_byte_on_the_server_disk() {
+    let spool = std::env::temp_dir().join(format!("owk-spool-{}", std::process::id()));
+    std::fs::create_dir_all(&spool).unwrap();
+    let srv = Server::start(&["--spool-dir", spool.to_str().unwrap()]);
+    let r = run_ok(&[
+        "filecopy",
+        "--connect",
+        &srv.addr,
+        "--size",
+        "3M",
+        "--trials",
+        "2",
+        "--drop-cache",
+    ]);
+    for (c, s) in pairs(&r) {
+        assert_eq!(u(c, "bytes"), 3 << 20);
+        assert_eq!(u(s, "bytes"), 3 << 20);
+        assert!(u(c, "elapsed_ns") > 0);
+    }
+    // The copies are removed after timing: the spool stays empty.
+    assert_eq!(std::fs::read_dir(&spool).unwrap().count(), 0);
+    std::fs::remove_dir_all(&spool).unwrap();
+}
+
+#[test]
+fn filecopy_of_a_given_file() {
+    let srv = Server::start(&[]);
+    let src = std::env::temp_dir().join(format!("owk-src-{}", std::process::id()));
+    std::fs::write(&src, vec![7u8; 123_457]).unwrap();
+    let r = run_ok(&[
+        "filecopy",
+        "--connect",
+        &srv.addr,
+        "--file",
+        src.to_str().unwrap(),
+        "--trials",
+        "1",
+    ]);
+    let (c, s) = pairs(&r)[0];
+    assert_eq!(u(c, "size_bytes"), 123_457);
+    assert_eq!(u(s, "bytes"), 123_457);
+    assert!(src.exists(), "a given file is never removed");
+    std::fs::remove_file(&src).unwrap();
+}
+
+#[test]
+fn concurrent_sessions_on_one_server() {
+    let srv = Server::start(&[]);
+    let addr = srv.addr.clone();
+    let runs: Vec<_> = (0..6)
+        .map(|i| {
+            let addr = addr.clone();
+            std::thread::spawn(move || {
+                let pattern = ["pingpong", "token", "stream"][i % 3];
+                client(
+                    &[
+                        pattern,
+                        "--connect",
+                        &addr,
+                        "--size",
+                        "256",
+                        "--exchanges",
+                        "2000",
+                        "--trials",
+                        "1",
+                    ],
+                    LIMIT,
+                )
+            })
+        })
+        .collect();
+    for h in runs {
+        let r = h.join().unwrap();
+        assert_eq!(r.code, Some(0), "{}", r.stdout);
+        let (c, s) = pairs(&r)[0];
+        assert_eq!(u(c, "bytes"), u(s, "bytes"));
+    }
+}
+
+#[test]
+fn go_stdin_waits_for_the_line() {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let srv = Server::start(&[]);
+    let mut child = Command::new(common::BIN)
+        .args([
+            "token",
+            "--connect",
+            &srv.addr,
+            "--size",
+            "4",
+            "--exchanges",
+            "10",
+            "--trials",
+            "1",
+            "--go",
+            "stdin",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = common::lines(child.stdout.take().unwrap());
+    let ready: Value =
+        serde_json::from_str(&out.recv_timeout(Duration::from_secs(10)).unwrap()).unwrap();
+    assert_eq!(ready["ready"], true);
+    // Nothing runs before the go line.
+    assert!(out.recv_timeout(Duration::from_millis(300)).is_err());
+    let go_at = now_ns();
+    writeln!(child.stdin.as_mut().unwrap()).unwrap();
+    let rec: Value =
+        serde_json::from_str(&out.recv_timeout(Duration::from_secs(10)).unwrap()).unwrap();
+    assert!(
+        u(&rec, "start_unix_ns") + 50_000_000 >= go_at,
+        "started before the go line"
+    );
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn load_beyond_capacity_still_ends_with_its_duration() {
+    let srv = Server::start(&[]);
+    // 10^12 messages/s cannot be offered: the sender falls behind and must stop on time.
+    let r = run_ok(&[
+        "load",
+        "--connect",
+        &srv.addr,
+        "--size",
+        "64",
+        "--rate",
+        "1000000000000",
+        "--duration",
+        "0.3",
+    ]);
+    let (c, s) = pairs(&r)[0];
+    let el = u(c, "elapsed_ns") as f64 / 1e9;
+    assert!((0.29..2.0).contains(&el), "a 0.3 s run took {el} s");
+    assert_eq!(u(c, "messages"), u(s, "messages"));
+    assert!(r.wall < Duration::from_secs(5));
+}
+
+#[test]
+fn probe_describes_this_node() {
+    let out = std::process::Command::new(common::BIN)
+        .arg("probe")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).expect("probe prints JSON");
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    assert_eq!(v["kernel"]["release"], release.trim());
+    let lo = v["interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["name"] == "lo")
+        .expect("loopback interface listed");
+    assert_eq!(lo["mtu"].as_i64(), Some(65536));
+    assert!(
+        lo["addresses"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "127.0.0.1/8"),
+        "{lo}"
+    );
+    for k in ["bonding", "netem", "tun", "ip_forward", "clocksource"] {
+        assert!(v.get(k).is_some(), "{k} missing");
+    }
+    assert_eq!(
+        v["tun"]["device"].as_bool(),
+        Some(std::path::Path::new("/dev/net/tun").exists())
+    );
+}
+
+#[test]
+fn serve_stops_on_sigterm() {
+    let mut srv = Server::start(&[]);
+    // SAFETY: signalling a child this test started.
+    unsafe { libc::kill(srv.child.id() as libc::pid_t, libc::SIGTERM) };
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(st) = srv.child.try_wait().unwrap() {
+            assert!(st.success(), "serve exited with {st}");
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "serve ignored SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn start_at_waits_for_the_wall_clock() {
+    let srv = Server::start(&[]);
+    let at = now_ns() + 700_000_000;
+    let at_s = at.to_string();
+    let r = client(
+        &[
+            "token",
+            "--connect",
+            &srv.addr,
+            "--size",
+            "4",
+            "--exchanges",
+            "10",
+            "--trials",
+            "1",
+            "--warmup",
+            "0",
+            "--start-at",
+            &at_s,
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stdout);
+    assert!(r.stdout.lines().next().unwrap().contains("\"ready\":true"));
+    let c = r.role("client")[0];
+    let start = u(c, "start_unix_ns");
+    assert!(start >= at, "started {} ms early", (at - start) / 1_000_000);
+    assert!(
+        start < at + 500_000_000,
+        "started {} ms late",
+        (start - at) / 1_000_000
+    );
+}
+
+#[test]
+fn stream_netpipe_rows_use_the_receivers_time() {
+    let srv = Server::start(&[]);
+    let r = client(
+        &[
+            "stream",
+            "--connect",
+            &srv.addr,
+            "--sizes",
+            "4K,64K",
+            "--exchanges",
+            "200",
+            "--trials",
+            "2",
+            "--format",
+            "netpipe",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let t = orchestrate_worker::netpipe::parse(&r.stdout).unwrap();
+    let sizes: Vec<u64> = t[0].rows.iter().map(|r| r.bytes_per_block).collect();
+    assert_eq!(sizes, vec![4096, 65536]);
+    for row in &t[0].rows {
+        // 200 blocks took at least some microseconds each and far less than a second.
+        assert!(row.time_s > 1e-8 && row.time_s < 0.1, "{row:?}");
+        assert!(row.mbit_s > 0.0);
+    }
+}

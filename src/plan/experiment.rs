@@ -423,7 +423,11 @@ fn expand_range(r: &crate::spec::experiment::SizeRange) -> Result<Vec<u64>, Stri
         if r.factor.is_some() {
             return Err("`factor` does not apply to the NetPIPE schedule".into());
         }
-        return Ok(netpipe_schedule(from, to, r.perturbation.unwrap_or(3)));
+        return Ok(orchestrate_worker::netpipe::schedule(
+            from,
+            to,
+            r.perturbation.unwrap_or(3),
+        ));
     }
     if r.perturbation.is_some() {
         return Err("`perturbation` applies only with `netpipe = true`".into());
@@ -439,28 +443,4 @@ fn expand_range(r: &crate::spec::experiment::SizeRange) -> Result<Vec<u64>, Stri
         s = s.saturating_mul(factor);
     }
     Ok(v)
-}
-
-/// NetPIPE's block sizes: 1, 2, 3, 4, 6, 8, 12, then 2^k and 1.5·2^k each with ±perturbation.
-/// TODO(worker): replace with `orchestrate_worker::netpipe::schedule` once it lands.
-fn netpipe_schedule(start: u64, end: u64, perturbation: u64) -> Vec<u64> {
-    let mut v: Vec<u64> = Vec::new();
-    let push = |s: u64, v: &mut Vec<u64>| {
-        if s >= start && s <= end && v.last().is_none_or(|l| *l < s) {
-            v.push(s);
-        }
-    };
-    for s in [1, 2, 3, 4, 6, 8, 12] {
-        push(s, &mut v);
-    }
-    let mut base = 16u64;
-    while base - perturbation.min(base) <= end {
-        for b in [base, base + base / 2] {
-            push(b - perturbation, &mut v);
-            push(b, &mut v);
-            push(b + perturbation, &mut v);
-        }
-        base *= 2;
-    }
-    v
 }

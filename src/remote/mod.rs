@@ -6,4 +6,4 @@ pub mod inventory;
 pub use inventory::{Host, Inventory};
 pub mod session;
 
-pub use session::{Cluster, ConnectOptions, Output, RemoteError};
+pub use session::{Channel, Cluster, ConnectOptions, Output, RemoteError};

@@ -250,6 +250,35 @@ impl Cluster {
         }
     }
 
+    /// Starts a long-lived command on `node` with piped stdin and stdout: a channel for many
+    /// small exchanges, where a new exec per exchange would cost ~100 ms each.
+    pub async fn channel(&self, node: &NodeName, command: &str) -> Result<Channel, RemoteError> {
+        let (session, host) = self.session(node)?;
+        let line = if host.sudo {
+            format!("sudo -n {command}")
+        } else {
+            command.to_owned()
+        };
+        let mut cmd = session.clone().arc_raw_command(&line);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().await.map_err(|e| RemoteError::Transport {
+            node: node.clone(),
+            command: command.to_owned(),
+            cause: chain(&e),
+        })?;
+        let stdin = child.stdin().take().expect("piped");
+        let stdout = child.stdout().take().expect("piped");
+        let stderr = child.stderr().take().expect("piped");
+        Ok(Channel {
+            child,
+            stdin,
+            stdout,
+            stderr,
+        })
+    }
+
     /// Writes `bytes` to `path` on `node` (through a temporary file and a rename, so a
     /// half-written file never has the final name), with `mode`.
     pub async fn upload(
@@ -291,6 +320,14 @@ impl Cluster {
             }
         }
     }
+}
+
+/// A long-lived remote command and its pipes. Closing stdin tells it to finish; `wait` reaps it.
+pub struct Channel {
+    pub child: openssh::Child<Arc<Session>>,
+    pub stdin: openssh::ChildStdin,
+    pub stdout: openssh::ChildStdout,
+    pub stderr: openssh::ChildStderr,
 }
 
 fn builder(host: &Host, control_dir: &Path, opts: &ConnectOptions) -> SessionBuilder {

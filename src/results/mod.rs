@@ -40,6 +40,9 @@
 //! | `offered_mbit_s` | f64? | offered load, Mbit/s (load) |
 //! | `lost` | u64? | datagrams sent but not received |
 //! | `error` | str? | set when the trial failed |
+//! | `messages_per_s` | f64? | completed messages per second (pipeline) |
+//! | `peer_clock_offset_ns` | i64? | the peer's wall clock minus this side's, from the handshake |
+//! | `peer_clock_rtt_ns` | u64? | round trip of that handshake exchange (the offset's uncertainty is half of it) |
 //!
 //! Fields the worker adds later reach Parquet only once [`schema::RecordColumns`] names them; it
 //! destructures the record exhaustively so that the compiler points at the place.

@@ -155,6 +155,9 @@ pub struct RecordColumns {
     offered_mbit_s: Vec<Option<f64>>,
     lost: Vec<Option<u64>>,
     error: Vec<Option<String>>,
+    messages_per_s: Vec<Option<f64>>,
+    peer_clock_offset_ns: Vec<Option<i64>>,
+    peer_clock_rtt_ns: Vec<Option<u64>>,
 }
 
 impl RecordColumns {
@@ -207,6 +210,9 @@ impl RecordColumns {
             offered_mbit_s,
             lost,
             error,
+            messages_per_s,
+            peer_clock_offset_ns,
+            peer_clock_rtt_ns,
         } = record;
         self.point.push(point);
         self.topology.push(topology);
@@ -242,6 +248,9 @@ impl RecordColumns {
         self.offered_mbit_s.push(offered_mbit_s);
         self.lost.push(lost);
         self.error.push(error);
+        self.messages_per_s.push(messages_per_s);
+        self.peer_clock_offset_ns.push(peer_clock_offset_ns);
+        self.peer_clock_rtt_ns.push(peer_clock_rtt_ns);
     }
 
     /// Moves the buffered rows into a [`DataFrame`], leaving the buffers empty.
@@ -283,6 +292,9 @@ impl RecordColumns {
             Column::new("offered_mbit_s".into(), c.offered_mbit_s),
             Column::new("lost".into(), c.lost),
             Column::new("error".into(), c.error),
+            Column::new("messages_per_s".into(), c.messages_per_s),
+            Column::new("peer_clock_offset_ns".into(), c.peer_clock_offset_ns),
+            Column::new("peer_clock_rtt_ns".into(), c.peer_clock_rtt_ns),
         ];
         DataFrame::new(height, columns)
     }

@@ -244,6 +244,9 @@ pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointR
                                 offered_mbit_s: None,
                                 lost: None,
                                 error: broken.then(|| "connection reset by peer".into()),
+                                messages_per_s: None,
+                                peer_clock_offset_ns: None,
+                                peer_clock_rtt_ns: None,
                             },
                         });
                     }

@@ -63,6 +63,10 @@ enum Cmd {
     Filecopy(FilecopyArgs),
     /// Print facts about this node as JSON (kernel, interfaces, qdiscs, bonding, netem, tun, ...).
     Probe,
+    /// Be driven by the controller over one long-lived channel: JSON requests on stdin (spawn a
+    /// worker command, feed it a line, kill it, read the clock), JSON events on stdout. Every
+    /// child stops when stdin closes.
+    Agent,
 }
 
 #[derive(Args)]
@@ -506,7 +510,7 @@ fn client_command(cmd: Cmd) -> Result<Built, String> {
             b.temp_file = temp;
             Ok(b)
         }
-        Cmd::Serve(_) | Cmd::Probe => unreachable!("not a client command"),
+        Cmd::Serve(_) | Cmd::Probe | Cmd::Agent => unreachable!("not a client command"),
     }
 }
 
@@ -539,6 +543,7 @@ fn main() -> ExitCode {
             };
             ExitCode::from(serve::serve(opts) as u8)
         }
+        Cmd::Agent => ExitCode::from(orchestrate_worker::agent::run() as u8),
         Cmd::Probe => {
             use std::io::Write;
             let _ = writeln!(std::io::stdout(), "{}", probe::probe());

@@ -1,1 +1,225 @@
-fn main() {}
+//! `orchestrate`: the command line. Each subcommand only wires the library's parts together.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+use orchestrate::spec::{NodeName, SpecErrors};
+use orchestrate::{plan, topology};
+
+/// Declarative experiments for interconnect topology studies.
+///
+/// Write an experiment in TOML (topologies, bonding, traffic pattern, pair counts, sizes);
+/// `orchestrate plan` shows exactly what would run on every node, `orchestrate run` runs it.
+/// Start with `orchestrate plan experiments/grid4x4.toml`.
+#[derive(Parser)]
+#[command(version, about, long_about, propagate_version = true)]
+struct Cli {
+    /// More log output (-v: debug, -vv: trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Only errors.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check experiment and topology files without touching any node.
+    ///
+    /// Each file is read as an experiment if it has `workload` or `topologies`, else as a
+    /// topology. Every problem is reported as file:line:column with what was expected.
+    /// Exits non-zero if any file has a problem.
+    Validate {
+        /// Files to check, e.g. experiments/*.toml topologies/*.toml.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Show what a run would do: configurations, pair placements and paths, points in run
+    /// order with a time estimate, and every node's apply and teardown scripts.
+    Plan {
+        /// The experiment file.
+        experiment: PathBuf,
+        /// Show only this node's scripts.
+        #[arg(long, value_name = "NODE")]
+        node: Option<NodeName>,
+        /// Print the plan as JSON on stdout instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Also write a drawing of each topology into DIR, as SVG and as Graphviz DOT.
+        #[arg(long, value_name = "DIR")]
+        graph: Option<PathBuf>,
+    },
+    /// Print the JSON Schema of the topology and experiment formats (for editors).
+    Schema,
+    /// Print a shell completion script, e.g. `orchestrate completions bash > ~/.local/share/bash-completion/completions/orchestrate`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose, cli.quiet);
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(verbose: u8, quiet: bool) {
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "info",
+        (false, 1) => "debug",
+        (false, _) => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ORCHESTRATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .init();
+}
+
+fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Validate { files } => Ok(validate(&files)),
+        Command::Plan {
+            experiment,
+            node,
+            json,
+            graph,
+        } => {
+            let Some(e) = report_spec_errors(plan::load(&experiment)) else {
+                return Ok(ExitCode::FAILURE);
+            };
+            if let Some(n) = &node
+                && !e.topologies.iter().any(|t| t.node(n).is_some())
+            {
+                anyhow::bail!("no topology of {} has a node `{n}`", experiment.display());
+            }
+            let p = plan::expand(&e)?;
+            if let Some(dir) = graph {
+                write_drawings(&e.topologies, &dir)?;
+            }
+            if json {
+                println!("{}", serde_json::to_string_pretty(&p)?);
+            } else {
+                print!("{}", plan::render::text(&p, node.as_ref()));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Schema => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&orchestrate::spec::json_schema())?
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "orchestrate",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+/// `<topology>.svg` and `<topology>.dot` for each topology.
+fn write_drawings(topologies: &[topology::Topology], dir: &Path) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for t in topologies {
+        for (ext, body) in [
+            ("svg", topology::draw::svg(t)),
+            ("dot", topology::draw::dot(t)),
+        ] {
+            let path = dir.join(format!("{}.{ext}", t.name));
+            std::fs::write(&path, body).with_context(|| format!("writing {}", path.display()))?;
+            tracing::info!("wrote {}", path.display());
+        }
+    }
+    Ok(())
+}
+
+fn validate(files: &[PathBuf]) -> ExitCode {
+    let mut failed = false;
+    for f in files {
+        let ok = match kind_of(f) {
+            Kind::Experiment => report_spec_errors(plan::load(f)).map(|e| {
+                let expanded = plan::expand(&e);
+                match expanded {
+                    Ok(p) => format!(
+                        "experiment {}: {} topologies, {} points",
+                        e.name,
+                        e.topologies.len(),
+                        p.points.len()
+                    ),
+                    Err(err) => {
+                        eprintln!("{}: {err}", f.display());
+                        String::new()
+                    }
+                }
+            }),
+            Kind::Topology => report_spec_errors(topology::load(f)).map(|t| {
+                format!(
+                    "topology {}: {} nodes, {} segments, {} subnets",
+                    t.name,
+                    t.nodes.len(),
+                    t.segments.len(),
+                    t.subnets.len()
+                )
+            }),
+        };
+        match ok {
+            Some(summary) if !summary.is_empty() => println!("ok  {}  ({summary})", f.display()),
+            _ => failed = true,
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+enum Kind {
+    Experiment,
+    Topology,
+}
+
+/// Experiments name topologies and workloads; everything else is read as a topology.
+fn kind_of(path: &Path) -> Kind {
+    let table: Option<toml::Table> = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.parse().ok());
+    match table {
+        Some(t) if t.contains_key("workload") || t.contains_key("topologies") => Kind::Experiment,
+        _ => Kind::Topology,
+    }
+}
+
+/// Prints spec errors with their source snippets; `None` if there were any.
+fn report_spec_errors<T>(r: Result<T, SpecErrors>) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(errors) => {
+            for e in errors.errors {
+                eprintln!("{:?}", miette::Report::new(e));
+            }
+            None
+        }
+    }
+}

@@ -2,6 +2,7 @@
 //! they emit. The controller links this crate only for the shared [`record`] types and the
 //! NetPIPE format; nothing here may depend on the controller.
 
+pub mod bond;
 pub mod client;
 pub mod error;
 pub mod netpipe;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use orchestrate_worker::bond;
 use orchestrate_worker::client::{self, ClientOptions, Count, Go, Plan};
 use orchestrate_worker::netpipe;
 use orchestrate_worker::output::{Format, Output};
@@ -62,6 +63,8 @@ enum Cmd {
     Filecopy(FilecopyArgs),
     /// Print facts about this node as JSON (kernel, interfaces, qdiscs, bonding, netem, tun, ...).
     Probe,
+    /// Userspace channel bonding over TUN, for nodes without the kernel's bonding driver.
+    Bond(bond::BondArgs),
 }
 
 #[derive(Args)]
@@ -536,7 +539,7 @@ fn client_command(cmd: Cmd) -> Result<Built, String> {
             b.temp_file = temp;
             Ok(b)
         }
-        Cmd::Serve(_) | Cmd::Probe => unreachable!("not a client command"),
+        Cmd::Serve(_) | Cmd::Probe | Cmd::Bond(_) => unreachable!("not a client command"),
     }
 }
 
@@ -573,6 +576,7 @@ fn main() -> ExitCode {
             println!("{}", probe::probe());
             ExitCode::SUCCESS
         }
+        Cmd::Bond(a) => ExitCode::from(bond::main(a) as u8),
         cmd => {
             let built = match client_command(cmd) {
                 Ok(b) => b,

@@ -155,8 +155,9 @@ impl SlaveLink {
         }
     }
 
-    /// Receives one frame of the bond's ethertype; returns its length.
-    pub fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+    /// Receives one waiting frame of the bond's ethertype without blocking; returns its
+    /// length, or `None` when nothing is waiting.
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<Option<usize>> {
         loop {
             // SAFETY: the buffer is valid for its length.
             let n = unsafe {
@@ -164,17 +165,24 @@ impl SlaveLink {
                     self.sock.as_raw_fd(),
                     buf.as_mut_ptr() as *mut libc::c_void,
                     buf.len(),
-                    0,
+                    libc::MSG_DONTWAIT,
                 )
             };
             if n >= 0 {
-                return Ok(n as usize);
+                return Ok(Some(n as usize));
             }
             let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
+            match e.kind() {
+                io::ErrorKind::Interrupted => continue,
+                io::ErrorKind::WouldBlock => return Ok(None),
+                _ => return Err(e),
             }
         }
+    }
+
+    /// The socket, for poll(2).
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.sock.as_raw_fd()
     }
 
     /// Frames the kernel dropped because this socket's receive buffer was full, since the

@@ -3,8 +3,8 @@
 //! routes to it are carried to the peer bonds over the slave interfaces, below IP, in
 //! Ethernet frames of a local ethertype, spread over the slaves as the bonding mode says.
 //!
-//! Threads: one reads the TUN device and transmits, one per slave receives and hands packets
-//! to the kernel, and the calling thread monitors links, sends hellos, reports counters and
+//! Threads: one reads the TUN device and transmits, one receives from every slave and hands
+//! packets to the kernel, and the calling thread monitors links, sends hellos, reports counters and
 //! waits for SIGINT/SIGTERM. Exiting closes the TUN device, which removes it.
 
 mod config;
@@ -156,13 +156,11 @@ fn run(cfg: Config, raised: &mut Vec<String>) -> Result<(), String> {
             on_usr1 as extern "C" fn(libc::c_int) as libc::sighandler_t,
         );
     }
-    for i in 0..bond.slaves.len() {
-        let b = Arc::clone(&bond);
-        std::thread::Builder::new()
-            .name(format!("rx-{}", bond.slaves[i].link.name))
-            .spawn(move || b.receive_loop(i))
-            .map_err(|e| format!("cannot start a receive thread: {e}"))?;
-    }
+    let b = Arc::clone(&bond);
+    std::thread::Builder::new()
+        .name("rx".into())
+        .spawn(move || b.receive_loop())
+        .map_err(|e| format!("cannot start the receive thread: {e}"))?;
     let b = Arc::clone(&bond);
     std::thread::Builder::new()
         .name("tx".into())
@@ -256,43 +254,80 @@ impl Bond {
         }
     }
 
-    /// Slave `i` -> kernel.
-    fn receive_loop(&self, i: usize) {
-        let s = &self.slaves[i];
+    /// Slaves -> kernel, every slave in this one thread. It takes one frame from each slave
+    /// in turn while any has one waiting, so frames striped over the wires reach the kernel
+    /// in the order they arrived, as far as the wires allow: a thread per slave would add
+    /// the scheduler's whims to the reordering balance-rr makes by itself.
+    fn receive_loop(&self) {
+        let mut fds: Vec<libc::pollfd> = self
+            .slaves
+            .iter()
+            .map(|s| libc::pollfd {
+                fd: s.link.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
         let mut buf = vec![0u8; BUF];
+        let mut reported = vec![false; self.slaves.len()];
         loop {
-            let n = match s.link.recv(&mut buf) {
-                Ok(n) => n,
-                Err(e) => {
-                    // The interface went away or down under the socket; the monitor reports
-                    // the link, so keep trying at a modest pace.
-                    if e.raw_os_error() != Some(libc::ENETDOWN) {
-                        eprintln!("orchestrate-worker bond: receiving on {}: {e}", s.link.name);
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
+            // SAFETY: fds is a valid array of pollfd of the given length.
+            let r = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 1000) };
+            if r < 0 {
+                let e = io::Error::last_os_error();
+                if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
-            };
-            let frame = &buf[..n];
-            if !s.link.wants(frame) {
-                continue;
+                return self.fail(format!("waiting for frames on the slaves: {e}"));
             }
-            let payload = &frame[ETH_HEADER..];
-            if peers::is_control(payload) {
-                if let Some(h) = Hello::decode(payload) {
-                    self.heard(i, h, link::source(frame));
+            let mut more = true;
+            while more {
+                more = false;
+                for (i, s) in self.slaves.iter().enumerate() {
+                    match s.link.try_recv(&mut buf) {
+                        Ok(Some(n)) => {
+                            more = true;
+                            self.deliver(i, &buf[..n]);
+                        }
+                        Ok(None) => {}
+                        // A link set down reports ENETDOWN once; the monitor reports the
+                        // link itself. Anything else is worth saying, once per slave.
+                        Err(e) => {
+                            if e.raw_os_error() != Some(libc::ENETDOWN) && !reported[i] {
+                                reported[i] = true;
+                                eprintln!(
+                                    "orchestrate-worker bond: receiving on {}: {e}",
+                                    s.link.name
+                                );
+                            }
+                        }
+                    }
                 }
-                continue;
             }
-            if !self.policy.delivers(i) {
-                s.stats.rx_dropped_inactive.add(1);
-                continue;
+        }
+    }
+
+    /// One frame received on slave `i`.
+    fn deliver(&self, i: usize, frame: &[u8]) {
+        let s = &self.slaves[i];
+        if !s.link.wants(frame) {
+            return;
+        }
+        let payload = &frame[ETH_HEADER..];
+        if peers::is_control(payload) {
+            if let Some(h) = Hello::decode(payload) {
+                self.heard(i, h, link::source(frame));
             }
-            s.stats.rx_packets.add(1);
-            s.stats.rx_bytes.add(payload.len() as u64);
-            if self.tun.send(payload).is_ok() {
-                self.stats.to_kernel.add(1);
-            }
+            return;
+        }
+        if !self.policy.delivers(i) {
+            s.stats.rx_dropped_inactive.add(1);
+            return;
+        }
+        s.stats.rx_packets.add(1);
+        s.stats.rx_bytes.add(payload.len() as u64);
+        if self.tun.send(payload).is_ok() {
+            self.stats.to_kernel.add(1);
         }
     }
 

@@ -64,6 +64,7 @@ enum Cmd {
     /// Print facts about this node as JSON (kernel, interfaces, qdiscs, bonding, netem, tun, ...).
     Probe,
     /// Userspace channel bonding over TUN, for nodes without the kernel's bonding driver.
+    #[command(long_about = bond::LONG_ABOUT)]
     Bond(bond::BondArgs),
 }
 

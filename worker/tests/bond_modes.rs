@@ -13,12 +13,14 @@ use bond_support::*;
 use orchestrate_worker::bond::mode::{HashPolicy, xmit_hash};
 use orchestrate_worker::bond::packet::Packet;
 
-fn pair(w: &Wires, mode: &[&str]) -> (BondProc, BondProc) {
+/// Bonds over both wires in each namespace, with `mode` options on both and `a_only` on A's.
+fn pair(w: &Wires, mode: &[&str], a_only: &[&str]) -> (BondProc, BondProc) {
     let a_addr = format!("{A_ADDR}/24");
     let b_addr = format!("{B_ADDR}/24");
     let mut a_args = vec!["--address", &a_addr, "--slave", "a1", "--slave", "a2"];
     let mut b_args = vec!["--address", &b_addr, "--slave", "b1", "--slave", "b2"];
     a_args.extend(mode);
+    a_args.extend(a_only);
     b_args.extend(mode);
     let mut a = BondProc::start(&w.a, &a_args);
     let mut b = BondProc::start(&w.b, &b_args);
@@ -49,7 +51,7 @@ fn balance_rr_stripes_one_tcp_stream_over_both_slaves() {
         return;
     }
     let w = Wires::new("rr", 2);
-    let (mut a, mut b) = pair(&w, &["--mode", "balance-rr"]);
+    let (mut a, mut b) = pair(&w, &["--mode", "balance-rr"], &[]);
     transfer(&w, 5001, 40 << 20);
     let (sa, sb) = (a.stop(), b.stop());
     let (t1, t2) = (
@@ -90,6 +92,7 @@ fn balance_xor_keeps_each_flow_on_one_slave_and_spreads_flows() {
     let (mut a, mut b) = pair(
         &w,
         &["--mode", "balance-xor", "--xmit-hash-policy", "layer3+4"],
+        &[],
     );
     let mut used = [false; 2];
     for flow in 0..12u16 {
@@ -127,9 +130,33 @@ fn broadcast_sends_every_packet_on_every_slave() {
         return;
     }
     let w = Wires::new("bc", 2);
-    let (mut a, mut b) = pair(&w, &["--mode", "broadcast"]);
+    // A smaller MTU on one wire: the bond adds no header, so it takes the smallest slave MTU.
+    sh(&format!(
+        "ip -n {} link set a2 mtu 1400 && ip -n {} link set b2 mtu 1400",
+        w.a, w.b
+    ));
+    let dir = std::env::temp_dir().join(format!("bond-bc-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stats_file = dir.join("a.stats");
+    let (mut a, mut b) = pair(
+        &w,
+        &["--mode", "broadcast"],
+        &["--stats-file", stats_file.to_str().unwrap()],
+    );
+    let ready = a
+        .wait_event(|e| e["event"] == "ready", Duration::ZERO)
+        .unwrap();
+    assert_eq!(ready["mtu"], 1400, "{ready}");
     transfer(&w, 5201, 4 << 20);
     let (sa, sb) = (a.stop(), b.stop());
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats_file).unwrap()).unwrap();
+    assert_eq!(
+        count(&file, "a1", "tx_packets"),
+        count(&sa, "a1", "tx_packets"),
+        "the stats file holds the final counters"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
     let (t1, t2) = (
         count(&sa, "a1", "tx_packets"),
         count(&sa, "a2", "tx_packets"),

@@ -7,6 +7,22 @@ use std::time::Duration;
 
 use super::mode::{HashPolicy, Mode, ModeName, ModeOptions};
 
+/// `orchestrate-worker bond --help`.
+pub const LONG_ABOUT: &str = "\
+Userspace channel bonding over TUN, for nodes without the kernel's bonding driver.
+
+Creates TUN device --name with --address, and carries its IP packets to the peer bonds over
+the --slave interfaces (which need no addresses) in Ethernet frames of ethertype 0x88B5,
+spread as --mode says: balance-rr (packet by packet in turn), active-backup (one slave, link
+monitoring every --miimon ms, failover, back to --primary), balance-xor (--xmit-hash-policy
+layer2, layer2+3 or layer3+4), broadcast (every slave). 802.3ad, balance-tlb and balance-alb
+are refused. Peers are found by hello frames on each slave.
+
+stdout: one JSON line per event: ready, peer (a peer bond heard on a slave), link (a slave's
+link went up or down), failover, stats (on SIGUSR1) and exit (the final counters, per
+slave: tx/rx packets and bytes, tx_errors, rx_dropped_inactive, rx_overruns, hellos).
+SIGINT or SIGTERM stops the bond and removes the TUN device.";
+
 /// `orchestrate-worker bond`: the bonding driver's options, by their driver names.
 #[derive(clap::Args, Debug)]
 pub struct BondArgs {

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
 
-pub use config::{BondArgs, Config};
+pub use config::{BondArgs, Config, LONG_ABOUT};
 pub use link::ETHERTYPE;
 
 use crate::shutdown;
@@ -104,6 +104,15 @@ pub fn main(args: BondArgs) -> i32 {
 }
 
 fn run(cfg: Config, raised: &mut Vec<String>) -> Result<(), String> {
+    // Before touching anything, so a stop request during setup still ends in the cleanup.
+    shutdown::install();
+    // SAFETY: the handler only performs an atomic store.
+    unsafe {
+        libc::signal(
+            libc::SIGUSR1,
+            on_usr1 as extern "C" fn(libc::c_int) as libc::sighandler_t,
+        );
+    }
     let ctl = Ctl::open().map_err(|e| format!("interface control socket: {e}"))?;
     let mut slaves = Vec::new();
     for name in &cfg.slaves {
@@ -148,14 +157,6 @@ fn run(cfg: Config, raised: &mut Vec<String>) -> Result<(), String> {
         fatal: Mutex::new(None),
     });
 
-    shutdown::install();
-    // SAFETY: the handler only performs an atomic store.
-    unsafe {
-        libc::signal(
-            libc::SIGUSR1,
-            on_usr1 as extern "C" fn(libc::c_int) as libc::sighandler_t,
-        );
-    }
     let b = Arc::clone(&bond);
     std::thread::Builder::new()
         .name("rx".into())

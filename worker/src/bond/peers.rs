@@ -2,7 +2,9 @@
 //! announces its address on every slave with a hello (broadcast at start, every second, and
 //! when a link comes up or the bond fails over, as the driver sends gratuitous ARPs); a bond
 //! that hears a peer for the first time answers it directly, so two bonds know each other
-//! within a round trip of the later one starting.
+//! within a round trip of the later one starting. Hellos go out on every slave, an
+//! active-backup bond's backups included: they stand in for the ARP a kernel bond's peers
+//! rely on, and carry no data.
 //!
 //! Hello payload (after the Ethernet header): 0x00, "OBND", version 1, kind (1 announce,
 //! 2 answer), IPv4 address (4 bytes), prefix length.

@@ -94,3 +94,70 @@ fn active_backup_keeps_a_stream_going_through_failover_and_back() {
     );
     assert_eq!(sb["active"], "b1");
 }
+
+#[test]
+fn balance_rr_leaves_out_a_slave_whose_link_is_down_and_takes_it_back() {
+    if skip_unless_root("balance_rr_leaves_out_a_slave_whose_link_is_down_and_takes_it_back") {
+        return;
+    }
+    let w = Wires::new("rrd", 2);
+    let a_addr = format!("{A_ADDR}/24");
+    let b_addr = format!("{B_ADDR}/24");
+    let rr = ["--mode", "balance-rr", "--miimon", "50"];
+    let mut a_args = vec!["--address", &a_addr, "--slave", "a1", "--slave", "a2"];
+    a_args.extend(rr);
+    let mut b_args = vec!["--address", &b_addr, "--slave", "b1", "--slave", "b2"];
+    b_args.extend(rr);
+    let mut a = BondProc::start(&w.a, &a_args);
+    let mut b = BondProc::start(&w.b, &b_args);
+    a.wait_peers(B_ADDR, &["a1", "a2"]);
+    b.wait_peers(A_ADDR, &["b1", "b2"]);
+    let link = |slave: &'static str, up: bool| {
+        move |e: &serde_json::Value| e["event"] == "link" && e["slave"] == slave && e["up"] == up
+    };
+    let run = |port: u16| {
+        let to: SocketAddr = format!("{B_ADDR}:{port}").parse().unwrap();
+        let (rx, ready) = receiver(&w.b, to);
+        ready
+            .recv_timeout(Duration::from_secs(5))
+            .expect("listening");
+        sender(&w.a, to, 4 << 20, 64 * 1024, Duration::ZERO)
+            .join()
+            .expect("sender");
+        let (got, intact, _) = rx.join().expect("receiver");
+        assert!(got == 4 << 20 && intact, "stream intact");
+    };
+
+    w.set(&w.a, "a2", false);
+    a.wait_event(link("a2", false), Duration::from_secs(2))
+        .expect("A's monitor sees a2 down");
+    b.wait_event(link("b2", false), Duration::from_secs(2))
+        .expect("B's monitor sees b2 lose carrier");
+    let before = a.stats();
+    run(5601);
+    let during = a.stats();
+    let d = |s: &str| count(&during, s, "tx_packets") - count(&before, s, "tx_packets");
+    assert!(
+        d("a1") > 2000 && d("a2") == 0,
+        "a1 {} a2 {}",
+        d("a1"),
+        d("a2")
+    );
+
+    w.set(&w.a, "a2", true);
+    a.wait_event(link("a2", true), Duration::from_secs(2))
+        .expect("A's monitor sees a2 up");
+    b.wait_event(link("b2", true), Duration::from_secs(2))
+        .expect("B's monitor sees b2 up");
+    run(5602);
+    let after = a.stop();
+    b.stop();
+    let d2 = |s: &str| count(&after, s, "tx_packets") - count(&during, s, "tx_packets");
+    let share = d2("a2") as f64 / (d2("a1") + d2("a2")) as f64;
+    assert!(
+        (0.4..0.6).contains(&share),
+        "a2 back in turn: a1 {} a2 {}",
+        d2("a1"),
+        d2("a2")
+    );
+}

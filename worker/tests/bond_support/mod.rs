@@ -98,6 +98,49 @@ impl Drop for Wires {
     }
 }
 
+/// `nodes` namespaces on `buses` shared segments, each a Linux bridge in a switch namespace:
+/// node `i` (from 1) is namespace `nodes[i-1]` and reaches bus `w` through its `e<w>`.
+/// Deleted on drop.
+pub struct Bus {
+    pub nodes: Vec<String>,
+    switch: String,
+}
+
+impl Bus {
+    pub fn new(tag: &str, nodes: usize, buses: usize) -> Bus {
+        let tag = format!("obb{}{tag}", std::process::id() % 10000);
+        let bus = Bus {
+            nodes: (1..=nodes).map(|i| format!("{tag}n{i}")).collect(),
+            switch: format!("{tag}sw"),
+        };
+        for ns in bus.nodes.iter().chain([&bus.switch]) {
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+            sh(&format!("ip netns add {ns} && ip -n {ns} link set lo up"));
+        }
+        let sw = &bus.switch;
+        for w in 1..=buses {
+            sh(&format!(
+                "ip -n {sw} link add br{w} type bridge && ip -n {sw} link set br{w} up"
+            ));
+            for (i, ns) in bus.nodes.iter().enumerate() {
+                sh(&format!(
+                    "ip link add e{w} netns {ns} type veth peer name p{i}w{w} netns {sw} && \
+                     ip -n {sw} link set p{i}w{w} master br{w} up && ip -n {ns} link set e{w} up"
+                ));
+            }
+        }
+        bus
+    }
+}
+
+impl Drop for Bus {
+    fn drop(&mut self) {
+        for ns in self.nodes.iter().chain([&self.switch]) {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
 /// A running `orchestrate-worker bond`, stopped on drop.
 pub struct BondProc {
     child: Child,

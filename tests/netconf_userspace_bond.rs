@@ -37,6 +37,29 @@ fn userspace_bond_scripts_match_their_snapshots() {
 }
 
 #[test]
+fn auto_bonds_settle_on_the_driver_the_node_has() {
+    let t = common::topology("bonded-dual-net");
+    let n = t.node(&"n01".parse().unwrap()).unwrap();
+    assert!(n.bonds.iter().all(|b| b.driver == BondDriver::Auto));
+    let auto = netconf::render(&t, n).apply;
+    assert!(auto.contains("type bond") && auto.contains("driver = \"auto\""));
+
+    let without = netconf::render(&t, &netconf::settle_bond_drivers(n, false)).apply;
+    assert!(without.contains("start_bond 1 bond0") && !without.contains("type bond"));
+    let with = netconf::render(&t, &netconf::settle_bond_drivers(n, true)).apply;
+    assert!(with.contains("type bond") && !with.contains("driver = \"auto\""));
+
+    let mut kernel = n.clone();
+    kernel.bonds[0].driver = BondDriver::Kernel;
+    let kept = netconf::settle_bond_drivers(&kernel, false);
+    assert_eq!(
+        kept.bonds[0].driver,
+        BondDriver::Kernel,
+        "a named driver is kept"
+    );
+}
+
+#[test]
 fn userspace_bond_in_a_refused_mode_fails_the_checks() {
     for mode in [
         BondMode::Ieee8023ad,

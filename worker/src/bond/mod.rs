@@ -339,12 +339,16 @@ impl Bond {
             // Our own hello, heard through another of our slaves on the same wire.
             return;
         }
-        if s.peers.learn(h.addr, from) {
-            emit(json!({
-                "event": "peer", "bond": self.cfg.name, "slave": s.link.name,
-                "peer": h.addr.to_string(), "mac": from.to_string(),
-            }));
+        if !s.peers.learn(h.addr, from) {
+            return;
         }
+        emit(json!({
+            "event": "peer", "bond": self.cfg.name, "slave": s.link.name,
+            "peer": h.addr.to_string(), "mac": from.to_string(),
+        }));
+        // Answer a newcomer at once so it need not wait for our next announce. Only a
+        // newcomer: on a 10 Mbit/s bus of 16 bonds, answering every announce would cost
+        // about 1% of the wire.
         if h.kind == Kind::Announce {
             self.hello(i, Kind::Answer, from);
         }

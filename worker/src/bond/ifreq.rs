@@ -92,6 +92,28 @@ impl Ctl {
         Ok(i16::from_ne_bytes([d[0], d[1]]))
     }
 
+    /// Whether the device has carrier (`netif_carrier_ok`, what the bonding driver's MII
+    /// monitor reads), by `ETHTOOL_GLINK`; `None` if the driver does not answer that.
+    pub fn carrier(&self, name: &str) -> Option<bool> {
+        const ETHTOOL_GLINK: u32 = 0x0a;
+        #[repr(C)]
+        struct EthtoolValue {
+            cmd: u32,
+            data: u32,
+        }
+        let mut v = EthtoolValue {
+            cmd: ETHTOOL_GLINK,
+            data: 0,
+        };
+        let ptr = (&mut v as *mut EthtoolValue as usize).to_ne_bytes();
+        // ifr_data points at the ethtool command, which the kernel fills in.
+        self.ioctl(name, libc::SIOCETHTOOL, |d| {
+            d[..ptr.len()].copy_from_slice(&ptr)
+        })
+        .ok()?;
+        Some(v.data != 0)
+    }
+
     pub fn set_up(&self, name: &str, up: bool) -> io::Result<()> {
         let flags = self.flags(name)?;
         let up_flag = libc::IFF_UP as i16;

@@ -6,7 +6,6 @@
 //! slaves' MTU.
 
 use std::fmt;
-use std::fs;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
@@ -214,13 +213,17 @@ impl SlaveLink {
         }
     }
 
-    /// The link state the driver's MII monitor uses: carrier on an interface that is up.
-    /// An interface set down reads as no carrier (the sysfs read fails).
-    pub fn carrier(&self) -> bool {
-        let base = format!("/sys/class/net/{}", self.name);
-        let carrier = fs::read_to_string(format!("{base}/carrier")).is_ok_and(|s| s.trim() == "1");
-        let oper = fs::read_to_string(format!("{base}/operstate")).unwrap_or_default();
-        carrier && matches!(oper.trim(), "up" | "unknown")
+    /// The link state the driver's MII monitor uses: the interface is up and has carrier.
+    /// Asked of the kernel by ioctl: /sys/class/net shows another namespace's interfaces
+    /// when the bond runs in a namespace entered without remounting /sys, and the
+    /// operational state (IFF_RUNNING) trails carrier changes by up to a second.
+    pub fn carrier(&self, ctl: &Ctl) -> bool {
+        let Ok(flags) = ctl.flags(&self.name) else {
+            return false;
+        };
+        let up = flags & libc::IFF_UP as i16 != 0;
+        let running = flags & libc::IFF_RUNNING as i16 != 0;
+        up && ctl.carrier(&self.name).unwrap_or(running)
     }
 }
 

@@ -56,6 +56,8 @@ struct Slave {
 
 struct Bond {
     cfg: Config,
+    /// For the link monitor's ioctls (main thread only).
+    ctl: Ctl,
     tun: Tun,
     slaves: Vec<Slave>,
     links: Links,
@@ -137,18 +139,19 @@ fn run(cfg: Config, raised: &mut Vec<String>) -> Result<(), String> {
     // A freshly raised veth or NIC needs a moment for its carrier; the driver's monitor
     // would catch up on its next pass, so wait at most one pass for the first reading.
     let settle = Instant::now() + cfg.miimon.unwrap_or(Duration::ZERO).max(TICK);
-    while !slaves.iter().all(|s| s.link.carrier()) && Instant::now() < settle {
+    while !slaves.iter().all(|s| s.link.carrier(&ctl)) && Instant::now() < settle {
         std::thread::sleep(TICK);
     }
     let initial: Vec<bool> = slaves
         .iter()
-        .map(|s| cfg.miimon.is_none() || s.link.carrier())
+        .map(|s| cfg.miimon.is_none() || s.link.carrier(&ctl))
         .collect();
     let links = Links::new(&initial);
     let policy = mode::policy(cfg.mode, cfg.options, &links);
     let tun = Tun::create(&cfg.name, cfg.address, cfg.prefix, mtu)?;
     let bond = Arc::new(Bond {
         cfg,
+        ctl,
         tun,
         slaves,
         links,
@@ -407,7 +410,7 @@ impl Bond {
     fn monitor(&self) {
         let mut changed = false;
         for (i, s) in self.slaves.iter().enumerate() {
-            let up = s.link.carrier();
+            let up = s.link.carrier(&self.ctl);
             if self.links.set(i, up) {
                 changed = true;
                 s.stats.link_changes.add(1);

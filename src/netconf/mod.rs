@@ -4,9 +4,11 @@
 //! that was there before the run is touched, and a half-applied script is undone as far as it
 //! got.
 
+mod drivers;
 mod script;
 mod steps;
 
+pub use drivers::settle_bond_drivers;
 pub use script::{NodeScripts, render};
 pub use steps::Step;
 

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::spec::NodeName;
-use crate::topology::{Attachment, Node, Topology};
+use crate::topology::{Attachment, Bond, BondDriver, BondMode, Node, Topology};
 
 use super::DEFAULT_LEDGER;
 use super::steps::{Step, q};
@@ -19,11 +19,30 @@ pub struct NodeScripts {
     pub teardown: String,
 }
 
+/// Whether the worker's userspace bond carries `bond` (it then owns the bond's address and
+/// link state too). `auto` renders the kernel path; the runner decides from the node's probe.
+fn userspace(bond: &Bond) -> bool {
+    bond.driver == BondDriver::Userspace
+}
+
+/// Modes the userspace bond refuses (it has no switch to negotiate with and no ARP to
+/// rewrite); a userspace bond in one of them fails the apply script's checks.
+fn refused_in_userspace(mode: BondMode) -> bool {
+    matches!(
+        mode,
+        BondMode::Ieee8023ad | BondMode::BalanceTlb | BondMode::BalanceAlb
+    )
+}
+
 /// The steps that give `node` its part of `topology`, in the order they must run: bonds before
 /// their slaves are enslaved, links up before addresses, addresses before routes through them.
 fn steps(node: &Node) -> Vec<Step> {
     let mut steps = Vec::new();
     for bond in &node.bonds {
+        if userspace(bond) {
+            steps.push(Step::StartUserspaceBond { bond: bond.clone() });
+            continue;
+        }
         steps.push(Step::AddBond { bond: bond.clone() });
         for slave in &bond.slaves {
             steps.push(Step::Enslave {
@@ -39,12 +58,15 @@ fn steps(node: &Node) -> Vec<Step> {
             });
         }
     }
-    for bond in &node.bonds {
+    for bond in node.bonds.iter().filter(|b| !userspace(b)) {
         steps.push(Step::LinkUp {
             dev: bond.name.clone(),
         });
     }
     for (dev, address) in node.links() {
+        if node.bonds.iter().any(|b| &b.name == dev && userspace(b)) {
+            continue;
+        }
         steps.push(Step::AddAddress {
             address,
             dev: dev.clone(),
@@ -106,16 +128,84 @@ command -v ip >/dev/null 2>&1 || fail "ip (iproute2) is not installed"
             devs.join(" ")
         );
     }
-    if !node.bonds.is_empty() {
+    if node.bonds.iter().any(|b| !userspace(b)) {
         s += "[ -d /sys/module/bonding ] || { command -v modinfo >/dev/null 2>&1 && modinfo bonding >/dev/null 2>&1; } \\\n    || fail \"the kernel has no bonding driver (CONFIG_BONDING); use driver = \\\"userspace\\\"\"\n";
+    }
+    if node.bonds.iter().any(userspace) {
+        s += USERSPACE_BOND_CHECKS;
+        for b in node
+            .bonds
+            .iter()
+            .filter(|b| userspace(b) && refused_in_userspace(b.mode))
+        {
+            let _ = writeln!(
+                s,
+                "fail {}",
+                q(format!(
+                    "bond {}: mode {} needs the kernel bonding driver (the userspace bond \
+                     refuses it); use driver = \"kernel\" on nodes that have it",
+                    b.name, b.mode
+                ))
+            );
+        }
     }
     s += "if [ -s \"$ledger\" ]; then\n    fail \"ledger $ledger is not empty: an earlier run was not torn down; run its teardown first\"\nfi\nmkdir -p \"$(dirname \"$ledger\")\"\n: >\"$ledger\"\n";
     for (i, step) in steps.iter().enumerate() {
         let n = i + 1;
-        let _ = write!(s, "\n# {n}. {}\n{}\n", step.describe(), step.apply(n));
+        let _ = write!(s, "\n# {n}. {}\n", step.describe());
+        if let Some(note) = step.note() {
+            let _ = writeln!(s, "# {note}");
+        }
+        let _ = writeln!(s, "{}", step.apply(n));
     }
     s
 }
+
+/// Apply-script checks and helper for userspace bonds. The worker is found on PATH unless
+/// ORCHESTRATE_WORKER names it. `start_bond` records the process id before waiting for the
+/// bond's ready line, so a bond that starts but never gets ready is still stopped by teardown.
+const USERSPACE_BOND_CHECKS: &str = r#"worker=${ORCHESTRATE_WORKER:-orchestrate-worker}
+command -v "$worker" >/dev/null 2>&1 \
+    || fail "$worker is not installed: the userspace bond needs it (or set ORCHESTRATE_WORKER)"
+[ -c /dev/net/tun ] || fail "/dev/net/tun is missing: the userspace bond needs the kernel's TUN driver"
+rundir=$(dirname "$ledger")
+start_bond() {
+    n=$1; dev=$2; shift 2
+    log="$rundir/bond-$dev.log"
+    nohup "$worker" bond --name "$dev" --stats-file "$rundir/bond-$dev.stats" "$@" \
+        </dev/null >"$log" 2>&1 &
+    pid=$!
+    recorded "$n" "$pid"
+    tries=0
+    until grep -q '"event":"ready"' "$log" 2>/dev/null; do
+        kill -0 "$pid" 2>/dev/null || fail "userspace bond $dev exited: $(tail -n 3 "$log")"
+        tries=$((tries + 1))
+        [ "$tries" -le 100 ] || fail "userspace bond $dev not ready after 10 s (see $log)"
+        sleep 0.1
+    done
+}
+"#;
+
+/// Teardown helper for userspace bonds: stop the recorded process if it is still the bond
+/// (the process id may have been reused), print its final counters on stdout, and remove its
+/// log and stats files. The TUN device goes with the process.
+const USERSPACE_BOND_STOP: &str = r#"rundir=$(dirname "$ledger")
+stop_bond() {
+    pid=$1; dev=$2
+    if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- " bond --name $dev "; then
+        kill -TERM "$pid" || return 1
+        tries=0
+        while kill -0 "$pid" 2>/dev/null; do
+            tries=$((tries + 1))
+            if [ "$tries" -gt 50 ]; then kill -KILL "$pid"; sleep 0.2; break; fi
+            sleep 0.1
+        done
+        ! kill -0 "$pid" 2>/dev/null || return 1
+    fi
+    grep '"event":"exit"' "$rundir/bond-$dev.log" 2>/dev/null
+    rm -f "$rundir/bond-$dev.log" "$rundir/bond-$dev.stats" "$rundir/bond-$dev.tmp"
+}
+"#;
 
 fn teardown_script(t: &Topology, node: &Node, steps: &[Step]) -> String {
     let mut s = String::new();
@@ -143,6 +233,12 @@ undo() {{
 release_slave() {{ ip link set dev "$1" nomaster && ip link set dev "$1" "$2"; }}
 "#
     );
+    if steps
+        .iter()
+        .any(|x| matches!(x, Step::StartUserspaceBond { .. }))
+    {
+        s += USERSPACE_BOND_STOP;
+    }
     for (i, step) in steps.iter().enumerate().rev() {
         let n = i + 1;
         let _ = write!(s, "\n# {n}. {}\n{}\n", step.describe(), step.undo(n));

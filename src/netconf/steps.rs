@@ -4,7 +4,7 @@ use ipnet::Ipv4Net;
 use serde::Serialize;
 
 use crate::spec::IfName;
-use crate::topology::{Bond, Route};
+use crate::topology::{Bond, BondDriver, BondMode, Route};
 
 /// A change the apply script makes. Every value here is typed and validated, and is still
 /// quoted when rendered.
@@ -17,6 +17,12 @@ pub enum Step {
     },
     /// Create a kernel bond.
     AddBond {
+        bond: Bond,
+    },
+    /// Start the worker's userspace bond (`orchestrate-worker bond`) in the background: a TUN
+    /// device carrying the bond's address, the slaves carrying its frames. The ledger records
+    /// the process id; teardown stops the process, which removes the TUN device.
+    StartUserspaceBond {
         bond: Bond,
     },
     /// Enslave an interface to a bond (it must be down to be enslaved).
@@ -53,12 +59,38 @@ impl Step {
         match self {
             Step::LinkUp { dev } => format!("bring {dev} up"),
             Step::AddBond { bond } => format!("create bond {} ({})", bond.name, bond.mode),
+            Step::StartUserspaceBond { bond } => format!(
+                "start userspace bond {} ({}) over {}",
+                bond.name,
+                bond.mode,
+                bond.slaves
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             Step::Enslave { dev, bond } => format!("enslave {dev} to {bond}"),
             Step::AddAddress { address, dev } => format!("address {address} on {dev}"),
             Step::AddRoute { route } => {
                 format!("route {} via {} dev {}", route.to, route.via, route.dev)
             }
             Step::Sysctl { key, value } => format!("sysctl {key}={value}"),
+        }
+    }
+
+    /// A comment for the script reader about how the step was chosen, if it needs one.
+    pub fn note(&self) -> Option<&'static str> {
+        match self {
+            Step::AddBond { bond } if bond.driver == BondDriver::Auto => Some(
+                "driver = \"auto\": rendered for the kernel's bonding driver; where the node's \
+                 probe finds none,\n# the runner renders this bond for the userspace bond \
+                 (orchestrate-worker bond) instead.",
+            ),
+            Step::StartUserspaceBond { .. } => Some(
+                "driver = \"userspace\": a TUN device carries the address; IP packets travel \
+                 below IP on the\n# slaves in Ethernet frames of ethertype 0x88B5.",
+            ),
+            _ => None,
         }
     }
 
@@ -84,6 +116,31 @@ impl Step {
                     cmd += &format!(" xmit_hash_policy {}", q(x.as_str()));
                 }
                 format!("{cmd}; recorded {n}")
+            }
+            Step::StartUserspaceBond { bond } => {
+                let mut cmd = format!(
+                    "start_bond {n} {} --address {} --mode {}",
+                    q(&bond.name),
+                    q(bond.address.to_string()),
+                    q(bond.mode.as_str())
+                );
+                for s in &bond.slaves {
+                    cmd += &format!(" --slave {}", q(s));
+                }
+                if let Some(m) = bond.miimon {
+                    cmd += &format!(" --miimon {m}");
+                }
+                if let Some(p) = &bond.primary
+                    && bond.mode == BondMode::ActiveBackup
+                {
+                    cmd += &format!(" --primary {}", q(p));
+                }
+                if let Some(x) = bond.xmit_hash_policy
+                    && bond.mode == BondMode::BalanceXor
+                {
+                    cmd += &format!(" --xmit-hash-policy {}", q(x.as_str()));
+                }
+                cmd
             }
             Step::Enslave { dev, bond } => format!(
                 "recorded {n} \"$(link_state {d})\"; ip link set dev {d} down; ip link set dev {d} master {b}",
@@ -116,6 +173,9 @@ impl Step {
         match self {
             Step::LinkUp { dev } => format!("undo {n} ip link set dev {} down", q(dev)),
             Step::AddBond { bond } => format!("undo {n} ip link del {}", q(&bond.name)),
+            Step::StartUserspaceBond { bond } => {
+                format!("undo {n} stop_bond \"$(value_of {n})\" {}", q(&bond.name))
+            }
             Step::Enslave { dev, .. } => {
                 format!("undo {n} release_slave {} \"$(value_of {n})\"", q(dev))
             }

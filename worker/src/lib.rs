@@ -3,6 +3,7 @@
 //! NetPIPE format; nothing here may depend on the controller.
 
 pub mod agent;
+pub mod bond;
 pub mod client;
 pub mod error;
 pub mod netpipe;

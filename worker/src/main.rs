@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use orchestrate_worker::bond;
 use orchestrate_worker::client::{self, ClientOptions, Count, Go, Plan};
 use orchestrate_worker::netpipe;
 use orchestrate_worker::output::{Format, Output};
@@ -67,6 +68,9 @@ enum Cmd {
     /// worker command, feed it a line, kill it, read the clock), JSON events on stdout. Every
     /// child stops when stdin closes.
     Agent,
+    /// Userspace channel bonding over TUN, for nodes without the kernel's bonding driver.
+    #[command(long_about = bond::LONG_ABOUT)]
+    Bond(bond::BondArgs),
 }
 
 #[derive(Args)]
@@ -510,7 +514,7 @@ fn client_command(cmd: Cmd) -> Result<Built, String> {
             b.temp_file = temp;
             Ok(b)
         }
-        Cmd::Serve(_) | Cmd::Probe | Cmd::Agent => unreachable!("not a client command"),
+        Cmd::Serve(_) | Cmd::Probe | Cmd::Agent | Cmd::Bond(_) => unreachable!("not a client command"),
     }
 }
 
@@ -549,6 +553,7 @@ fn main() -> ExitCode {
             let _ = writeln!(std::io::stdout(), "{}", probe::probe());
             ExitCode::SUCCESS
         }
+        Cmd::Bond(a) => ExitCode::from(bond::main(a) as u8),
         cmd => {
             let built = match client_command(cmd) {
                 Ok(b) => b,

@@ -1,0 +1,257 @@
+//! Bonding modes: which slave carries each outgoing packet and which slaves' arrivals are
+//! delivered, following the Linux bonding driver's semantics (Documentation/networking/
+//! bonding.rst). One file per mode behind [`Policy`].
+//!
+//! A mode name the user may write ([`ModeName`]) is not yet a mode the bond can run
+//! ([`Mode`]): the conversion refuses the modes that need switch cooperation or ARP
+//! rewriting, so a refused mode cannot reach the bond at all.
+
+mod active_backup;
+mod balance_rr;
+mod balance_xor;
+mod broadcast;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub use active_backup::ActiveBackup;
+pub use balance_rr::BalanceRr;
+pub use balance_xor::{BalanceXor, HashPolicy, xmit_hash};
+pub use broadcast::Broadcast;
+
+use super::packet::Packet;
+
+/// Every mode name the kernel's bonding driver knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModeName {
+    BalanceRr,
+    ActiveBackup,
+    BalanceXor,
+    Broadcast,
+    Ieee8023ad,
+    BalanceTlb,
+    BalanceAlb,
+}
+
+impl ModeName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModeName::BalanceRr => "balance-rr",
+            ModeName::ActiveBackup => "active-backup",
+            ModeName::BalanceXor => "balance-xor",
+            ModeName::Broadcast => "broadcast",
+            ModeName::Ieee8023ad => "802.3ad",
+            ModeName::BalanceTlb => "balance-tlb",
+            ModeName::BalanceAlb => "balance-alb",
+        }
+    }
+}
+
+impl FromStr for ModeName {
+    type Err = String;
+
+    /// Accepts the names and the numbers (0-6) the bonding driver accepts.
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "balance-rr" | "0" => ModeName::BalanceRr,
+            "active-backup" | "1" => ModeName::ActiveBackup,
+            "balance-xor" | "2" => ModeName::BalanceXor,
+            "broadcast" | "3" => ModeName::Broadcast,
+            "802.3ad" | "4" => ModeName::Ieee8023ad,
+            "balance-tlb" | "5" => ModeName::BalanceTlb,
+            "balance-alb" | "6" => ModeName::BalanceAlb,
+            _ => {
+                return Err(format!(
+                    "unknown bonding mode {s:?}; expected balance-rr, active-backup, \
+                     balance-xor, broadcast, 802.3ad, balance-tlb or balance-alb"
+                ));
+            }
+        })
+    }
+}
+
+impl fmt::Display for ModeName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A mode the userspace bond carries faithfully.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    BalanceRr,
+    ActiveBackup,
+    BalanceXor,
+    Broadcast,
+}
+
+impl Mode {
+    pub fn name(self) -> ModeName {
+        match self {
+            Mode::BalanceRr => ModeName::BalanceRr,
+            Mode::ActiveBackup => ModeName::ActiveBackup,
+            Mode::BalanceXor => ModeName::BalanceXor,
+            Mode::Broadcast => ModeName::Broadcast,
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name().as_str())
+    }
+}
+
+impl TryFrom<ModeName> for Mode {
+    type Error = String;
+
+    fn try_from(m: ModeName) -> Result<Mode, String> {
+        let why = match m {
+            ModeName::BalanceRr => return Ok(Mode::BalanceRr),
+            ModeName::ActiveBackup => return Ok(Mode::ActiveBackup),
+            ModeName::BalanceXor => return Ok(Mode::BalanceXor),
+            ModeName::Broadcast => return Ok(Mode::Broadcast),
+            ModeName::Ieee8023ad => {
+                "it needs a switch that speaks LACP (IEEE 802.3ad) to aggregate the ports, \
+                 which the slaves' wires do not emulate"
+            }
+            ModeName::BalanceTlb => {
+                "its receive side depends on the kernel answering ARP with per-slave MAC \
+                 addresses, which a TUN device carrying IP cannot do"
+            }
+            ModeName::BalanceAlb => {
+                "it balances receive load by rewriting ARP replies per peer, which a TUN \
+                 device carrying IP cannot do"
+            }
+        };
+        Err(format!(
+            "bonding mode {m} is not supported by the userspace bond: {why}. Use a node with \
+             the kernel bonding driver (driver = \"kernel\"), or one of balance-rr, \
+             active-backup, balance-xor, broadcast"
+        ))
+    }
+}
+
+/// The slaves' link states as the monitor last saw them, in slave order.
+pub struct Links {
+    up: Vec<AtomicBool>,
+}
+
+impl Links {
+    pub fn new(initial: &[bool]) -> Links {
+        Links {
+            up: initial.iter().map(|&u| AtomicBool::new(u)).collect(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.up.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.up.is_empty()
+    }
+
+    pub fn is_up(&self, i: usize) -> bool {
+        self.up[i].load(Ordering::Relaxed)
+    }
+
+    /// Records a new state; true if it changed.
+    pub fn set(&self, i: usize, up: bool) -> bool {
+        self.up[i].swap(up, Ordering::Relaxed) != up
+    }
+
+    /// The slaves that can transmit now, in slave order.
+    pub fn usable(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.len()).filter(|&i| self.is_up(i))
+    }
+}
+
+/// Where an outgoing packet goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tx {
+    One(usize),
+    All,
+    /// No slave can carry it (all links down).
+    Nowhere,
+}
+
+/// A change of the slave that carries traffic (active-backup only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Failover {
+    pub from: Option<usize>,
+    pub to: Option<usize>,
+}
+
+/// One bonding mode: its transmit choice, its receive filter, and its reaction to link changes.
+pub trait Policy: Send + Sync {
+    fn mode(&self) -> Mode;
+
+    /// The slave(s) that carry `pkt`, given the current link states.
+    fn transmit(&self, pkt: &Packet<'_>, links: &Links) -> Tx;
+
+    /// Whether a packet received on slave `i` is delivered to the bond. The kernel drops what
+    /// arrives on an active-backup bond's backup slaves; the other modes take everything.
+    fn delivers(&self, _i: usize) -> bool {
+        true
+    }
+
+    /// Called after the monitor updated `links`; returns a failover if the mode made one.
+    fn links_changed(&self, _links: &Links) -> Option<Failover> {
+        None
+    }
+
+    /// The slave that currently carries everything, for modes that have one.
+    fn active(&self) -> Option<usize> {
+        None
+    }
+}
+
+/// Options that only some modes take, already checked against the mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ModeOptions {
+    /// Index of the primary slave (active-backup).
+    pub primary: Option<usize>,
+    /// Transmit hash (balance-xor); the driver's default is layer2.
+    pub hash: Option<HashPolicy>,
+}
+
+/// Builds the policy for `mode`. `links` gives the initial link states.
+pub fn policy(mode: Mode, opts: ModeOptions, links: &Links) -> Box<dyn Policy> {
+    match mode {
+        Mode::BalanceRr => Box::new(BalanceRr::new()),
+        Mode::ActiveBackup => Box::new(ActiveBackup::new(opts.primary, links)),
+        Mode::BalanceXor => Box::new(BalanceXor::new(opts.hash.unwrap_or(HashPolicy::Layer2))),
+        Mode::Broadcast => Box::new(Broadcast),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refused_modes_name_themselves_and_say_why() {
+        for name in ["802.3ad", "balance-tlb", "balance-alb", "4", "5", "6"] {
+            let m: ModeName = name.parse().unwrap();
+            let err = Mode::try_from(m).unwrap_err();
+            assert!(err.contains(m.as_str()), "{err}");
+            assert!(err.contains("not supported"), "{err}");
+        }
+    }
+
+    #[test]
+    fn carried_modes_convert() {
+        for (name, mode) in [
+            ("balance-rr", Mode::BalanceRr),
+            ("active-backup", Mode::ActiveBackup),
+            ("balance-xor", Mode::BalanceXor),
+            ("broadcast", Mode::Broadcast),
+        ] {
+            assert_eq!(Mode::try_from(name.parse::<ModeName>().unwrap()), Ok(mode));
+            assert_eq!(mode.to_string(), name);
+        }
+        assert!("round-robin".parse::<ModeName>().is_err());
+    }
+}

@@ -1,0 +1,84 @@
+//! Counters, per slave and for the bond, and their JSON form. Tests and the controller read
+//! them to see where traffic went: on stdout at exit and on SIGUSR1, and in a stats file
+//! rewritten every second when asked for.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Value, json};
+
+#[derive(Default)]
+pub struct Counter(AtomicU64);
+
+impl Counter {
+    pub fn add(&self, n: u64) {
+        self.0.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub fn get(&self) -> u64 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// One slave's traffic. Bytes are IP packet bytes (what the bond carries), not frame bytes;
+/// control frames (hellos) are counted apart.
+#[derive(Default)]
+pub struct SlaveStats {
+    pub tx_packets: Counter,
+    pub tx_bytes: Counter,
+    pub rx_packets: Counter,
+    pub rx_bytes: Counter,
+    /// Sends the interface refused (queue full, link down).
+    pub tx_errors: Counter,
+    /// Packets that arrived on a slave the mode does not receive on (active-backup backups).
+    pub rx_dropped_inactive: Counter,
+    /// Frames lost because the receive thread fell behind (socket buffer full).
+    pub rx_overruns: Counter,
+    pub hellos_tx: Counter,
+    pub hellos_rx: Counter,
+    /// Link state changes the monitor saw.
+    pub link_changes: Counter,
+}
+
+impl SlaveStats {
+    pub fn json(&self) -> Value {
+        json!({
+            "tx_packets": self.tx_packets.get(),
+            "tx_bytes": self.tx_bytes.get(),
+            "rx_packets": self.rx_packets.get(),
+            "rx_bytes": self.rx_bytes.get(),
+            "tx_errors": self.tx_errors.get(),
+            "rx_dropped_inactive": self.rx_dropped_inactive.get(),
+            "rx_overruns": self.rx_overruns.get(),
+            "hellos_tx": self.hellos_tx.get(),
+            "hellos_rx": self.hellos_rx.get(),
+            "link_changes": self.link_changes.get(),
+        })
+    }
+}
+
+/// The bond's own counters: what the kernel handed it and what it could not place.
+#[derive(Default)]
+pub struct BondStats {
+    pub from_kernel: Counter,
+    pub to_kernel: Counter,
+    /// Packets with no slave to go out on (every link down).
+    pub no_slave: Counter,
+    /// Unicast packets for which the chosen wire knows no peer.
+    pub no_peer: Counter,
+    /// Packets that are not IPv4/IPv6, or are truncated.
+    pub malformed: Counter,
+    pub failovers: Counter,
+}
+
+impl BondStats {
+    pub fn json(&self) -> Value {
+        json!({
+            "from_kernel": self.from_kernel.get(),
+            "to_kernel": self.to_kernel.get(),
+            "no_slave": self.no_slave.get(),
+            "no_peer": self.no_peer.get(),
+            "malformed": self.malformed.get(),
+            "failovers": self.failovers.get(),
+        })
+    }
+}

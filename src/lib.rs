@@ -1,0 +1,3 @@
+//! `orchestrate`: a declarative experiment orchestrator for interconnect topology studies.
+
+pub mod vcluster;

@@ -1,0 +1,359 @@
+//! `cluster verify`: measures every segment over SSH, as the controller would, and checks the
+//! figures against the segment's rate and medium.
+//!
+//! The traffic comes from iperf3 in the node image, a stand-in until the worker has its
+//! streaming pattern. Each tested node gets a temporary address from 198.18.0.0/15 (the block
+//! reserved for benchmarking) on the tested interface; it is removed again afterwards.
+//!
+//! Checks, with `g` the TCP goodput of the rate on Ethernet (1448 payload bytes per 1538 on
+//! the wire):
+//! - one stream: within 5% of `g`;
+//! - shared segment, two pairs at once: together no more than the rate (+5%);
+//! - switched segment, two pairs at once: each within 5% of `g`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::error::{Error, Result};
+use super::inventory::{Host, Inventory};
+use super::model::{Medium, SegmentId, Wiring};
+use super::names::ClusterName;
+use super::paths::ClusterDir;
+use super::ssh;
+use super::state::State;
+
+/// TCP payload per frame over the bytes the frame takes on Ethernet (with timestamps on:
+/// MSS 1448; 1500 + 14 header + 24 FCS, preamble and gap).
+pub const TCP_GOODPUT_RATIO: f64 = 1448.0 / 1538.0;
+const TOLERANCE: f64 = 0.05;
+
+#[derive(Debug, Clone)]
+pub struct VerifyOptions {
+    /// Seconds each measurement runs (after one second of warm-up that is not counted).
+    pub seconds: u32,
+    /// Only these segments (all when empty).
+    pub segments: Vec<String>,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> Self {
+        VerifyOptions {
+            seconds: 5,
+            segments: Vec::new(),
+        }
+    }
+}
+
+/// One measured flow.
+#[derive(Debug, Clone, Serialize)]
+pub struct Flow {
+    pub from: String,
+    pub to: String,
+    pub mbit_s: f64,
+}
+
+/// One check of one segment.
+#[derive(Debug, Clone, Serialize)]
+pub struct Check {
+    pub segment: String,
+    pub medium: Medium,
+    pub rate_mbit_s: f64,
+    pub test: String,
+    pub flows: Vec<Flow>,
+    /// What was required, in words.
+    pub expected: String,
+    /// `None` when the check could not run (too few nodes on the segment).
+    pub pass: Option<bool>,
+}
+
+pub fn verify(name: &ClusterName, state_dir: &Path, opts: &VerifyOptions) -> Result<Vec<Check>> {
+    let dir = ClusterDir::new(state_dir, name);
+    let state = State::load(&dir.state_file())?.ok_or_else(|| Error::Host {
+        problem: format!("cluster {name:?} has no state file at {}", dir.state_file().display()),
+        what_to_do: "bring it up with `orchestrate cluster up` (and the same --state-dir)".into(),
+    })?;
+    let inventory = Inventory::load(&dir.inventory())?;
+    let w = &state.wiring;
+    let mut checks = Vec::new();
+    for id in w.segment_ids() {
+        let seg = w.segment(id);
+        if !opts.segments.is_empty() && !opts.segments.contains(&seg.name) {
+            continue;
+        }
+        checks.extend(verify_segment(w, id, &inventory, opts)?);
+    }
+    if checks.is_empty() && !opts.segments.is_empty() {
+        return Err(Error::Host {
+            problem: format!("no segment named {:?} in the cluster", opts.segments),
+            what_to_do: "see the segment names in `orchestrate cluster status`".into(),
+        });
+    }
+    Ok(checks)
+}
+
+/// A tested interface with its temporary address.
+struct Station<'a> {
+    node: &'a str,
+    host: &'a Host,
+    ifname: &'a str,
+    addr: String,
+}
+
+fn test_address(segment: SegmentId, k: usize) -> String {
+    let i = segment.index();
+    format!("198.{}.{}.{}", 18 + (i / 256) % 2, i % 256, k + 1)
+}
+
+fn verify_segment(w: &Wiring, id: SegmentId, inv: &Inventory, opts: &VerifyOptions) -> Result<Vec<Check>> {
+    let seg = w.segment(id);
+    let rate = seg.rate_bps as f64 / 1e6;
+    let g = rate * TCP_GOODPUT_RATIO;
+    let members = w.members(id);
+    let mut stations = Vec::new();
+    for (k, (node, port)) in members.iter().take(4).enumerate() {
+        let host = inv.nodes.get(&node.name).ok_or_else(|| Error::Host {
+            problem: format!("node {} is not in the inventory", node.name),
+            what_to_do: "bring the cluster up again".into(),
+        })?;
+        stations.push(Station {
+            node: &node.name,
+            host,
+            ifname: &port.interface,
+            addr: test_address(id, k),
+        });
+    }
+    let check = |test: &str, flows: Vec<Flow>, expected: String, pass: Option<bool>| Check {
+        segment: seg.name.clone(),
+        medium: seg.medium,
+        rate_mbit_s: rate,
+        test: test.into(),
+        flows,
+        expected,
+        pass,
+    };
+    if stations.len() < 2 {
+        return Ok(vec![check("1 stream", vec![], "two nodes on the segment".into(), None)]);
+    }
+    // Addresses first; whatever happens next, they are removed again.
+    let mut added = Vec::new();
+    let result = (|| {
+        for s in &stations {
+            ssh::command(
+                s.host,
+                &format!("adding a test address on {}:{}", s.node, s.ifname),
+                &format!("ip addr add {}/24 dev {}", s.addr, s.ifname),
+            )
+            .timeout(Duration::from_secs(20))
+            .run()?;
+            added.push(s);
+        }
+        let mut out = Vec::new();
+        let single = measure(&[(&stations[0], &stations[1], 5201)], opts.seconds)?;
+        let x = single[0].mbit_s;
+        out.push(check(
+            "1 stream",
+            single,
+            format!("{:.2}..{:.2}", g * (1.0 - TOLERANCE), g * (1.0 + TOLERANCE)),
+            Some((x - g).abs() <= TOLERANCE * g),
+        ));
+        let pairs: Vec<(&Station, &Station, u16)> = if stations.len() >= 4 {
+            vec![(&stations[0], &stations[1], 5201), (&stations[2], &stations[3], 5202)]
+        } else {
+            // Too few nodes for two disjoint pairs: both directions of one pair.
+            vec![(&stations[0], &stations[1], 5201), (&stations[1], &stations[0], 5202)]
+        };
+        let two = measure(&pairs, opts.seconds)?;
+        let (expected, pass) = match seg.medium {
+            Medium::Shared => {
+                let sum: f64 = two.iter().map(|f| f.mbit_s).sum();
+                (
+                    format!("sum <= {:.2}", rate * (1.0 + TOLERANCE)),
+                    sum <= rate * (1.0 + TOLERANCE),
+                )
+            }
+            Medium::Switched => (
+                format!("each >= {:.2}", g * (1.0 - TOLERANCE)),
+                two.iter().all(|f| f.mbit_s >= g * (1.0 - TOLERANCE)),
+            ),
+        };
+        out.push(check("2 pairs at once", two, expected, Some(pass)));
+        Ok(out)
+    })();
+    let mut cleanup_error = None;
+    for s in added {
+        if let Err(e) = ssh::command(
+            s.host,
+            &format!("removing the test address on {}:{}", s.node, s.ifname),
+            &format!("ip addr del {}/24 dev {}", s.addr, s.ifname),
+        )
+        .timeout(Duration::from_secs(20))
+        .run()
+        {
+            cleanup_error.get_or_insert(e);
+        }
+    }
+    match (result, cleanup_error) {
+        (Err(e), _) | (Ok(_), Some(e)) => Err(e),
+        (Ok(c), None) => Ok(c),
+    }
+}
+
+/// Runs the flows at once (one iperf3 server per flow, started first) and returns each
+/// receiver's goodput.
+fn measure(flows: &[(&Station, &Station, u16)], seconds: u32) -> Result<Vec<Flow>> {
+    for (_, to, port) in flows {
+        // -1: serve one test and exit; the idle timeout ends it if the client never comes.
+        ssh::command(
+            to.host,
+            &format!("starting an iperf3 server on {}", to.node),
+            &format!("iperf3 -s -1 -D -B {} -p {port} --idle-timeout 30", to.addr),
+        )
+        .timeout(Duration::from_secs(20))
+        .run()?;
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> = flows
+            .iter()
+            .map(|(from, to, port)| {
+                s.spawn(move || {
+                    let remote = format!(
+                        "iperf3 -c {} -B {} -p {port} -t {seconds} -O 1 -J",
+                        to.addr, from.addr
+                    );
+                    let what = format!("measuring {} -> {}", from.node, to.node);
+                    let mut attempt = 0;
+                    loop {
+                        attempt += 1;
+                        let out = ssh::command(from.host, &what, &remote)
+                            .timeout(Duration::from_secs(u64::from(seconds) + 40))
+                            .run();
+                        match out {
+                            // The server may still be getting ready to listen.
+                            Err(_) if attempt < 5 => std::thread::sleep(Duration::from_millis(300)),
+                            Err(e) => return Err(e),
+                            Ok(json) => {
+                                return goodput(&json, &remote).map(|mbit_s| Flow {
+                                    from: format!("{}:{}", from.node, from.ifname),
+                                    to: format!("{}:{}", to.node, to.ifname),
+                                    mbit_s,
+                                });
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("measuring thread")).collect()
+    })
+}
+
+/// The receiver's goodput in Mbit/s from iperf3's JSON report.
+fn goodput(json: &str, command: &str) -> Result<f64> {
+    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| Error::Unexpected {
+        what: "reading iperf3's report".into(),
+        command: command.into(),
+        detail: e.to_string(),
+    })?;
+    v.pointer("/end/sum_received/bits_per_second")
+        .and_then(serde_json::Value::as_f64)
+        .map(|b| b / 1e6)
+        .ok_or_else(|| Error::Unexpected {
+            what: "reading iperf3's report".into(),
+            command: command.into(),
+            detail: v
+                .get("error")
+                .and_then(|e| e.as_str())
+                .unwrap_or("no end.sum_received.bits_per_second")
+                .to_owned(),
+        })
+}
+
+/// The checks as a plain-text table.
+pub fn table(checks: &[Check]) -> String {
+    let mut rows = vec![[
+        "segment".to_owned(),
+        "medium".into(),
+        "rate".into(),
+        "test".into(),
+        "flows (Mbit/s)".into(),
+        "required".into(),
+        "result".into(),
+    ]];
+    for c in checks {
+        let flows = c
+            .flows
+            .iter()
+            .map(|f| format!("{}->{} {:.2}", f.from, f.to, f.mbit_s))
+            .collect::<Vec<_>>()
+            .join(", ");
+        rows.push([
+            c.segment.clone(),
+            format!("{:?}", c.medium).to_lowercase(),
+            format!("{} Mbit/s", c.rate_mbit_s),
+            c.test.clone(),
+            flows,
+            c.expected.clone(),
+            match c.pass {
+                Some(true) => "ok".into(),
+                Some(false) => "FAIL".into(),
+                None => "skipped".into(),
+            },
+        ]);
+    }
+    let widths: Vec<usize> = (0..7).map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0)).collect();
+    let mut out = String::new();
+    for (n, r) in rows.iter().enumerate() {
+        let line: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        out.push_str(line.join("  ").trim_end());
+        out.push('\n');
+        if n == 0 {
+            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+            out.push_str(&rule.join("  "));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_iperf3_json() {
+        let j = r#"{"end":{"sum_received":{"bits_per_second":9412345.0}}}"#;
+        assert!((goodput(j, "x").unwrap() - 9.412345).abs() < 1e-9);
+        let e = goodput(r#"{"error":"unable to connect"}"#, "x").unwrap_err().to_string();
+        assert!(e.contains("unable to connect"), "{e}");
+    }
+
+    #[test]
+    fn test_addresses_are_in_the_benchmarking_block_and_distinct() {
+        let a = test_address(SegmentId::for_test(0), 0);
+        let b = test_address(SegmentId::for_test(300), 3);
+        assert_eq!(a, "198.18.0.1");
+        assert_eq!(b, "198.19.44.4");
+    }
+
+    #[test]
+    fn ten_mbit_goodput_is_what_ethernet_gives() {
+        let g = 10.0 * TCP_GOODPUT_RATIO;
+        assert!((9.40..9.43).contains(&g), "{g}");
+    }
+
+    #[test]
+    fn table_marks_failures() {
+        let t = table(&[Check {
+            segment: "row1".into(),
+            medium: Medium::Shared,
+            rate_mbit_s: 10.0,
+            test: "1 stream".into(),
+            flows: vec![Flow { from: "n01:eth1".into(), to: "n02:eth1".into(), mbit_s: 5.0 }],
+            expected: "8.94..9.89".into(),
+            pass: Some(false),
+        }]);
+        assert!(t.contains("FAIL") && t.contains("n01:eth1->n02:eth1 5.00"), "{t}");
+    }
+}

@@ -1,1 +1,447 @@
-fn main() {}
+//! `orchestrate`: the command line. Each subcommand only wires the library's parts together.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+use orchestrate::spec::{NodeName, SpecErrors};
+use orchestrate::{plan, topology};
+
+/// Declarative experiments for interconnect topology studies.
+///
+/// Write an experiment in TOML (topologies, bonding, traffic pattern, pair counts, sizes);
+/// `orchestrate plan` shows exactly what would run on every node, `orchestrate run` runs it.
+/// Start with `orchestrate plan experiments/grid4x4.toml`.
+#[derive(Parser)]
+#[command(version, about, long_about, propagate_version = true)]
+struct Cli {
+    /// More log output (-v: debug, -vv: trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    /// Only errors.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check experiment and topology files without touching any node.
+    ///
+    /// Each file is read as an experiment if it has `workload` or `topologies`, else as a
+    /// topology. Every problem is reported as file:line:column with what was expected.
+    /// Exits non-zero if any file has a problem.
+    Validate {
+        /// Files to check, e.g. experiments/*.toml topologies/*.toml.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+    },
+    /// Show what a run would do: configurations, pair placements and paths, points in run
+    /// order with a time estimate, and every node's apply and teardown scripts.
+    Plan {
+        /// The experiment file.
+        experiment: PathBuf,
+        /// Show only this node's scripts.
+        #[arg(long, value_name = "NODE")]
+        node: Option<NodeName>,
+        /// Print the plan as JSON on stdout instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The virtual cluster: a topology as docker containers with emulated wires, reached
+    /// over SSH like real machines (image, up, status, verify, down).
+    Cluster {
+        #[command(subcommand)]
+        action: ClusterCommand,
+    },
+    /// Print the JSON Schema of the topology and experiment formats (for editors).
+    Schema,
+    /// Print a shell completion script, e.g. `orchestrate completions bash > ~/.local/share/bash-completion/completions/orchestrate`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose, cli.quiet);
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_logging(verbose: u8, quiet: bool) {
+    let level = match (quiet, verbose) {
+        (true, _) => "error",
+        (false, 0) => "info",
+        (false, 1) => "debug",
+        (false, _) => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("ORCHESTRATE_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .without_time()
+        .init();
+}
+
+fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Validate { files } => Ok(validate(&files)),
+        Command::Plan {
+            experiment,
+            node,
+            json,
+        } => {
+            let Some(e) = report_spec_errors(plan::load(&experiment)) else {
+                return Ok(ExitCode::FAILURE);
+            };
+            if let Some(n) = &node
+                && !e.topologies.iter().any(|t| t.node(n).is_some())
+            {
+                anyhow::bail!("no topology of {} has a node `{n}`", experiment.display());
+            }
+            let p = plan::expand(&e)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&p)?);
+            } else {
+                print!("{}", plan::render::text(&p, node.as_ref()));
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Cluster { action } => cluster(action),
+        Command::Schema => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&orchestrate::spec::json_schema())?
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "orchestrate",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn validate(files: &[PathBuf]) -> ExitCode {
+    let mut failed = false;
+    for f in files {
+        let ok = match kind_of(f) {
+            Kind::Experiment => report_spec_errors(plan::load(f)).map(|e| {
+                let expanded = plan::expand(&e);
+                match expanded {
+                    Ok(p) => format!(
+                        "experiment {}: {} topologies, {} points",
+                        e.name,
+                        e.topologies.len(),
+                        p.points.len()
+                    ),
+                    Err(err) => {
+                        eprintln!("{}: {err}", f.display());
+                        String::new()
+                    }
+                }
+            }),
+            Kind::Topology => report_spec_errors(topology::load(f)).map(|t| {
+                format!(
+                    "topology {}: {} nodes, {} segments, {} subnets",
+                    t.name,
+                    t.nodes.len(),
+                    t.segments.len(),
+                    t.subnets.len()
+                )
+            }),
+        };
+        match ok {
+            Some(summary) if !summary.is_empty() => println!("ok  {}  ({summary})", f.display()),
+            _ => failed = true,
+        }
+    }
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+enum Kind {
+    Experiment,
+    Topology,
+}
+
+/// Experiments name topologies and workloads; everything else is read as a topology.
+fn kind_of(path: &Path) -> Kind {
+    let table: Option<toml::Table> = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.parse().ok());
+    match table {
+        Some(t) if t.contains_key("workload") || t.contains_key("topologies") => Kind::Experiment,
+        _ => Kind::Topology,
+    }
+}
+
+/// Prints spec errors with their source snippets; `None` if there were any.
+fn report_spec_errors<T>(r: Result<T, SpecErrors>) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(errors) => {
+            for e in errors.errors {
+                eprintln!("{:?}", miette::Report::new(e));
+            }
+            None
+        }
+    }
+}
+
+/// `orchestrate cluster ...`: the virtual cluster's commands.
+#[derive(Subcommand)]
+enum ClusterCommand {
+    /// Build the node image (once per change of its inputs): Debian bookworm with sshd,
+    /// iproute2, tc and the worker. Uses debian:bookworm-slim where a registry is reachable,
+    /// else makes the base offline with debootstrap.
+    Image {
+        #[command(flatten)]
+        image: ImageArgs,
+    },
+    /// Bring a topology up as a docker compose cluster; writes the cluster's directory
+    /// (compose file, keys, known_hosts, inventory.toml) under --state-dir.
+    Up {
+        /// A topology file, or an experiment file (then --topology picks one of its topologies
+        /// if it has several).
+        file: PathBuf,
+        /// Cluster name (default: the topology's name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Which of an experiment's topologies.
+        #[arg(long)]
+        topology: Option<String>,
+        #[command(flatten)]
+        image: ImageArgs,
+        #[command(flatten)]
+        state: StateArgs,
+        /// Leave a half-made cluster in place if `up` fails (for debugging).
+        #[arg(long)]
+        keep_on_failure: bool,
+    },
+    /// Show a cluster's containers, addresses and emulation devices.
+    Status {
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        state: StateArgs,
+        /// Print JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure every segment over SSH and check it against its rate and medium.
+    Verify {
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        state: StateArgs,
+        /// Only these segments.
+        #[arg(long = "segment", value_name = "SEGMENT")]
+        segments: Vec<String>,
+        /// Seconds per measurement (plus one second of warm-up).
+        #[arg(long, default_value_t = 5)]
+        seconds: u32,
+        /// Print JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove everything `up` made: containers, networks, ifb devices, files. Idempotent.
+    Down {
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+}
+
+#[derive(clap::Args)]
+struct ImageArgs {
+    /// Where the image's base comes from.
+    #[arg(long, value_enum, default_value_t = BaseArg::Auto)]
+    base: BaseArg,
+    /// The worker binary to put in the image (default: beside this program, else built).
+    #[arg(long, value_name = "PATH")]
+    worker: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum BaseArg {
+    /// The registry's debian:bookworm-slim if present or pullable, else debootstrap.
+    Auto,
+    Registry,
+    Debootstrap,
+}
+
+#[derive(clap::Args)]
+struct StateArgs {
+    /// Root of the clusters' directories: <DIR>/clusters/<name>/.
+    #[arg(long, value_name = "DIR", default_value = orchestrate::vcluster::DEFAULT_STATE_DIR)]
+    state_dir: PathBuf,
+}
+
+impl ImageArgs {
+    fn options(&self) -> orchestrate::vcluster::ImageOptions {
+        use orchestrate::vcluster::BaseSource;
+        orchestrate::vcluster::ImageOptions {
+            base: match self.base {
+                BaseArg::Auto => BaseSource::Auto,
+                BaseArg::Registry => BaseSource::Registry,
+                BaseArg::Debootstrap => BaseSource::Debootstrap,
+            },
+            worker: self.worker.clone(),
+        }
+    }
+}
+
+fn cluster(action: ClusterCommand) -> anyhow::Result<ExitCode> {
+    use orchestrate::vcluster as vc;
+    let name_or_only = |name: Option<String>| -> anyhow::Result<vc::ClusterName> {
+        match name {
+            Some(n) => Ok(vc::ClusterName::parse(&n)?),
+            None => match vc::list_clusters()?.as_slice() {
+                [one] => Ok(vc::ClusterName::parse(one)?),
+                [] => anyhow::bail!("no virtual cluster is up; name one with --name"),
+                many => anyhow::bail!("several clusters are up ({}); choose one with --name", many.join(", ")),
+            },
+        }
+    };
+    match action {
+        ClusterCommand::Image { image } => {
+            let img = vc::ensure_image(&vc::Docker::connect()?, &image.options())?;
+            println!(
+                "{} {} (base {}, worker {}) in {:.1} s",
+                img.tag,
+                if img.built { "built" } else { "up to date" },
+                img.base,
+                img.worker.display(),
+                img.elapsed.as_secs_f64()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Up { file, name, topology, image, state, keep_on_failure } => {
+            let topologies = match kind_of(&file) {
+                Kind::Experiment => plan::load(&file).map(|e| e.topologies),
+                Kind::Topology => topology::load(&file).map(|t| vec![t]),
+            };
+            let Some(topologies) = report_spec_errors(topologies) else {
+                return Ok(ExitCode::FAILURE);
+            };
+            let chosen = match (topology.as_deref(), topologies.as_slice()) {
+                (None, [one]) => one,
+                (None, _) => anyhow::bail!(
+                    "{} has {} topologies ({}); choose one with --topology",
+                    file.display(),
+                    topologies.len(),
+                    topologies.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+                ),
+                (Some(want), all) => all.iter().find(|t| t.name.as_str() == want).ok_or_else(|| {
+                    anyhow::anyhow!("{} has no topology named {want:?}", file.display())
+                })?,
+            };
+            let wiring = vc::Wiring::from_topology(chosen)?;
+            let name = match name {
+                Some(n) => vc::ClusterName::parse(&n)?,
+                None => vc::ClusterName::from_label(chosen.name.as_str())?,
+            };
+            let report = vc::up(
+                &wiring,
+                &vc::UpOptions {
+                    name: name.clone(),
+                    state_dir: state.state_dir,
+                    image: image.options(),
+                    source: file.display().to_string(),
+                    keep_on_failure,
+                },
+            )?;
+            let steps: Vec<String> = report
+                .steps
+                .iter()
+                .map(|(s, d)| format!("{s} {:.1}s", d.as_secs_f64()))
+                .collect();
+            println!(
+                "cluster {name} is up: {} nodes, {} switches, {} ifb devices in {:.1} s ({})",
+                report.nodes,
+                report.switches,
+                report.ifbs,
+                report.elapsed.as_secs_f64(),
+                steps.join(", ")
+            );
+            println!("inventory: {}", report.dir.inventory().display());
+            println!("ssh:       ssh -F {} <node>", report.dir.ssh_config().display());
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Status { name, state, json } => {
+            let st = vc::status(&name_or_only(name)?, &state.state_dir)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&st)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!("cluster {} ({})", st.cluster, st.directory.display());
+            if let (Some(t), Some(s), Some(i)) = (&st.topology, &st.source, &st.image) {
+                println!("topology {t} from {s}, image {i}");
+            }
+            println!(
+                "{} containers, {} networks, {} ifb devices",
+                st.members.len(),
+                st.networks,
+                st.ifbs.len()
+            );
+            for m in &st.members {
+                println!(
+                    "  {:<7} {:<12} {:<10} {:<16} {}",
+                    m.role,
+                    m.name,
+                    m.state,
+                    m.address.as_deref().unwrap_or("-"),
+                    m.container
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Verify { name, state, segments, seconds, json } => {
+            let checks = vc::verify(
+                &name_or_only(name)?,
+                &state.state_dir,
+                &vc::VerifyOptions { seconds, segments },
+            )?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&checks)?);
+            } else {
+                print!("{}", vc::verify_table(&checks));
+            }
+            let failed = checks.iter().filter(|c| c.pass == Some(false)).count();
+            if failed > 0 {
+                eprintln!("{failed} check(s) failed");
+                return Ok(ExitCode::FAILURE);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Down { name, state } => {
+            let name = name_or_only(name)?;
+            let r = vc::down(&name, &state.state_dir)?;
+            println!(
+                "cluster {name} removed: {} containers, {} networks, {} ifb devices, {} files",
+                r.containers, r.networks, r.ifbs, r.files
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

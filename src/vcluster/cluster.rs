@@ -203,6 +203,12 @@ fn bring_up(
             });
         }
         let peers = rename(ci, &wanted, &format!("naming node {}'s interfaces", n.name))?;
+        let ifnames: Vec<&str> = n.ports.iter().map(|p| p.interface.as_str()).collect();
+        netns::offloads_off(
+            ci.state.pid,
+            &ifnames,
+            &format!("turning segmentation offloads off on node {}", n.name),
+        )?;
         for (p, peer) in n.ports.iter().zip(&peers[1..]) {
             ports
                 .entry(p.segment)

@@ -17,7 +17,9 @@
 //!
 //! The tbf counts Ethernet's per-frame cost on the wire beyond what the kernel sees (FCS 4,
 //! preamble 8, inter-frame gap 12 bytes) with a size table (`stab overhead 24`), so one TCP
-//! stream gets what it would on real 10 Mbit/s Ethernet: 1448/1538 of the rate.
+//! stream gets what it would on real 10 Mbit/s Ethernet: 1448/1538 of the rate. For that the
+//! nodes' experiment interfaces send real frames, not TSO/GSO super-packets (as the study's
+//! NICs did): `up` turns segmentation offloads off on them.
 
 use std::collections::BTreeMap;
 
@@ -44,10 +46,12 @@ pub struct Plan {
     pub tc: Vec<String>,
 }
 
-/// A token bucket at `rate_bps`; the bucket holds 4 ms of traffic but at least 16 KiB, enough
-/// for a few full frames so that tbf does not throttle below the rate.
+/// A token bucket at `rate_bps`. The bucket holds 2 ms of traffic but at least three full
+/// frames. It is kept that small on purpose: tbf cuts any packet larger than the bucket
+/// (a GSO/TSO super-packet) into frames, and a super-packet that fits would be charged as
+/// one frame's overhead for many frames' worth of headers, letting TCP past the rate.
 fn tbf(rate_bps: u64) -> String {
-    let burst = (rate_bps / 8 / 250).max(16 * 1024);
+    let burst = (rate_bps / 8 / 500).max(3 * (1514 + u64::from(WIRE_OVERHEAD_BYTES)));
     format!(
         "stab overhead {WIRE_OVERHEAD_BYTES} tbf rate {rate_bps}bit burst {burst} latency {QUEUE_LATENCY}"
     )
@@ -213,7 +217,7 @@ mod tests {
         assert_eq!(p.ifbs.len(), 8);
         let ifb0 = c.shared_ifb(0);
         assert!(p.tc.contains(&format!(
-            "qdisc add dev {ifb0} root handle 1: stab overhead 24 tbf rate 10000000bit burst 16384 latency 100ms"
+            "qdisc add dev {ifb0} root handle 1: stab overhead 24 tbf rate 10000000bit burst 4614 latency 100ms"
         )));
         // row1: 4 nodes + the row switch's port, all redirected to the same ifb.
         let redirects = p.tc.iter().filter(|l| l.ends_with(&format!("redirect dev {ifb0}"))).count();
@@ -233,7 +237,7 @@ mod tests {
             .unwrap();
         let p = plan(&c, &w, &ports_of(&w));
         assert_eq!(p.ifbs, [c.port_ifb(0, 0), c.port_ifb(0, 1)]);
-        assert!(p.tc.contains(&"qdisc add dev veth0x1 root handle 1: stab overhead 24 tbf rate 100000000bit burst 50000 latency 100ms".to_string()));
+        assert!(p.tc.contains(&"qdisc add dev veth0x1 root handle 1: stab overhead 24 tbf rate 100000000bit burst 25000 latency 100ms".to_string()));
         assert!(p.tc.iter().any(|l| l.contains("dev veth0x0 parent ffff:") && l.ends_with(&c.port_ifb(0, 0))));
     }
 

@@ -11,15 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::error::{Error, Result};
 use super::names::MGMT_IFNAME;
 
-/// How a segment carries traffic.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Medium {
-    /// A bus or hub: every station's traffic, both directions, shares one rate (10BASE2).
-    Shared,
-    /// A switch: each port has the full rate in each direction.
-    Switched,
-}
+pub use crate::topology::Medium;
 
 /// Index of a segment in [`Wiring::segments`]. Only [`WiringBuilder`] makes them, so every
 /// index in a built [`Wiring`] is valid.
@@ -98,6 +90,29 @@ impl Wiring {
             .flat_map(|n| n.ports.iter().map(move |p| (n, p)))
             .filter(|(_, p)| p.segment == id)
             .collect()
+    }
+
+    /// The wires of a resolved topology. Bonds, addresses and routes are left to the
+    /// controller; a switch becomes a switch container with a port on each of its segments.
+    pub fn from_topology(t: &crate::topology::Topology) -> Result<Wiring> {
+        let mut b = Wiring::builder(t.name.as_str());
+        for s in &t.segments {
+            b = b.segment(s.name.as_str(), s.rate.bits_per_s(), s.medium);
+        }
+        for n in &t.nodes {
+            b = b.node(
+                n.name.as_str(),
+                n.interfaces
+                    .iter()
+                    .map(|i| (i.name.as_str(), i.segment.as_str())),
+            );
+        }
+        for net in &t.networks {
+            if let Some(sw) = &net.switch {
+                b = b.switch(sw.as_str(), net.segments.iter().map(|s| s.as_str()));
+            }
+        }
+        b.build()
     }
 
     /// Does any segment ask for delay or loss (and so need netem)?

@@ -66,10 +66,13 @@ impl ClusterName {
         format!("orchestrate-{}", self.0)
     }
 
-    /// Six hex digits of the name's SHA-256: host interface names have only 15 bytes.
+    /// Five hex digits of the name's SHA-256: host interface names have only 15 bytes, and
+    /// `oc` + 5 + `s999p999` just fits.
     pub fn short_id(&self) -> String {
         let digest = Sha256::digest(self.0.as_bytes());
-        digest[..3].iter().map(|b| format!("{b:02x}")).collect()
+        let mut hex: String = digest[..3].iter().map(|b| format!("{b:02x}")).collect();
+        hex.truncate(5);
+        hex
     }
 
     /// Prefix of every host interface (ifb) the cluster creates: `oc` + short id.

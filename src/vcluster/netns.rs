@@ -55,6 +55,23 @@ pub fn ip_batch(ns: Ns, what: &str, lines: &[String]) -> Result<()> {
     ip(ns, what).args(["-batch", "-"]).stdin(script).run().map(drop)
 }
 
+/// Turns TCP segmentation offload and GSO off on a container's interfaces, with the image's
+/// own ethtool (the host may have none), so that every packet leaving a node is one frame.
+pub fn offloads_off(pid: u32, ifnames: &[&str], what: &str) -> Result<()> {
+    if ifnames.is_empty() {
+        return Ok(());
+    }
+    let script = ifnames
+        .iter()
+        .map(|i| format!("ethtool -K {i} tso off gso off"))
+        .collect::<Vec<_>>()
+        .join(" && ");
+    Cmd::new("nsenter", what)
+        .args(["-t", &pid.to_string(), "-n", "-m", "sh", "-c", &script])
+        .run()
+        .map(drop)
+}
+
 /// What one container's interfaces should become.
 #[derive(Debug, Clone)]
 pub struct Wanted {

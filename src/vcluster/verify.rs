@@ -10,6 +10,8 @@
 //! - one stream: within 5% of `g`;
 //! - shared segment, two pairs at once: together no more than the rate (+5%);
 //! - switched segment, two pairs at once: each within 5% of `g`.
+//!
+//! Rates are the receiver's: the mean of its one-second intervals, the first and last left out.
 
 use std::path::Path;
 use std::time::Duration;
@@ -201,73 +203,101 @@ fn verify_segment(w: &Wiring, id: SegmentId, inv: &Inventory, opts: &VerifyOptio
 }
 
 /// Runs the flows at once (one iperf3 server per flow, started first) and returns each
-/// receiver's goodput.
+/// receiver's goodput: the mean of the receiver's one-second intervals, the first and last
+/// left out. (The sender's own figures count what it wrote into socket buffers and a deep
+/// queue, not what crossed the wire.)
 fn measure(flows: &[(&Station, &Station, u16)], seconds: u32) -> Result<Vec<Flow>> {
+    let log = |port: u16| format!("/tmp/orchestrate-verify-{port}.json");
     for (_, to, port) in flows {
         // -1: serve one test and exit; the idle timeout ends it if the client never comes.
         ssh::command(
             to.host,
             &format!("starting an iperf3 server on {}", to.node),
-            &format!("iperf3 -s -1 -D -B {} -p {port} --idle-timeout 30", to.addr),
+            &format!(
+                "rm -f {log}; iperf3 -s -1 -D -J --logfile {log} -B {} -p {port} --idle-timeout 30",
+                to.addr,
+                log = log(*port)
+            ),
         )
         .timeout(Duration::from_secs(20))
         .run()?;
     }
-    std::thread::scope(|s| {
+    // Two extra seconds: the first and last intervals are not counted.
+    let total = seconds + 2;
+    let sent: Vec<Result<()>> = std::thread::scope(|s| {
         let handles: Vec<_> = flows
             .iter()
             .map(|(from, to, port)| {
                 s.spawn(move || {
                     let remote = format!(
-                        "iperf3 -c {} -B {} -p {port} -t {seconds} -O 1 -J",
+                        "iperf3 -c {} -B {} -p {port} -t {total} --connect-timeout 3000 >/dev/null",
                         to.addr, from.addr
                     );
-                    let what = format!("measuring {} -> {}", from.node, to.node);
+                    let what = format!("sending {} -> {}", from.node, to.node);
                     let mut attempt = 0;
                     loop {
                         attempt += 1;
-                        let out = ssh::command(from.host, &what, &remote)
-                            .timeout(Duration::from_secs(u64::from(seconds) + 40))
-                            .run();
-                        match out {
+                        match ssh::command(from.host, &what, &remote)
+                            .timeout(Duration::from_secs(u64::from(total) + 40))
+                            .run()
+                        {
                             // The server may still be getting ready to listen.
                             Err(_) if attempt < 5 => std::thread::sleep(Duration::from_millis(300)),
                             Err(e) => return Err(e),
-                            Ok(json) => {
-                                return goodput(&json, &remote).map(|mbit_s| Flow {
-                                    from: format!("{}:{}", from.node, from.ifname),
-                                    to: format!("{}:{}", to.node, to.ifname),
-                                    mbit_s,
-                                });
-                            }
+                            Ok(_) => return Ok(()),
                         }
                     }
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("measuring thread")).collect()
-    })
+        handles.into_iter().map(|h| h.join().expect("sending thread")).collect()
+    });
+    let mut out = Vec::new();
+    for ((from, to, port), sent) in flows.iter().zip(sent) {
+        // Read the receiver's report even when sending failed: it removes the log file.
+        let remote = format!(
+            "f={log}; for i in $(seq 50); do grep -q '\"end\"' $f 2>/dev/null && break; sleep 0.1; done; \
+             cat $f; rm -f $f",
+            log = log(*port)
+        );
+        let json = ssh::command(to.host, &format!("reading the receiver's report on {}", to.node), &remote)
+            .timeout(Duration::from_secs(30))
+            .run()?;
+        sent?;
+        out.push(Flow {
+            from: format!("{}:{}", from.node, from.ifname),
+            to: format!("{}:{}", to.node, to.ifname),
+            mbit_s: receiver_goodput(&json, &remote)?,
+        });
+    }
+    Ok(out)
 }
 
-/// The receiver's goodput in Mbit/s from iperf3's JSON report.
-fn goodput(json: &str, command: &str) -> Result<f64> {
-    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| Error::Unexpected {
-        what: "reading iperf3's report".into(),
+/// Mean of the receiver's interval rates, without the first and last interval, in Mbit/s.
+fn receiver_goodput(json: &str, command: &str) -> Result<f64> {
+    let unexpected = |detail: String| Error::Unexpected {
+        what: "reading iperf3's receiver report".into(),
         command: command.into(),
-        detail: e.to_string(),
-    })?;
-    v.pointer("/end/sum_received/bits_per_second")
-        .and_then(serde_json::Value::as_f64)
-        .map(|b| b / 1e6)
-        .ok_or_else(|| Error::Unexpected {
-            what: "reading iperf3's report".into(),
-            command: command.into(),
-            detail: v
-                .get("error")
-                .and_then(|e| e.as_str())
-                .unwrap_or("no end.sum_received.bits_per_second")
-                .to_owned(),
+        detail,
+    };
+    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| unexpected(e.to_string()))?;
+    if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
+        return Err(unexpected(e.to_owned()));
+    }
+    let rates: Vec<f64> = v
+        .get("intervals")
+        .and_then(|i| i.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|i| i.pointer("/sum/bits_per_second").and_then(|b| b.as_f64()))
+                .collect()
         })
+        .unwrap_or_default();
+    if rates.len() < 3 {
+        return Err(unexpected(format!("{} intervals; at least 3 are needed", rates.len())));
+    }
+    let middle = &rates[1..rates.len() - 1];
+    Ok(middle.iter().sum::<f64>() / middle.len() as f64 / 1e6)
 }
 
 /// The checks as a plain-text table.
@@ -322,11 +352,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reads_iperf3_json() {
-        let j = r#"{"end":{"sum_received":{"bits_per_second":9412345.0}}}"#;
-        assert!((goodput(j, "x").unwrap() - 9.412345).abs() < 1e-9);
-        let e = goodput(r#"{"error":"unable to connect"}"#, "x").unwrap_err().to_string();
+    fn receiver_goodput_leaves_out_the_first_and_last_interval() {
+        let iv = |b: f64| format!(r#"{{"sum":{{"bits_per_second":{b}}}}}"#);
+        let j = format!(
+            r#"{{"intervals":[{}, {}, {}, {}],"end":{{}}}}"#,
+            iv(20e6),
+            iv(9e6),
+            iv(10e6),
+            iv(1e6)
+        );
+        assert!((receiver_goodput(&j, "x").unwrap() - 9.5).abs() < 1e-9);
+        let e = receiver_goodput(r#"{"error":"unable to connect"}"#, "x").unwrap_err().to_string();
         assert!(e.contains("unable to connect"), "{e}");
+        assert!(receiver_goodput(r#"{"intervals":[]}"#, "x").is_err());
     }
 
     #[test]

@@ -1,0 +1,152 @@
+//! Rendering a node's steps as its apply and teardown scripts.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use crate::spec::NodeName;
+use crate::topology::{Attachment, Node, Topology};
+
+use super::DEFAULT_LEDGER;
+use super::steps::{Step, q};
+
+/// A node's configuration for one topology.
+#[derive(Debug, Clone, Serialize)]
+pub struct NodeScripts {
+    pub node: NodeName,
+    pub steps: Vec<Step>,
+    pub apply: String,
+    pub teardown: String,
+}
+
+/// The steps that give `node` its part of `topology`, in the order they must run: bonds before
+/// their slaves are enslaved, links up before addresses, addresses before routes through them.
+fn steps(node: &Node) -> Vec<Step> {
+    let mut steps = Vec::new();
+    for bond in &node.bonds {
+        steps.push(Step::AddBond { bond: bond.clone() });
+        for slave in &bond.slaves {
+            steps.push(Step::Enslave {
+                dev: slave.clone(),
+                bond: bond.name.clone(),
+            });
+        }
+    }
+    for iface in &node.interfaces {
+        if let Attachment::Address(_) = iface.attachment {
+            steps.push(Step::LinkUp {
+                dev: iface.name.clone(),
+            });
+        }
+    }
+    for bond in &node.bonds {
+        steps.push(Step::LinkUp {
+            dev: bond.name.clone(),
+        });
+    }
+    for (dev, address) in node.links() {
+        steps.push(Step::AddAddress {
+            address,
+            dev: dev.clone(),
+        });
+    }
+    if node.forwarding {
+        steps.push(Step::Sysctl {
+            key: "net.ipv4.ip_forward",
+            value: "1",
+        });
+    }
+    for route in &node.routes {
+        steps.push(Step::AddRoute {
+            route: route.clone(),
+        });
+    }
+    steps
+}
+
+/// Renders `node`'s apply and teardown scripts for `topology`.
+pub fn render(topology: &Topology, node: &Node) -> NodeScripts {
+    let steps = steps(node);
+    NodeScripts {
+        node: node.name.clone(),
+        apply: apply_script(topology, node, &steps),
+        teardown: teardown_script(topology, node, &steps),
+        steps,
+    }
+}
+
+fn apply_script(t: &Topology, node: &Node, steps: &[Step]) -> String {
+    let mut s = String::new();
+    let who = format!("{} on {}", t.name, node.name);
+    let _ = write!(
+        s,
+        r#"#!/bin/sh
+# Apply {who}.
+# Each change is recorded in the ledger (first argument, default {DEFAULT_LEDGER}) as soon
+# as it is made; the teardown script undoes exactly what the ledger holds, in reverse.
+set -eu
+ledger=${{1:-{DEFAULT_LEDGER}}}
+fail() {{ echo "apply {who}: $*" >&2; exit 1; }}
+link_is_up() {{ ip -o link show dev "$1" | grep -q '[<,]UP[,>]'; }}
+link_state() {{ if link_is_up "$1"; then echo up; else echo down; fi; }}
+recorded() {{ printf '%s\n' "$*" >>"$ledger"; }}
+
+# Check everything before changing anything.
+command -v ip >/dev/null 2>&1 || fail "ip (iproute2) is not installed"
+"#
+    );
+    if steps.iter().any(|x| matches!(x, Step::Sysctl { .. })) {
+        s += "command -v sysctl >/dev/null 2>&1 || fail \"sysctl (procps) is not installed\"\n";
+    }
+    let devs: Vec<String> = node.interfaces.iter().map(|i| q(&i.name)).collect();
+    if !devs.is_empty() {
+        let _ = writeln!(
+            s,
+            "for dev in {}; do\n    ip link show dev \"$dev\" >/dev/null 2>&1 || fail \"interface $dev is missing\"\ndone",
+            devs.join(" ")
+        );
+    }
+    if !node.bonds.is_empty() {
+        s += "[ -d /sys/module/bonding ] || { command -v modinfo >/dev/null 2>&1 && modinfo bonding >/dev/null 2>&1; } \\\n    || fail \"the kernel has no bonding driver (CONFIG_BONDING); use driver = \\\"userspace\\\"\"\n";
+    }
+    s += "if [ -s \"$ledger\" ]; then\n    fail \"ledger $ledger is not empty: an earlier run was not torn down; run its teardown first\"\nfi\nmkdir -p \"$(dirname \"$ledger\")\"\n: >\"$ledger\"\n";
+    for (i, step) in steps.iter().enumerate() {
+        let n = i + 1;
+        let _ = write!(s, "\n# {n}. {}\n{}\n", step.describe(), step.apply(n));
+    }
+    s
+}
+
+fn teardown_script(t: &Topology, node: &Node, steps: &[Step]) -> String {
+    let mut s = String::new();
+    let who = format!("{} on {}", t.name, node.name);
+    let _ = write!(
+        s,
+        r#"#!/bin/sh
+# Teardown {who}.
+# Undoes, in reverse, each change the ledger (first argument, default {DEFAULT_LEDGER})
+# records, and forgets it once undone; a change that cannot be undone stays in the ledger and
+# makes the script fail, so it can be retried. Nothing the ledger does not name is touched.
+set -u
+ledger=${{1:-{DEFAULT_LEDGER}}}
+[ -f "$ledger" ] || exit 0
+status=0
+has() {{ grep -q "^$1\( \|\$\)" "$ledger"; }}
+value_of() {{ sed -n "s/^$1 //p" "$ledger" | tail -n 1; }}
+forget() {{ rest=$(grep -v "^$1\( \|\$\)" "$ledger"); printf '%s' "$rest${{rest:+
+}}" >"$ledger"; }}
+undo() {{
+    n=$1; shift
+    has "$n" || return 0
+    if "$@"; then forget "$n"; else echo "teardown {who}: step $n failed: $*" >&2; status=1; fi
+}}
+release_slave() {{ ip link set dev "$1" nomaster && ip link set dev "$1" "$2"; }}
+"#
+    );
+    for (i, step) in steps.iter().enumerate().rev() {
+        let n = i + 1;
+        let _ = write!(s, "\n# {n}. {}\n{}\n", step.describe(), step.undo(n));
+    }
+    s += "\n[ -s \"$ledger\" ] || rm -f \"$ledger\"\nexit $status\n";
+    s
+}

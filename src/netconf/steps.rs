@@ -1,0 +1,151 @@
+//! One change to a node and its exact inverse.
+
+use ipnet::Ipv4Net;
+use serde::Serialize;
+
+use crate::spec::IfName;
+use crate::topology::{Bond, Route};
+
+/// A change the apply script makes. Every value here is typed and validated, and is still
+/// quoted when rendered.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "step", rename_all = "snake_case")]
+pub enum Step {
+    /// Bring an interface up if it is down (and only then take it down again).
+    LinkUp {
+        dev: IfName,
+    },
+    /// Create a kernel bond.
+    AddBond {
+        bond: Bond,
+    },
+    /// Enslave an interface to a bond (it must be down to be enslaved).
+    Enslave {
+        dev: IfName,
+        bond: IfName,
+    },
+    AddAddress {
+        address: Ipv4Net,
+        dev: IfName,
+    },
+    AddRoute {
+        route: Route,
+    },
+    /// Set a sysctl, remembering the old value.
+    Sysctl {
+        key: &'static str,
+        value: &'static str,
+    },
+}
+
+/// `'...'` quoting for sh: safe for any string. Values are already restricted to names,
+/// numbers and addresses; quoting anyway means a future type with a looser check cannot open
+/// an injection.
+pub fn q(s: impl AsRef<str>) -> String {
+    shlex::try_quote(s.as_ref())
+        .expect("no NUL bytes in validated values")
+        .into_owned()
+}
+
+impl Step {
+    /// What a person reads in the plan.
+    pub fn describe(&self) -> String {
+        match self {
+            Step::LinkUp { dev } => format!("bring {dev} up"),
+            Step::AddBond { bond } => format!("create bond {} ({})", bond.name, bond.mode),
+            Step::Enslave { dev, bond } => format!("enslave {dev} to {bond}"),
+            Step::AddAddress { address, dev } => format!("address {address} on {dev}"),
+            Step::AddRoute { route } => {
+                format!("route {} via {} dev {}", route.to, route.via, route.dev)
+            }
+            Step::Sysctl { key, value } => format!("sysctl {key}={value}"),
+        }
+    }
+
+    /// Shell lines that make the change and then record step `n` in the ledger. Steps whose
+    /// undo is harmless when the change only half happened record first, so a failure halfway
+    /// is still undone.
+    pub fn apply(&self, n: usize) -> String {
+        match self {
+            Step::LinkUp { dev } => format!(
+                "if ! link_is_up {d}; then ip link set dev {d} up; recorded {n}; fi",
+                d = q(dev)
+            ),
+            Step::AddBond { bond } => {
+                let mut cmd = format!(
+                    "ip link add {} type bond mode {}",
+                    q(&bond.name),
+                    q(bond.mode.as_str())
+                );
+                if let Some(m) = bond.miimon {
+                    cmd += &format!(" miimon {m}");
+                }
+                if let Some(x) = bond.xmit_hash_policy {
+                    cmd += &format!(" xmit_hash_policy {}", q(x.as_str()));
+                }
+                format!("{cmd}; recorded {n}")
+            }
+            Step::Enslave { dev, bond } => format!(
+                "recorded {n} \"$(link_state {d})\"; ip link set dev {d} down; ip link set dev {d} master {b}",
+                d = q(dev),
+                b = q(bond)
+            ),
+            Step::AddAddress { address, dev } => {
+                format!(
+                    "ip addr add {} dev {}; recorded {n}",
+                    q(address.to_string()),
+                    q(dev)
+                )
+            }
+            Step::AddRoute { route } => format!(
+                "ip route add {} via {} dev {}; recorded {n}",
+                q(route.to.to_string()),
+                q(route.via.to_string()),
+                q(&route.dev)
+            ),
+            Step::Sysctl { key, value } => format!(
+                "recorded {n} \"$(sysctl -n {k})\"; sysctl -qw {kv}",
+                k = q(key),
+                kv = q(format!("{key}={value}"))
+            ),
+        }
+    }
+
+    /// The inverse, run by teardown only if step `n` is in the ledger.
+    pub fn undo(&self, n: usize) -> String {
+        match self {
+            Step::LinkUp { dev } => format!("undo {n} ip link set dev {} down", q(dev)),
+            Step::AddBond { bond } => format!("undo {n} ip link del {}", q(&bond.name)),
+            Step::Enslave { dev, .. } => {
+                format!("undo {n} release_slave {} \"$(value_of {n})\"", q(dev))
+            }
+            Step::AddAddress { address, dev } => {
+                format!(
+                    "undo {n} ip addr del {} dev {}",
+                    q(address.to_string()),
+                    q(dev)
+                )
+            }
+            Step::AddRoute { route } => format!(
+                "undo {n} ip route del {} via {} dev {}",
+                q(route.to.to_string()),
+                q(route.via.to_string()),
+                q(&route.dev)
+            ),
+            Step::Sysctl { key, .. } => format!("undo {n} sysctl -qw \"{}=$(value_of {n})\"", key),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_neutralises_anything() {
+        assert_eq!(q("eth1"), "eth1");
+        assert_eq!(q("a b"), "'a b'");
+        assert_eq!(q("$(reboot)"), "'$(reboot)'");
+        assert_eq!(q("it's"), r#"'it'"'"'s'"#);
+    }
+}

@@ -1,0 +1,13 @@
+//! Plans: an experiment expanded into configurations and points, with pair placements, time
+//! estimates and every node's scripts, so that a person sees exactly what a run will do
+//! before anything is touched.
+
+pub mod estimate;
+pub mod experiment;
+pub mod placement;
+pub mod render;
+pub mod sweep;
+
+pub use experiment::{Experiment, load};
+pub use placement::{Placement, PlacementError, PlannedPair, place};
+pub use sweep::{Configuration, Plan, Point, expand};

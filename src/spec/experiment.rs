@@ -1,0 +1,382 @@
+//! The experiment spec: which topologies to compare, on which cluster, with which traffic.
+
+use std::fmt;
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::de::{self, MapAccess, SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
+use toml::Spanned;
+
+use super::names::{ByteSize, Name, NodeName, Rate};
+use super::topology::BondMode;
+
+/// An experiment file.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExperimentSpec {
+    /// The experiment's name; defaults to the file name without `.toml`.
+    #[schemars(with = "Option<Name>")]
+    pub name: Option<Spanned<Name>>,
+    pub description: Option<String>,
+    /// Seed for the random order of points; the same seed gives the same plan.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Topology files, relative to this file.
+    #[schemars(with = "Vec<String>")]
+    pub topologies: Spanned<Vec<Spanned<String>>>,
+    #[serde(default)]
+    pub cluster: ClusterSpec,
+    /// Bonding modes to sweep on topologies that have bonds.
+    #[serde(default)]
+    pub bonding: BondingSpec,
+    /// What traffic to measure; several tables give several workloads.
+    #[schemars(with = "Vec<WorkloadSpec>")]
+    pub workload: Spanned<Vec<WorkloadSpec>>,
+    #[serde(default)]
+    pub report: ReportSpec,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// Where the nodes come from.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ClusterSpec {
+    #[serde(default)]
+    pub kind: ClusterKind,
+    /// With `kind = "inventory"`: the hosts file, relative to this file.
+    #[schemars(with = "Option<String>")]
+    pub inventory: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ClusterKind {
+    /// The built-in docker compose virtual cluster, brought up on this machine.
+    #[default]
+    Docker,
+    /// Real machines listed in an inventory file.
+    Inventory,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BondingSpec {
+    /// Modes to sweep; empty means each bond's own mode.
+    #[serde(default)]
+    #[schemars(with = "Vec<BondMode>")]
+    pub modes: Vec<Spanned<BondMode>>,
+}
+
+/// One kind of traffic and the sweep over it.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    pub pattern: PatternKind,
+    #[serde(default)]
+    pub protocol: ProtocolKind,
+    /// Message sizes: a list, `{ from, to, factor }`, or `{ netpipe = true, from, to,
+    /// perturbation }` for NetPIPE's schedule.
+    #[schemars(with = "Sizes")]
+    pub sizes: Spanned<Sizes>,
+    /// Pair counts: a list, or `{ from, to }`.
+    #[serde(default = "default_pairs")]
+    #[schemars(with = "Counts")]
+    pub pairs: Spanned<Counts>,
+    /// Where pairs are placed.
+    #[serde(default = "default_placement")]
+    #[schemars(with = "Vec<PlacementKind>")]
+    pub placement: Spanned<Vec<PlacementKind>>,
+    /// Pairs given by hand as `[client, server]`; `pairs` then takes the first N of them.
+    #[schemars(with = "Option<Vec<[NodeName; 2]>>")]
+    pub explicit_pairs: Option<Spanned<Vec<Spanned<[Spanned<NodeName>; 2]>>>>,
+    /// Exchanges (or messages) per run.
+    #[schemars(with = "Option<u64>")]
+    pub exchanges: Option<Spanned<u64>>,
+    /// Or a duration per run, e.g. "10s".
+    #[schemars(with = "Option<String>")]
+    pub duration: Option<Spanned<HumanDuration>>,
+    /// Exchanges before measuring starts.
+    #[serde(default)]
+    pub warmup: u64,
+    /// Runs per combination.
+    #[serde(default = "default_repetitions")]
+    #[schemars(with = "u32")]
+    pub repetitions: Spanned<u32>,
+    /// How runs combine in the report: `best` (as the 1996 study did), `median`, `mean`.
+    #[serde(default)]
+    pub statistic: Statistic,
+    /// Outstanding requests, for `pipeline`.
+    #[schemars(with = "Option<u32>")]
+    pub depth: Option<Spanned<u32>>,
+    /// Offered load per pair, for `load`.
+    #[schemars(with = "Option<Rate>")]
+    pub rate: Option<Spanned<Rate>>,
+    /// For `filecopy`: drop the page cache before each copy.
+    #[serde(default)]
+    pub drop_caches: bool,
+}
+
+fn default_pairs() -> Spanned<Counts> {
+    Spanned::new(0..0, Counts(vec![1]))
+}
+
+fn default_placement() -> Spanned<Vec<PlacementKind>> {
+    Spanned::new(0..0, vec![PlacementKind::LocalWire])
+}
+
+fn default_repetitions() -> Spanned<u32> {
+    Spanned::new(0..0, 3)
+}
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum PatternKind {
+    Pingpong,
+    Stream,
+    Token,
+    Pipeline,
+    Load,
+    Filecopy,
+}
+
+impl PatternKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PatternKind::Pingpong => "pingpong",
+            PatternKind::Stream => "stream",
+            PatternKind::Token => "token",
+            PatternKind::Pipeline => "pipeline",
+            PatternKind::Load => "load",
+            PatternKind::Filecopy => "filecopy",
+        }
+    }
+}
+
+#[derive(
+    Debug,
+    Default,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Deserialize,
+    Serialize,
+    JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ProtocolKind {
+    #[default]
+    Tcp,
+    Udp,
+}
+
+impl ProtocolKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProtocolKind::Tcp => "tcp",
+            ProtocolKind::Udp => "udp",
+        }
+    }
+}
+
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum PlacementKind {
+    /// Every pair shares a segment.
+    LocalWire,
+    /// No pair shares a segment: traffic crosses a forwarding node or a switch.
+    RemoteWire,
+    /// The workload's `explicit_pairs`.
+    Explicit,
+}
+
+impl PlacementKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlacementKind::LocalWire => "local-wire",
+            PlacementKind::RemoteWire => "remote-wire",
+            PlacementKind::Explicit => "explicit",
+        }
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Statistic {
+    Best,
+    #[default]
+    Median,
+    Mean,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportSpec {
+    /// The topology others are compared against.
+    #[schemars(with = "Option<Name>")]
+    pub baseline: Option<Spanned<Name>>,
+    #[serde(default = "default_formats")]
+    pub formats: Vec<ReportFormat>,
+}
+
+fn default_formats() -> Vec<ReportFormat> {
+    vec![ReportFormat::Csv, ReportFormat::Markdown, ReportFormat::Svg]
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportFormat {
+    Csv,
+    Markdown,
+    Svg,
+    Png,
+    Netpipe,
+}
+
+/// A duration written for people: "10s", "500ms", "2m".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HumanDuration(pub Duration);
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        humantime::parse_duration(&s)
+            .map(HumanDuration)
+            .map_err(|e| {
+                de::Error::custom(format!(
+                    "invalid duration {s:?} ({e}): expected e.g. \"10s\" or \"500ms\""
+                ))
+            })
+    }
+}
+
+/// Message sizes as written.
+#[derive(Debug, Clone, PartialEq, JsonSchema)]
+#[schemars(untagged)]
+pub enum Sizes {
+    List(Vec<ByteSize>),
+    Range(SizeRange),
+}
+
+/// `{ from, to, factor }` (geometric), or `{ netpipe = true, from, to, perturbation }`.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SizeRange {
+    pub from: ByteSize,
+    pub to: ByteSize,
+    pub factor: Option<u32>,
+    #[serde(default)]
+    pub netpipe: bool,
+    pub perturbation: Option<u64>,
+}
+
+/// Pair counts as written.
+#[derive(Debug, Clone, PartialEq, JsonSchema)]
+#[schemars(untagged)]
+pub enum CountsRepr {
+    List(Vec<u32>),
+    Range { from: u32, to: u32 },
+}
+
+/// Pair counts, expanded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Counts(pub Vec<u32>);
+
+impl JsonSchema for Counts {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Counts".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        CountsRepr::json_schema(g)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CountRange {
+    from: u32,
+    to: u32,
+}
+
+/// Deserializes "a list, or a table" without serde's untagged enums, whose errors say only
+/// that nothing matched; this way the inner error (a bad size, an unknown key) comes through.
+struct ListOrTable<T>(std::marker::PhantomData<T>, &'static str);
+
+trait FromListOrTable: Sized {
+    type Item: serde::de::DeserializeOwned;
+    type Table: serde::de::DeserializeOwned;
+    fn from_list(items: Vec<Self::Item>) -> Self;
+    fn from_table(t: Self::Table) -> Result<Self, String>;
+}
+
+impl<'de, T: FromListOrTable> Visitor<'de> for ListOrTable<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str(self.1)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<T, A::Error> {
+        let items = Vec::<T::Item>::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+        Ok(T::from_list(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        let table = T::Table::deserialize(de::value::MapAccessDeserializer::new(map))?;
+        T::from_table(table).map_err(de::Error::custom)
+    }
+}
+
+impl FromListOrTable for Sizes {
+    type Item = ByteSize;
+    type Table = SizeRange;
+    fn from_list(items: Vec<ByteSize>) -> Self {
+        Sizes::List(items)
+    }
+    fn from_table(t: SizeRange) -> Result<Self, String> {
+        Ok(Sizes::Range(t))
+    }
+}
+
+impl<'de> Deserialize<'de> for Sizes {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ListOrTable(
+            Default::default(),
+            "a list of sizes, { from, to, factor } or { netpipe = true, from, to }",
+        ))
+    }
+}
+
+impl FromListOrTable for Counts {
+    type Item = u32;
+    type Table = CountRange;
+    fn from_list(items: Vec<u32>) -> Self {
+        Counts(items)
+    }
+    fn from_table(t: CountRange) -> Result<Self, String> {
+        if t.from > t.to {
+            return Err(format!(
+                "empty range: from = {} is above to = {}",
+                t.from, t.to
+            ));
+        }
+        Ok(Counts((t.from..=t.to).collect()))
+    }
+}
+
+impl<'de> Deserialize<'de> for Counts {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(ListOrTable(
+            Default::default(),
+            "a list of counts or { from, to }",
+        ))
+    }
+}

@@ -1,0 +1,302 @@
+//! The topology spec: the TOML a person writes to describe nodes and the wires between them,
+//! either explicitly or through a generator. Only its shape lives here; meaning (names that
+//! must exist, addresses that must not overlap) is checked when it is resolved into a
+//! [`crate::topology::Topology`].
+
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use super::names::{IfName, Name, NodeName, Rate};
+
+/// A topology file.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TopologySpec {
+    /// The topology's name; defaults to the file name without `.toml`.
+    #[schemars(with = "Option<Name>")]
+    pub name: Option<Spanned<Name>>,
+    pub description: Option<String>,
+    /// How subnets are numbered.
+    #[serde(default)]
+    pub addressing: AddressingSpec,
+    /// How routes are found: computed by the tool, or only the `[[route]]` tables given.
+    #[serde(default)]
+    pub routing: RoutingMode,
+    /// Build the nodes and wires from a pattern instead of listing them.
+    #[schemars(with = "Option<GeneratorSpec>")]
+    pub generator: Option<Spanned<GeneratorSpec>>,
+    /// Node names; Slurm-style ranges such as `n[01-16]` are expanded.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub nodes: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub segment: Vec<SegmentSpec>,
+    #[serde(default)]
+    pub switch: Vec<SwitchSpec>,
+    #[serde(default)]
+    pub bond: Vec<BondSpec>,
+    #[serde(default)]
+    pub route: Vec<RouteSpec>,
+    #[serde(default)]
+    pub address: Vec<AddressSpec>,
+}
+
+/// Subnets are carved, in order, out of `base` with `prefix` bits each.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddressingSpec {
+    #[serde(default = "default_base")]
+    #[schemars(with = "String")]
+    pub base: Spanned<Ipv4Net>,
+    #[serde(default = "default_prefix")]
+    #[schemars(with = "u8")]
+    pub prefix: Spanned<u8>,
+}
+
+impl Default for AddressingSpec {
+    fn default() -> Self {
+        AddressingSpec {
+            base: default_base(),
+            prefix: default_prefix(),
+        }
+    }
+}
+
+/// The default base is a /16 that neither docker's default pools (172.17.0.0/16 onwards,
+/// 192.168.0.0/16) nor common LAN plans use.
+fn default_base() -> Spanned<Ipv4Net> {
+    Spanned::new(0..0, "10.111.0.0/16".parse().expect("valid"))
+}
+
+fn default_prefix() -> Spanned<u8> {
+    Spanned::new(0..0, 24)
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RoutingMode {
+    /// Compute static routes through forwarding nodes when given no `[[route]]`; check the
+    /// given ones otherwise.
+    #[default]
+    Auto,
+    /// Always compute routes.
+    Computed,
+    /// Use only the `[[route]]` tables.
+    Explicit,
+}
+
+/// One wire: a bus or hub (`shared`) or a switch's ports (`switched`).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentSpec {
+    #[schemars(with = "Name")]
+    pub name: Spanned<Name>,
+    #[schemars(with = "Rate")]
+    pub rate: Spanned<Rate>,
+    #[serde(default)]
+    pub medium: Medium,
+    /// Attached interfaces as `node:interface`; ranges expand: `n[01-04]:eth1`.
+    #[schemars(with = "Vec<String>")]
+    pub members: Vec<Spanned<String>>,
+}
+
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Medium {
+    /// A bus or hub: all traffic on the segment shares one rate, as on 10BASE2 Ethernet.
+    #[default]
+    Shared,
+    /// A switch: every port has its own rate in each direction.
+    Switched,
+}
+
+/// A switch joining several segments into one network (one broadcast domain, one subnet).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchSpec {
+    #[schemars(with = "Name")]
+    pub name: Spanned<Name>,
+    #[schemars(with = "Vec<Name>")]
+    pub segments: Vec<Spanned<Name>>,
+}
+
+/// Channel bonding of several interfaces into one.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BondSpec {
+    #[schemars(with = "IfName")]
+    pub name: Spanned<IfName>,
+    /// The nodes that get this bond; all nodes when absent. Ranges expand.
+    #[schemars(with = "Option<Vec<String>>")]
+    pub nodes: Option<Vec<Spanned<String>>>,
+    #[schemars(with = "BondMode")]
+    pub mode: Spanned<BondMode>,
+    #[schemars(with = "Vec<IfName>")]
+    pub slaves: Vec<Spanned<IfName>>,
+    #[serde(default)]
+    pub driver: BondDriver,
+    /// Link monitoring interval in milliseconds (bonding driver option `miimon`).
+    pub miimon: Option<u32>,
+    #[schemars(with = "Option<XmitHashPolicy>")]
+    pub xmit_hash_policy: Option<Spanned<XmitHashPolicy>>,
+    /// The preferred slave for `active-backup`.
+    #[schemars(with = "Option<IfName>")]
+    pub primary: Option<Spanned<IfName>>,
+}
+
+/// The Linux bonding driver's modes.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum BondMode {
+    BalanceRr,
+    ActiveBackup,
+    BalanceXor,
+    Broadcast,
+    #[serde(rename = "802.3ad")]
+    Ieee8023ad,
+    BalanceTlb,
+    BalanceAlb,
+}
+
+impl BondMode {
+    /// The name `ip link add ... type bond mode <name>` takes.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BondMode::BalanceRr => "balance-rr",
+            BondMode::ActiveBackup => "active-backup",
+            BondMode::BalanceXor => "balance-xor",
+            BondMode::Broadcast => "broadcast",
+            BondMode::Ieee8023ad => "802.3ad",
+            BondMode::BalanceTlb => "balance-tlb",
+            BondMode::BalanceAlb => "balance-alb",
+        }
+    }
+}
+
+impl std::fmt::Display for BondMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
+pub enum XmitHashPolicy {
+    #[serde(rename = "layer2")]
+    Layer2,
+    #[serde(rename = "layer2+3")]
+    Layer2And3,
+    #[serde(rename = "layer3+4")]
+    Layer3And4,
+}
+
+impl XmitHashPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            XmitHashPolicy::Layer2 => "layer2",
+            XmitHashPolicy::Layer2And3 => "layer2+3",
+            XmitHashPolicy::Layer3And4 => "layer3+4",
+        }
+    }
+}
+
+/// Which implementation carries a bond on the node.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum BondDriver {
+    /// The kernel driver where the node has it, the worker's userspace bond otherwise.
+    #[default]
+    Auto,
+    Kernel,
+    Userspace,
+}
+
+/// A static route on one node.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RouteSpec {
+    #[schemars(with = "NodeName")]
+    pub node: Spanned<NodeName>,
+    /// Destination prefix.
+    #[schemars(with = "String")]
+    pub to: Spanned<Ipv4Net>,
+    /// Next hop: an address on a network the node is attached to.
+    #[schemars(with = "String")]
+    pub via: Spanned<Ipv4Addr>,
+}
+
+/// An address given by hand instead of the computed one.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddressSpec {
+    #[schemars(with = "NodeName")]
+    pub node: Spanned<NodeName>,
+    /// A physical interface that is not a bond slave, or a bond.
+    #[schemars(with = "IfName")]
+    pub interface: Spanned<IfName>,
+    /// Address with prefix length, e.g. `192.0.2.5/24`.
+    #[schemars(with = "String")]
+    pub address: Spanned<Ipv4Net>,
+}
+
+/// Nodes and wires built from a pattern. Which fields apply depends on `kind`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GeneratorSpec {
+    pub kind: GeneratorKind,
+    /// grid: rows of the mesh.
+    pub rows: Option<u32>,
+    /// grid: columns of the mesh.
+    pub cols: Option<u32>,
+    /// grid: `routed` (nodes forward between buses) or `switched` (a switch joins all row
+    /// buses, another all column buses).
+    pub interconnect: Option<Interconnect>,
+    /// bus, single: how many nodes.
+    #[serde(rename = "nodes")]
+    pub node_count: Option<u32>,
+    /// bus: how many parallel buses span all nodes (default 2).
+    pub buses: Option<u32>,
+    /// Rate of every segment (default 10mbit).
+    #[schemars(with = "Option<Rate>")]
+    pub rate: Option<Rate>,
+    /// Medium of every segment (default shared).
+    pub medium: Option<Medium>,
+    /// Node name prefix (default "n"); names are zero-padded: n01..n16.
+    #[schemars(with = "Option<NodeName>")]
+    pub prefix: Option<NodeName>,
+    /// Bond every node's interfaces (bus: over all buses; grid: row and column).
+    pub bond: Option<BondTemplate>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum GeneratorKind {
+    Grid,
+    Bus,
+    Single,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Interconnect {
+    Routed,
+    Switched,
+}
+
+/// The bond a generator gives every node.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct BondTemplate {
+    #[schemars(with = "Option<IfName>")]
+    pub name: Option<IfName>,
+    pub mode: BondMode,
+    pub miimon: Option<u32>,
+    pub xmit_hash_policy: Option<XmitHashPolicy>,
+    #[serde(default)]
+    pub driver: BondDriver,
+}

@@ -1,0 +1,207 @@
+//! Reading a topology file into a [`Draft`]: ranges expanded, generator run, spans kept.
+
+use std::path::Path;
+
+use toml::Spanned;
+
+use crate::spec::topology::TopologySpec;
+use crate::spec::{IfName, Name, NodeName, SourceFile, SpecError, SpecErrors};
+
+use super::draft::{
+    Draft, DraftAddress, DraftBond, DraftPort, DraftRoute, DraftSegment, DraftSwitch, Span,
+};
+use super::generators;
+
+/// Reads, expands and resolves a topology file.
+pub fn load(path: &Path) -> Result<super::Topology, SpecErrors> {
+    let source = SourceFile::read(path)?;
+    let draft = draft(&source)?;
+    super::resolve::resolve(draft, &source)
+}
+
+/// Parses a topology file's text into a draft. Errors are located in `source`.
+pub fn draft(source: &SourceFile) -> Result<Draft, SpecErrors> {
+    let spec: TopologySpec = source.parse()?;
+    let mut errors = Vec::new();
+    let name = match &spec.name {
+        Some(n) => n.get_ref().clone(),
+        None => default_name(source, &mut errors),
+    };
+    let mut draft = Draft {
+        name,
+        description: spec.description.clone(),
+        base: (*spec.addressing.base.get_ref(), spec.addressing.base.span()),
+        prefix: (
+            *spec.addressing.prefix.get_ref(),
+            spec.addressing.prefix.span(),
+        ),
+        routing: spec.routing,
+        nodes: Vec::new(),
+        segments: Vec::new(),
+        switches: Vec::new(),
+        bonds: Vec::new(),
+        routes: Vec::new(),
+        addresses: Vec::new(),
+    };
+
+    if let Some(generator) = &spec.generator {
+        let listed = [
+            ("nodes", !spec.nodes.is_empty()),
+            ("segment", !spec.segment.is_empty()),
+            ("switch", !spec.switch.is_empty()),
+            ("bond", !spec.bond.is_empty()),
+        ];
+        if let Some((key, _)) = listed.iter().find(|(_, present)| *present) {
+            errors.push(source.error(
+                generator.span(),
+                format!("a generated topology cannot also list `{key}`"),
+                Some("use either [generator] or explicit nodes and segments, not both".into()),
+            ));
+        } else if let Err(e) =
+            generators::generate(generator.get_ref(), &generator.span(), &mut draft)
+        {
+            errors.push(source.error(generator.span(), e, None));
+        }
+    } else {
+        for expr in &spec.nodes {
+            match expand::<NodeName>(expr, "node") {
+                Ok(names) => draft
+                    .nodes
+                    .extend(names.into_iter().map(|n| (n, expr.span()))),
+                Err(e) => errors.push(source.error(expr.span(), e, None)),
+            }
+        }
+        if draft.nodes.is_empty() && errors.is_empty() {
+            errors.push(source.error(
+                0..0,
+                "the topology has no nodes",
+                Some("list them with `nodes = [\"n[01-16]\"]` or use a [generator]".into()),
+            ));
+        }
+    }
+
+    for seg in &spec.segment {
+        let mut members = Vec::new();
+        for m in &seg.members {
+            match member(m) {
+                Ok(ports) => members.extend(ports),
+                Err(e) => errors.push(source.error(m.span(), e, None)),
+            }
+        }
+        draft.segments.push(DraftSegment {
+            name: spanned(&seg.name),
+            rate: *seg.rate.get_ref(),
+            medium: seg.medium,
+            members,
+        });
+    }
+    for sw in &spec.switch {
+        draft.switches.push(DraftSwitch {
+            name: spanned(&sw.name),
+            segments: sw.segments.iter().map(spanned).collect(),
+        });
+    }
+    for b in &spec.bond {
+        let nodes: Vec<(NodeName, Span)> = match &b.nodes {
+            None => draft
+                .nodes
+                .iter()
+                .map(|(n, _)| (n.clone(), b.name.span()))
+                .collect(),
+            Some(exprs) => {
+                let mut v = Vec::new();
+                for e in exprs {
+                    match expand::<NodeName>(e, "node") {
+                        Ok(names) => v.extend(names.into_iter().map(|n| (n, e.span()))),
+                        Err(msg) => errors.push(source.error(e.span(), msg, None)),
+                    }
+                }
+                v
+            }
+        };
+        for node in nodes {
+            draft.bonds.push(DraftBond {
+                node,
+                name: spanned(&b.name),
+                mode: spanned(&b.mode),
+                slaves: b.slaves.iter().map(spanned).collect(),
+                miimon: b.miimon,
+                xmit_hash_policy: b.xmit_hash_policy.as_ref().map(spanned),
+                primary: b.primary.as_ref().map(spanned),
+                driver: b.driver,
+            });
+        }
+    }
+    for r in &spec.route {
+        draft.routes.push(DraftRoute {
+            node: spanned(&r.node),
+            to: spanned(&r.to),
+            via: spanned(&r.via),
+        });
+    }
+    for a in &spec.address {
+        draft.addresses.push(DraftAddress {
+            node: spanned(&a.node),
+            interface: spanned(&a.interface),
+            address: spanned(&a.address),
+        });
+    }
+
+    if errors.is_empty() {
+        Ok(draft)
+    } else {
+        Err(SpecErrors { errors })
+    }
+}
+
+fn spanned<T: Clone>(s: &Spanned<T>) -> (T, Span) {
+    (s.get_ref().clone(), s.span())
+}
+
+fn default_name(source: &SourceFile, errors: &mut Vec<SpecError>) -> Name {
+    let stem = source
+        .path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    stem.parse().unwrap_or_else(|e: crate::spec::InvalidValue| {
+        errors.push(source.error(
+            0..0,
+            format!("the file name does not make a topology name: {e}"),
+            Some("set `name = \"...\"` at the top of the file".into()),
+        ));
+        "unnamed".parse().expect("valid")
+    })
+}
+
+/// Expands a Slurm/pdsh-style host list (`n[01-16]`, `a,b`) into typed names, in order.
+pub(crate) fn expand<T>(expr: &Spanned<String>, what: &str) -> Result<Vec<T>, String>
+where
+    T: std::str::FromStr<Err = crate::spec::InvalidValue>,
+{
+    let text = expr.get_ref();
+    let names =
+        hostlist_parser::parse(text).map_err(|e| format!("invalid {what} list {text:?}: {e}"))?;
+    names
+        .iter()
+        .map(|n| n.parse::<T>().map_err(|e| e.0))
+        .collect()
+}
+
+/// `node:interface`, where the node part may be a range: `n[01-04]:eth1`.
+fn member(m: &Spanned<String>) -> Result<Vec<DraftPort>, String> {
+    let text = m.get_ref();
+    let (nodes, ifname) = text.rsplit_once(':').ok_or_else(|| {
+        format!("invalid member {text:?}: expected `node:interface`, e.g. \"n01:eth1\"")
+    })?;
+    let ifname: IfName = ifname.parse().map_err(|e: crate::spec::InvalidValue| e.0)?;
+    let nodes: Vec<NodeName> = expand(&Spanned::new(m.span(), nodes.to_owned()), "node")?;
+    Ok(nodes
+        .into_iter()
+        .map(|node| DraftPort {
+            node,
+            interface: ifname.clone(),
+            span: m.span(),
+        })
+        .collect())
+}

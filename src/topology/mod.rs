@@ -1,0 +1,13 @@
+//! Topologies: the model of nodes, wires, addresses and routes, the generators that build the
+//! study's configurations, and the checks that prove every pair of nodes can reach each other.
+
+pub mod draft;
+pub mod generators;
+pub mod load;
+pub mod model;
+pub mod paths;
+pub mod resolve;
+pub mod routing;
+
+pub use load::load;
+pub use model::*;

@@ -1,0 +1,198 @@
+//! The resolved topology: every node, wire, address and route, checked and ready to render.
+//! Nothing in here refers back to the spec's text; it is what the rest of the tool works on.
+
+use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
+
+use ipnet::Ipv4Net;
+use serde::Serialize;
+
+pub use crate::spec::topology::{BondDriver, BondMode, Medium, XmitHashPolicy};
+use crate::spec::{IfName, Name, NodeName, Rate};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Topology {
+    pub name: Name,
+    pub description: Option<String>,
+    pub nodes: Vec<Node>,
+    pub segments: Vec<Segment>,
+    /// Layer-2 networks: a segment on its own, or segments joined by a switch.
+    pub networks: Vec<Network>,
+    /// Layer-3 subnets, one per network (or per set of networks a bond spans).
+    pub subnets: Vec<Subnet>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Node {
+    pub name: NodeName,
+    /// Physical interfaces, in the order the topology names them.
+    pub interfaces: Vec<Interface>,
+    pub bonds: Vec<Bond>,
+    pub routes: Vec<Route>,
+    /// Whether the node forwards packets between its networks (some route goes through it).
+    pub forwarding: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Interface {
+    pub name: IfName,
+    pub segment: Name,
+    pub attachment: Attachment,
+}
+
+/// What carries an interface's traffic at layer 3.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Attachment {
+    /// The interface has its own address.
+    Address(Ipv4Net),
+    /// The interface is a slave of the named bond, which holds the address.
+    BondSlave(IfName),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Bond {
+    pub name: IfName,
+    pub mode: BondMode,
+    pub slaves: Vec<IfName>,
+    pub miimon: Option<u32>,
+    pub xmit_hash_policy: Option<XmitHashPolicy>,
+    pub primary: Option<IfName>,
+    pub driver: BondDriver,
+    pub address: Ipv4Net,
+}
+
+/// A static route: `ip route add <to> via <via> dev <dev>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Route {
+    pub to: Ipv4Net,
+    pub via: Ipv4Addr,
+    pub dev: IfName,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Segment {
+    pub name: Name,
+    pub rate: Rate,
+    pub medium: Medium,
+    pub members: Vec<Port>,
+    /// The network this segment belongs to.
+    pub network: Name,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub struct Port {
+    pub node: NodeName,
+    pub interface: IfName,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Network {
+    pub name: Name,
+    pub segments: Vec<Name>,
+    /// The switch joining the segments, if there is more than one.
+    pub switch: Option<Name>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Subnet {
+    pub prefix: Ipv4Net,
+    /// The networks whose wires carry this subnet (several for a bond).
+    pub networks: Vec<Name>,
+    /// The addressed links on it: a plain interface or a bond.
+    pub links: Vec<Link>,
+}
+
+/// An interface (plain or bond) that holds an address.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Link {
+    pub node: NodeName,
+    pub interface: IfName,
+    pub address: Ipv4Addr,
+}
+
+impl Topology {
+    pub fn node(&self, name: &NodeName) -> Option<&Node> {
+        self.nodes.iter().find(|n| &n.name == name)
+    }
+
+    pub fn node_index(&self, name: &NodeName) -> Option<usize> {
+        self.nodes.iter().position(|n| &n.name == name)
+    }
+
+    pub fn segment(&self, name: &Name) -> Option<&Segment> {
+        self.segments.iter().find(|s| &s.name == name)
+    }
+
+    pub fn network(&self, name: &Name) -> Option<&Network> {
+        self.networks.iter().find(|n| &n.name == name)
+    }
+
+    /// The subnet containing an address, and the link that owns it.
+    pub fn owner_of(&self, addr: Ipv4Addr) -> Option<(&Subnet, &Link)> {
+        self.subnets
+            .iter()
+            .find_map(|s| s.links.iter().find(|l| l.address == addr).map(|l| (s, l)))
+    }
+
+    /// Names of nodes that forward.
+    pub fn forwarding_nodes(&self) -> Vec<&NodeName> {
+        self.nodes
+            .iter()
+            .filter(|n| n.forwarding)
+            .map(|n| &n.name)
+            .collect()
+    }
+
+    /// Segments two nodes have in common (both have an interface on them).
+    pub fn shared_segments(&self, a: &NodeName, b: &NodeName) -> BTreeSet<&Name> {
+        let on = |n: &NodeName| -> BTreeSet<&Name> {
+            self.node(n)
+                .map(|n| n.interfaces.iter().map(|i| &i.segment).collect())
+                .unwrap_or_default()
+        };
+        on(a).intersection(&on(b)).copied().collect()
+    }
+
+    pub fn has_bonds(&self) -> bool {
+        self.nodes.iter().any(|n| !n.bonds.is_empty())
+    }
+
+    /// The same topology with every bond switched to `mode`; options that the new mode does
+    /// not take are dropped, since the driver would refuse them.
+    pub fn with_bond_mode(&self, mode: BondMode) -> Topology {
+        let mut t = self.clone();
+        for bond in t.nodes.iter_mut().flat_map(|n| n.bonds.iter_mut()) {
+            bond.mode = mode;
+            if !matches!(mode, BondMode::BalanceXor | BondMode::Ieee8023ad) {
+                bond.xmit_hash_policy = None;
+            }
+            if !matches!(
+                mode,
+                BondMode::ActiveBackup | BondMode::BalanceTlb | BondMode::BalanceAlb
+            ) {
+                bond.primary = None;
+            }
+        }
+        t
+    }
+}
+
+impl Node {
+    /// Every addressed link of the node: plain interfaces with an address, then bonds.
+    pub fn links(&self) -> impl Iterator<Item = (&IfName, Ipv4Net)> {
+        let plain = self.interfaces.iter().filter_map(|i| match i.attachment {
+            Attachment::Address(a) => Some((&i.name, a)),
+            Attachment::BondSlave(_) => None,
+        });
+        plain.chain(self.bonds.iter().map(|b| (&b.name, b.address)))
+    }
+
+    pub fn interface(&self, name: &IfName) -> Option<&Interface> {
+        self.interfaces.iter().find(|i| &i.name == name)
+    }
+
+    pub fn addresses(&self) -> Vec<Ipv4Addr> {
+        self.links().map(|(_, a)| a.addr()).collect()
+    }
+}

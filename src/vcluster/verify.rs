@@ -9,7 +9,9 @@
 //! the wire):
 //! - one stream: within 5% of `g`;
 //! - shared segment, two pairs at once: together no more than the rate (+5%);
-//! - switched segment, two pairs at once: each within 5% of `g`.
+//! - switched segment, two pairs at once: each within 5% of `g`;
+//! - switch: one stream from a node on one of its segments to a node on another within 5% of
+//!   `g`; with four segments or more, two such streams between disjoint segments each get `g`.
 //!
 //! Rates are the receiver's: the mean of its one-second intervals, the first and last left out.
 
@@ -86,6 +88,11 @@ pub fn verify(name: &ClusterName, state_dir: &Path, opts: &VerifyOptions) -> Res
         }
         checks.extend(verify_segment(w, id, &inventory, opts)?);
     }
+    if opts.segments.is_empty() {
+        for k in 0..w.switches.len() {
+            checks.extend(verify_switch(w, k, &inventory, opts)?);
+        }
+    }
     if checks.is_empty() && !opts.segments.is_empty() {
         return Err(Error::Host {
             problem: format!("no segment named {:?} in the cluster", opts.segments),
@@ -138,19 +145,7 @@ fn verify_segment(w: &Wiring, id: SegmentId, inv: &Inventory, opts: &VerifyOptio
     if stations.len() < 2 {
         return Ok(vec![check("1 stream", vec![], "two nodes on the segment".into(), None)]);
     }
-    // Addresses first; whatever happens next, they are removed again.
-    let mut added = Vec::new();
-    let result = (|| {
-        for s in &stations {
-            ssh::command(
-                s.host,
-                &format!("adding a test address on {}:{}", s.node, s.ifname),
-                &format!("ip addr add {}/24 dev {}", s.addr, s.ifname),
-            )
-            .timeout(Duration::from_secs(20))
-            .run()?;
-            added.push(s);
-        }
+    with_addresses(&stations, || {
         let mut out = Vec::new();
         let single = measure(&[(&stations[0], &stations[1], 5201)], opts.seconds)?;
         let x = single[0].mbit_s;
@@ -182,6 +177,100 @@ fn verify_segment(w: &Wiring, id: SegmentId, inv: &Inventory, opts: &VerifyOptio
         };
         out.push(check("2 pairs at once", two, expected, Some(pass)));
         Ok(out)
+    })
+}
+
+/// Checks a switch: a stream from a node on one of its segments to a node on another crosses
+/// both segments and the switch at the segments' rate; with four or more segments, two such
+/// streams between disjoint segment pairs each get the full rate (the switch keeps them apart,
+/// which is what the study's switched mesh bought).
+fn verify_switch(w: &Wiring, k: usize, inv: &Inventory, opts: &VerifyOptions) -> Result<Vec<Check>> {
+    let sw = &w.switches[k];
+    let mut stations: Vec<Station> = Vec::new();
+    for id in sw.segments.iter().take(4) {
+        let pick = w
+            .members(*id)
+            .into_iter()
+            .find(|(n, _)| !stations.iter().any(|s| s.node == n.name));
+        if let Some((node, port)) = pick {
+            let host = inv.nodes.get(&node.name).ok_or_else(|| Error::Host {
+                problem: format!("node {} is not in the inventory", node.name),
+                what_to_do: "bring the cluster up again".into(),
+            })?;
+            let n = stations.len();
+            stations.push(Station {
+                node: &node.name,
+                host,
+                ifname: &port.interface,
+                // One subnet for the whole switched network, from the top of the block.
+                addr: format!("198.19.{}.{}", 255 - (k % 50), n + 1),
+            });
+        }
+    }
+    // The slowest segment the streams cross bounds them.
+    let rate = sw
+        .segments
+        .iter()
+        .map(|id| w.segment(*id).rate_bps)
+        .min()
+        .unwrap_or(0) as f64
+        / 1e6;
+    let g = rate * TCP_GOODPUT_RATIO;
+    let check = |test: &str, flows: Vec<Flow>, expected: String, pass: Option<bool>| Check {
+        segment: format!("switch {}", sw.name),
+        medium: Medium::Switched,
+        rate_mbit_s: rate,
+        test: test.into(),
+        flows,
+        expected,
+        pass,
+    };
+    if stations.len() < 2 {
+        return Ok(vec![check("1 stream across", vec![], "nodes on two segments".into(), None)]);
+    }
+    with_addresses(&stations, || {
+        let mut out = Vec::new();
+        let single = measure(&[(&stations[0], &stations[1], 5201)], opts.seconds)?;
+        let x = single[0].mbit_s;
+        out.push(check(
+            "1 stream across",
+            single,
+            format!("{:.2}..{:.2}", g * (1.0 - TOLERANCE), g * (1.0 + TOLERANCE)),
+            Some((x - g).abs() <= TOLERANCE * g),
+        ));
+        if stations.len() >= 4 {
+            let two = measure(
+                &[(&stations[0], &stations[1], 5201), (&stations[2], &stations[3], 5202)],
+                opts.seconds,
+            )?;
+            let pass = two.iter().all(|f| f.mbit_s >= g * (1.0 - TOLERANCE));
+            out.push(check(
+                "2 pairs across",
+                two,
+                format!("each >= {:.2}", g * (1.0 - TOLERANCE)),
+                Some(pass),
+            ));
+        }
+        Ok(out)
+    })
+}
+
+/// Gives each station its test address, runs `body`, and removes the addresses again
+/// whatever `body` returned.
+fn with_addresses<T>(stations: &[Station], body: impl FnOnce() -> Result<T>) -> Result<T> {
+    let mut added = Vec::new();
+    let result = (|| {
+        for s in stations {
+            ssh::command(
+                s.host,
+                &format!("adding a test address on {}:{}", s.node, s.ifname),
+                &format!("ip addr add {}/24 dev {}", s.addr, s.ifname),
+            )
+            .timeout(Duration::from_secs(20))
+            .run()?;
+            added.push(s);
+        }
+        body()
     })();
     let mut cleanup_error = None;
     for s in added {
@@ -198,7 +287,7 @@ fn verify_segment(w: &Wiring, id: SegmentId, inv: &Inventory, opts: &VerifyOptio
     }
     match (result, cleanup_error) {
         (Err(e), _) | (Ok(_), Some(e)) => Err(e),
-        (Ok(c), None) => Ok(c),
+        (Ok(v), None) => Ok(v),
     }
 }
 

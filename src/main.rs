@@ -319,7 +319,10 @@ fn cluster(action: ClusterCommand) -> anyhow::Result<ExitCode> {
             None => match vc::list_clusters()?.as_slice() {
                 [one] => Ok(vc::ClusterName::parse(one)?),
                 [] => anyhow::bail!("no virtual cluster is up; name one with --name"),
-                many => anyhow::bail!("several clusters are up ({}); choose one with --name", many.join(", ")),
+                many => anyhow::bail!(
+                    "several clusters are up ({}); choose one with --name",
+                    many.join(", ")
+                ),
             },
         }
     };
@@ -336,7 +339,14 @@ fn cluster(action: ClusterCommand) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        ClusterCommand::Up { file, name, topology, image, state, keep_on_failure } => {
+        ClusterCommand::Up {
+            file,
+            name,
+            topology,
+            image,
+            state,
+            keep_on_failure,
+        } => {
             let topologies = match kind_of(&file) {
                 Kind::Experiment => plan::load(&file).map(|e| e.topologies),
                 Kind::Topology => topology::load(&file).map(|t| vec![t]),
@@ -350,11 +360,19 @@ fn cluster(action: ClusterCommand) -> anyhow::Result<ExitCode> {
                     "{} has {} topologies ({}); choose one with --topology",
                     file.display(),
                     topologies.len(),
-                    topologies.iter().map(|t| t.name.as_str()).collect::<Vec<_>>().join(", ")
+                    topologies
+                        .iter()
+                        .map(|t| t.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 ),
-                (Some(want), all) => all.iter().find(|t| t.name.as_str() == want).ok_or_else(|| {
-                    anyhow::anyhow!("{} has no topology named {want:?}", file.display())
-                })?,
+                (Some(want), all) => {
+                    all.iter()
+                        .find(|t| t.name.as_str() == want)
+                        .ok_or_else(|| {
+                            anyhow::anyhow!("{} has no topology named {want:?}", file.display())
+                        })?
+                }
             };
             let wiring = vc::Wiring::from_topology(chosen)?;
             let name = match name {
@@ -385,7 +403,10 @@ fn cluster(action: ClusterCommand) -> anyhow::Result<ExitCode> {
                 steps.join(", ")
             );
             println!("inventory: {}", report.dir.inventory().display());
-            println!("ssh:       ssh -F {} <node>", report.dir.ssh_config().display());
+            println!(
+                "ssh:       ssh -F {} <node>",
+                report.dir.ssh_config().display()
+            );
             Ok(ExitCode::SUCCESS)
         }
         ClusterCommand::Status { name, state, json } => {
@@ -416,7 +437,13 @@ fn cluster(action: ClusterCommand) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        ClusterCommand::Verify { name, state, segments, seconds, json } => {
+        ClusterCommand::Verify {
+            name,
+            state,
+            segments,
+            seconds,
+            json,
+        } => {
             let checks = vc::verify(
                 &name_or_only(name)?,
                 &state.state_dir,

@@ -77,7 +77,9 @@ pub fn up(wiring: &Wiring, opts: &UpOptions) -> Result<UpReport> {
     let image = image::ensure(&docker, &opts.image)?;
     step("image", &mut t);
     let dir = ClusterDir::new(&opts.state_dir, &opts.name);
-    let result = bring_up(&docker, wiring, opts, &dir, &image, &mut |n| step(n, &mut t));
+    let result = bring_up(&docker, wiring, opts, &dir, &image, &mut |n| {
+        step(n, &mut t)
+    });
     match result {
         Ok(ifbs) => Ok(UpReport {
             dir,
@@ -145,12 +147,7 @@ fn bring_up(
             source: &opts.source,
         }),
     )?;
-    docker
-        .compose("starting the cluster's containers", &c.project(), &compose_file)?
-        .args(["up", "-d", "--no-build", "--quiet-pull"])
-        .env("COMPOSE_PARALLEL_LIMIT", "16")
-        .timeout(Duration::from_secs(600))
-        .run()?;
+    start_containers(docker, c, &compose_file)?;
     step("containers");
 
     let containers = docker.inspect_containers(&docker.cluster_containers(c)?)?;
@@ -230,10 +227,11 @@ fn bring_up(
         }
         let peers = rename(ci, &wanted, &format!("building switch {}", sw.name))?;
         for (id, peer) in sw.segments.iter().zip(&peers) {
-            switch_ports
-                .entry(*id)
-                .or_default()
-                .push(host_name(&host_ifnames, *peer, &switch_service(&sw.name))?);
+            switch_ports.entry(*id).or_default().push(host_name(
+                &host_ifnames,
+                *peer,
+                &switch_service(&sw.name),
+            )?);
         }
     }
     for (id, sp) in switch_ports {
@@ -273,6 +271,34 @@ fn bring_up(
     wait_all_ready(&inventory)?;
     step("ssh");
     Ok(plan.ifbs.len())
+}
+
+/// `compose up`. docker-compose 1.29 has been seen to hang now and then on this engine right
+/// after a previous cluster's removal, with no error; a stuck attempt is stopped, its
+/// containers removed, and compose is tried once more.
+fn start_containers(docker: &Docker, c: &ClusterName, compose_file: &Path) -> Result<()> {
+    let up = || {
+        docker
+            .compose(
+                "starting the cluster's containers",
+                &c.project(),
+                compose_file,
+            )?
+            .args(["up", "-d", "--no-build", "--quiet-pull"])
+            .timeout(Duration::from_secs(180))
+            .run()
+            .map(drop)
+    };
+    match up() {
+        Err(Error::Timeout { .. }) => {
+            tracing::warn!(
+                "compose did not finish in time; removing its containers and trying again"
+            );
+            docker.remove_containers(&docker.cluster_containers(c)?)?;
+            up()
+        }
+        other => other,
+    }
 }
 
 fn rename(ci: &ContainerInfo, wanted: &[Wanted], what: &str) -> Result<Vec<u32>> {
@@ -366,7 +392,10 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
         .flat_map(|s| s.wiring.nodes.iter().map(|n| n.name.clone()))
         .collect();
     if let Ok(rd) = std::fs::read_dir(dir.nodes_dir()) {
-        nodes.extend(rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()));
+        nodes.extend(
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned()),
+        );
     }
     let nodes: Vec<String> = nodes.into_iter().collect();
     for f in dir.files(&nodes) {
@@ -422,7 +451,11 @@ pub fn status(name: &ClusterName, state_dir: &Path) -> Result<Status> {
             role: ci.label(LABEL_ROLE).unwrap_or("?").to_owned(),
             container: ci.name.trim_start_matches('/').to_owned(),
             state: ci.state.status.clone(),
-            address: ci.network_settings.networks.get(&mgmt).map(|e| e.ip_address.clone()),
+            address: ci
+                .network_settings
+                .networks
+                .get(&mgmt)
+                .map(|e| e.ip_address.clone()),
         })
         .collect();
     members.sort_by(|a, b| (&a.role, &a.name).cmp(&(&b.role, &b.name)));
@@ -442,7 +475,13 @@ pub fn status(name: &ClusterName, state_dir: &Path) -> Result<Status> {
 pub fn list_clusters() -> Result<Vec<String>> {
     Docker::connect()?;
     let out = Cmd::new("docker", "listing clusters")
-        .args(["ps", "-a", "--filter", &format!("label={LABEL_CLUSTER}"), "--format"])
+        .args([
+            "ps",
+            "-a",
+            "--filter",
+            &format!("label={LABEL_CLUSTER}"),
+            "--format",
+        ])
         .arg(format!("{{{{.Label \"{LABEL_CLUSTER}\"}}}}"))
         .run()?;
     let set: BTreeSet<String> = out.split_whitespace().map(str::to_owned).collect();

@@ -189,7 +189,11 @@ impl Cmd {
 
     pub(crate) fn failed(&self, status: String, stderr: &str, stdout: &str) -> Error {
         // Some programs (docker-compose) report on stdout; keep the tail of whichever spoke.
-        let text = if stderr.trim().is_empty() { stdout } else { stderr };
+        let text = if stderr.trim().is_empty() {
+            stdout
+        } else {
+            stderr
+        };
         Error::Command {
             what: self.what.clone(),
             command: self.display(),
@@ -210,8 +214,7 @@ fn tail(text: &str, lines: usize) -> String {
 /// Quotes a word for display the way a POSIX shell would need it.
 pub fn shell_word(w: &str) -> String {
     let safe = !w.is_empty()
-        && w
-            .chars()
+        && w.chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
     if safe {
         w.to_owned()

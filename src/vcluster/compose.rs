@@ -57,7 +57,9 @@ pub fn render(input: &ComposeInput<'_>) -> String {
         let _ = writeln!(
             y,
             "      - {}\n      - {}\n      - {}",
-            q(&format!("./nodes/{n}/ssh_host_ed25519_key:/etc/ssh/ssh_host_ed25519_key:ro")),
+            q(&format!(
+                "./nodes/{n}/ssh_host_ed25519_key:/etc/ssh/ssh_host_ed25519_key:ro"
+            )),
             q(&format!(
                 "./nodes/{n}/ssh_host_ed25519_key.pub:/etc/ssh/ssh_host_ed25519_key.pub:ro"
             )),
@@ -134,7 +136,14 @@ pub fn render(input: &ComposeInput<'_>) -> String {
     y
 }
 
-fn common_service(y: &mut String, c: &ClusterName, image: &str, service: &str, role: &str, name: &str) {
+fn common_service(
+    y: &mut String,
+    c: &ClusterName,
+    image: &str,
+    service: &str,
+    role: &str,
+    name: &str,
+) {
     let _ = writeln!(y, "    image: {}", q(image));
     let _ = writeln!(y, "    container_name: {}", q(&c.container_name(service)));
     let _ = writeln!(y, "    hostname: {}", q(service));
@@ -158,7 +167,11 @@ fn common_service(y: &mut String, c: &ClusterName, image: &str, service: &str, r
 fn labels(y: &mut String, c: &ClusterName, role: &str, name: &str, indent: usize) {
     let pad = " ".repeat(indent);
     let _ = writeln!(y, "{pad}labels:");
-    for (k, v) in [(LABEL_CLUSTER, c.as_str()), (LABEL_ROLE, role), (LABEL_NAME, name)] {
+    for (k, v) in [
+        (LABEL_CLUSTER, c.as_str()),
+        (LABEL_ROLE, role),
+        (LABEL_NAME, name),
+    ] {
         let _ = writeln!(y, "{pad}  {k}: {}", q(v));
     }
 }
@@ -194,7 +207,11 @@ mod tests {
     #[test]
     fn segment_networks_give_the_host_no_address_and_no_nat() {
         let y = rendered();
-        assert_eq!(y.matches("com.docker.network.bridge.inhibit_ipv4: \"true\"").count(), 8);
+        assert_eq!(
+            y.matches("com.docker.network.bridge.inhibit_ipv4: \"true\"")
+                .count(),
+            8
+        );
         assert_eq!(y.matches("enable_ip_masquerade: \"false\"").count(), 8);
         assert_eq!(y.matches("internal: true").count(), 1);
     }

@@ -40,7 +40,10 @@ impl Docker {
             .timeout(std::time::Duration::from_secs(30))
             .run()?;
         tracing::debug!(engine = info.trim(), "docker engine");
-        let compose = if Cmd::new("docker", "probing compose").args(["compose", "version"]).succeeds() {
+        let compose = if Cmd::new("docker", "probing compose")
+            .args(["compose", "version"])
+            .succeeds()
+        {
             Some(Compose::Plugin)
         } else if on_path("docker-compose").is_some() {
             Some(Compose::Standalone)

@@ -46,12 +46,12 @@ pub struct Plan {
     pub tc: Vec<String>,
 }
 
-/// A token bucket at `rate_bps`. The bucket holds 2 ms of traffic but at least three full
-/// frames. It is kept that small on purpose: tbf cuts any packet larger than the bucket
-/// (a GSO/TSO super-packet) into frames, and a super-packet that fits would be charged as
-/// one frame's overhead for many frames' worth of headers, letting TCP past the rate.
+/// A token bucket at `rate_bps`; the bucket holds 4 ms of traffic but at least 16 KiB, a few
+/// full frames, so that tbf's timer granularity does not keep a stream below the rate. (The
+/// bucket also bounds which GSO super-packets tbf lets through uncut, charging one frame's
+/// overhead for many; `up` turns segmentation offloads off on the nodes so there are none.)
 fn tbf(rate_bps: u64) -> String {
-    let burst = (rate_bps / 8 / 500).max(3 * (1514 + u64::from(WIRE_OVERHEAD_BYTES)));
+    let burst = (rate_bps / 8 / 250).max(16 * 1024);
     format!(
         "stab overhead {WIRE_OVERHEAD_BYTES} tbf rate {rate_bps}bit burst {burst} latency {QUEUE_LATENCY}"
     )
@@ -73,7 +73,11 @@ fn netem(delay: Option<std::time::Duration>, loss: Option<f64>) -> Option<String
 
 /// Plans the emulation. `ports` gives, per segment, the host-side veth of every container
 /// attached to it (nodes first, then switch ports, in a stable order).
-pub fn plan(cluster: &ClusterName, wiring: &Wiring, ports: &BTreeMap<SegmentId, Vec<String>>) -> Plan {
+pub fn plan(
+    cluster: &ClusterName,
+    wiring: &Wiring,
+    ports: &BTreeMap<SegmentId, Vec<String>>,
+) -> Plan {
     let mut p = Plan::default();
     for id in wiring.segment_ids() {
         let seg = wiring.segment(id);
@@ -122,7 +126,9 @@ pub fn plan(cluster: &ClusterName, wiring: &Wiring, ports: &BTreeMap<SegmentId, 
 /// Checks the kernel has what the wiring's emulation needs, before anything is created.
 pub fn check_kernel(wiring: &Wiring) -> Result<()> {
     let Some(k) = KernelConfig::load() else {
-        tracing::warn!("the kernel does not publish its configuration; tc will tell what is missing");
+        tracing::warn!(
+            "the kernel does not publish its configuration; tc will tell what is missing"
+        );
         return Ok(());
     };
     let base = "link emulation";
@@ -168,13 +174,15 @@ pub fn apply(plan: &Plan) -> Result<()> {
 
 /// The host's ifb devices whose names start with `prefix`.
 pub fn find_ifbs(prefix: &str) -> Result<Vec<String>> {
-    let cmd = Cmd::new("ip", "listing the host's ifb devices").args(["-j", "link", "show", "type", "ifb"]);
+    let cmd = Cmd::new("ip", "listing the host's ifb devices")
+        .args(["-j", "link", "show", "type", "ifb"]);
     let out = cmd.run()?;
-    let links: Vec<netns::Link> = serde_json::from_str(&out).map_err(|e| super::error::Error::Unexpected {
-        what: "listing the host's ifb devices".into(),
-        command: cmd.display(),
-        detail: e.to_string(),
-    })?;
+    let links: Vec<netns::Link> =
+        serde_json::from_str(&out).map_err(|e| super::error::Error::Unexpected {
+            what: "listing the host's ifb devices".into(),
+            command: cmd.display(),
+            detail: e.to_string(),
+        })?;
     Ok(links
         .into_iter()
         .map(|l| l.ifname)
@@ -184,7 +192,10 @@ pub fn find_ifbs(prefix: &str) -> Result<Vec<String>> {
 
 /// Deletes the given ifb devices; those already gone are fine. Returns how many it deleted.
 pub fn remove_ifbs(names: &[String]) -> Result<usize> {
-    let existing: Vec<String> = netns::links(Ns::Host)?.into_iter().map(|l| l.ifname).collect();
+    let existing: Vec<String> = netns::links(Ns::Host)?
+        .into_iter()
+        .map(|l| l.ifname)
+        .collect();
     let lines: Vec<String> = names
         .iter()
         .filter(|n| existing.contains(n))
@@ -202,8 +213,15 @@ mod tests {
     fn ports_of(w: &Wiring) -> BTreeMap<SegmentId, Vec<String>> {
         w.segment_ids()
             .map(|id| {
-                let n = w.members(id).len() + w.switches.iter().filter(|s| s.segments.contains(&id)).count();
-                (id, (0..n).map(|k| format!("veth{}x{k}", id.index())).collect())
+                let n = w.members(id).len()
+                    + w.switches
+                        .iter()
+                        .filter(|s| s.segments.contains(&id))
+                        .count();
+                (
+                    id,
+                    (0..n).map(|k| format!("veth{}x{k}", id.index())).collect(),
+                )
             })
             .collect()
     }
@@ -217,13 +235,20 @@ mod tests {
         assert_eq!(p.ifbs.len(), 8);
         let ifb0 = c.shared_ifb(0);
         assert!(p.tc.contains(&format!(
-            "qdisc add dev {ifb0} root handle 1: stab overhead 24 tbf rate 10000000bit burst 4614 latency 100ms"
+            "qdisc add dev {ifb0} root handle 1: stab overhead 24 tbf rate 10000000bit burst 16384 latency 100ms"
         )));
         // row1: 4 nodes + the row switch's port, all redirected to the same ifb.
-        let redirects = p.tc.iter().filter(|l| l.ends_with(&format!("redirect dev {ifb0}"))).count();
+        let redirects =
+            p.tc.iter()
+                .filter(|l| l.ends_with(&format!("redirect dev {ifb0}")))
+                .count();
         assert_eq!(redirects, 5);
         // Nothing shapes a port's egress on a shared bus: one queue only.
-        assert!(!p.tc.iter().any(|l| l.starts_with("qdisc add dev veth") && l.contains("root")));
+        assert!(
+            !p.tc
+                .iter()
+                .any(|l| l.starts_with("qdisc add dev veth") && l.contains("root"))
+        );
     }
 
     #[test]
@@ -237,8 +262,11 @@ mod tests {
             .unwrap();
         let p = plan(&c, &w, &ports_of(&w));
         assert_eq!(p.ifbs, [c.port_ifb(0, 0), c.port_ifb(0, 1)]);
-        assert!(p.tc.contains(&"qdisc add dev veth0x1 root handle 1: stab overhead 24 tbf rate 100000000bit burst 25000 latency 100ms".to_string()));
-        assert!(p.tc.iter().any(|l| l.contains("dev veth0x0 parent ffff:") && l.ends_with(&c.port_ifb(0, 0))));
+        assert!(p.tc.contains(&"qdisc add dev veth0x1 root handle 1: stab overhead 24 tbf rate 100000000bit burst 50000 latency 100ms".to_string()));
+        assert!(
+            p.tc.iter()
+                .any(|l| l.contains("dev veth0x0 parent ffff:") && l.ends_with(&c.port_ifb(0, 0)))
+        );
     }
 
     #[test]
@@ -251,6 +279,9 @@ mod tests {
             .build()
             .unwrap();
         let p = plan(&c, &w, &ports_of(&w));
-        assert!(p.tc.contains(&format!("qdisc add dev {} parent 1:1 handle 10: netem delay 2000us loss 0.5%", c.shared_ifb(0))));
+        assert!(p.tc.contains(&format!(
+            "qdisc add dev {} parent 1:1 handle 10: netem delay 2000us loss 0.5%",
+            c.shared_ifb(0)
+        )));
     }
 }

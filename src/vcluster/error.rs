@@ -61,11 +61,10 @@ pub enum Error {
     },
     /// The host is not set up for the virtual cluster (no docker, not root, ...).
     #[error("{problem}; {what_to_do}")]
-    Host {
-        problem: String,
-        what_to_do: String,
-    },
-    #[error("cluster name {0:?} is invalid: use 1 to 24 characters a-z, 0-9 and '-', starting with a letter")]
+    Host { problem: String, what_to_do: String },
+    #[error(
+        "cluster name {0:?} is invalid: use 1 to 24 characters a-z, 0-9 and '-', starting with a letter"
+    )]
     ClusterName(String),
     #[error("{what} {}: {detail}", .path.display())]
     File {
@@ -92,7 +91,11 @@ fn hint_part(hint: &Option<String>) -> String {
 }
 
 impl Error {
-    pub(crate) fn io(what: impl Into<String>, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+    pub(crate) fn io(
+        what: impl Into<String>,
+        path: impl Into<PathBuf>,
+        source: std::io::Error,
+    ) -> Self {
         Error::Io {
             what: what.into(),
             path: path.into(),

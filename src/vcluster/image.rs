@@ -27,7 +27,8 @@ const SSHD_CONFIG: &str = include_str!("../../docker/sshd_config");
 pub const SUITE: &str = "bookworm";
 pub const REGISTRY_BASE: &str = "debian:bookworm-slim";
 /// Changes whenever the way the offline base is made changes, so old bases are not reused.
-const OFFLINE_RECIPE: &str = "debootstrap --variant=minbase; apt caches, lists and host keys removed; v1";
+const OFFLINE_RECIPE: &str =
+    "debootstrap --variant=minbase; apt caches, lists and host keys removed; v1";
 pub const NODE_REPO: &str = "orchestrate-node";
 pub const BASE_REPO: &str = "orchestrate-base";
 
@@ -73,7 +74,10 @@ fn hash_hex(parts: &[&[u8]]) -> String {
         h.update((p.len() as u64).to_le_bytes());
         h.update(p);
     }
-    h.finalize()[..6].iter().map(|b| format!("{b:02x}")).collect()
+    h.finalize()[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The offline base's tag: a hash of the suite, the recipe and the package list.
@@ -234,7 +238,9 @@ pub fn mirror_from_sources(texts: &[(bool, String)]) -> Option<String> {
                 };
                 let enabled = field("Enabled").is_none_or(|v| v.first().is_none_or(|e| e != "no"));
                 let is_deb = field("Types").is_some_and(|t| t.iter().any(|t| t == "deb"));
-                if let (true, true, Some(uris), Some(suites)) = (enabled, is_deb, field("URIs"), field("Suites")) {
+                if let (true, true, Some(uris), Some(suites)) =
+                    (enabled, is_deb, field("URIs"), field("Suites"))
+                {
                     for u in uris {
                         entries.push((u, suites.clone()));
                     }
@@ -265,7 +271,11 @@ pub fn mirror_from_sources(texts: &[(bool, String)]) -> Option<String> {
     entries
         .iter()
         .find(|(u, s)| debian(u) && s.iter().any(|s| s == SUITE))
-        .or_else(|| entries.iter().find(|(u, s)| debian(u) && s.iter().any(|s| plain(s))))
+        .or_else(|| {
+            entries
+                .iter()
+                .find(|(u, s)| debian(u) && s.iter().any(|s| plain(s)))
+        })
         .map(|(u, _)| u.clone())
 }
 
@@ -287,13 +297,16 @@ fn build_offline_base(tag: &str) -> Result<()> {
         .map_err(|e| Error::io("making a directory for the root filesystem", "/var/tmp", e))?;
     let rootfs = work.path().join("rootfs");
     tracing::info!(%mirror, "debootstrap {SUITE} (a few minutes, once)");
-    let result = Cmd::new("debootstrap", format!("making the {SUITE} base with debootstrap"))
-        .args(["--variant=minbase", "--include"])
-        .arg(packages().join(","))
-        .args([SUITE, &rootfs.display().to_string(), &mirror])
-        .hint("debootstrap needs root and the Debian mirror that apt uses on this host")
-        .timeout(Duration::from_secs(1200))
-        .run();
+    let result = Cmd::new(
+        "debootstrap",
+        format!("making the {SUITE} base with debootstrap"),
+    )
+    .args(["--variant=minbase", "--include"])
+    .arg(packages().join(","))
+    .args([SUITE, &rootfs.display().to_string(), &mirror])
+    .hint("debootstrap needs root and the Debian mirror that apt uses on this host")
+    .timeout(Duration::from_secs(1200))
+    .run();
     // debootstrap mounts /proc and /sys in the target; never delete through a mount.
     unmount_under(&rootfs);
     result?;
@@ -331,7 +344,9 @@ fn import_rootfs(rootfs: &Path, tag: &str) -> Result<()> {
             source: e,
             hint: None,
         })?;
-    let tar_status = tar.wait().map_err(|e| Error::io("packing the base", rootfs, e))?;
+    let tar_status = tar
+        .wait()
+        .map_err(|e| Error::io("packing the base", rootfs, e))?;
     if !import.status.success() || !tar_status.success() {
         return Err(Error::Command {
             what: "importing the base image".into(),
@@ -397,7 +412,10 @@ pub fn locate_worker(explicit: Option<&Path>) -> Result<PathBuf> {
             Ok(p)
         } else {
             Err(Error::Host {
-                problem: format!("the worker binary {} (from {from}) does not exist", p.display()),
+                problem: format!(
+                    "the worker binary {} (from {from}) does not exist",
+                    p.display()
+                ),
                 what_to_do: "build it with `cargo build --release -p orchestrate-worker`".into(),
             })
         }
@@ -455,8 +473,18 @@ mod tests {
     #[test]
     fn the_package_list_has_what_a_node_needs() {
         let p = packages();
-        for needed in ["openssh-server", "iproute2", "iputils-ping", "procps", "ethtool", "tcpdump"] {
-            assert!(p.contains(&needed), "{needed} missing from docker/packages.txt");
+        for needed in [
+            "openssh-server",
+            "iproute2",
+            "iputils-ping",
+            "procps",
+            "ethtool",
+            "tcpdump",
+        ] {
+            assert!(
+                p.contains(&needed),
+                "{needed} missing from docker/packages.txt"
+            );
         }
         assert!(offline_base_tag().starts_with("orchestrate-base:bookworm-"));
     }
@@ -471,7 +499,10 @@ mod tests {
         );
         let one = "deb http://sec.example/debian-security bookworm-security main\n\
                    deb [arch=amd64 signed-by=/k.gpg] http://m.example/debian/ bookworm main\n";
-        assert_eq!(mirror_from_sources(&[(false, one.into())]).as_deref(), Some("http://m.example/debian/"));
+        assert_eq!(
+            mirror_from_sources(&[(false, one.into())]).as_deref(),
+            Some("http://m.example/debian/")
+        );
         let other = "deb https://packages.example/apt cloud-sdk main\n";
         assert_eq!(mirror_from_sources(&[(false, other.into())]), None);
     }

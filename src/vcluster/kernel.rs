@@ -43,7 +43,9 @@ impl KernelConfig {
     /// Built in or as a module.
     pub fn has(&self, symbol: &str) -> bool {
         matches!(
-            self.values.get(&format!("CONFIG_{symbol}")).map(String::as_str),
+            self.values
+                .get(&format!("CONFIG_{symbol}"))
+                .map(String::as_str),
             Some("y" | "m")
         )
     }
@@ -79,6 +81,9 @@ mod tests {
             .require("NET_SCH_NETEM", "the netem qdisc", "delay on segment \"a\"")
             .unwrap_err()
             .to_string();
-        assert!(e.contains("netem") && e.contains("CONFIG_NET_SCH_NETEM"), "{e}");
+        assert!(
+            e.contains("netem") && e.contains("CONFIG_NET_SCH_NETEM"),
+            "{e}"
+        );
     }
 }

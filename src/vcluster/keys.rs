@@ -23,10 +23,13 @@ pub fn generate(path: &Path, comment: &str) -> Result<String> {
             Err(e) => return Err(Error::io("removing an old key", p, e)),
         }
     }
-    Cmd::new("ssh-keygen", format!("generating the key pair {}", path.display()))
-        .args(["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f"])
-        .arg(path.display().to_string())
-        .run()?;
+    Cmd::new(
+        "ssh-keygen",
+        format!("generating the key pair {}", path.display()),
+    )
+    .args(["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f"])
+    .arg(path.display().to_string())
+    .run()?;
     read_public(&with_pub(path))
 }
 
@@ -56,8 +59,14 @@ mod tests {
     #[test]
     fn known_hosts_lines_follow_openssh() {
         let k = "ssh-ed25519 AAAAC3Nz root@n01";
-        assert_eq!(known_hosts_line("10.0.0.2", 22, k), "10.0.0.2 ssh-ed25519 AAAAC3Nz");
-        assert_eq!(known_hosts_line("127.0.0.1", 2222, k), "[127.0.0.1]:2222 ssh-ed25519 AAAAC3Nz");
+        assert_eq!(
+            known_hosts_line("10.0.0.2", 22, k),
+            "10.0.0.2 ssh-ed25519 AAAAC3Nz"
+        );
+        assert_eq!(
+            known_hosts_line("127.0.0.1", 2222, k),
+            "[127.0.0.1]:2222 ssh-ed25519 AAAAC3Nz"
+        );
     }
 
     #[test]

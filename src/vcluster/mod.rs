@@ -24,8 +24,8 @@ mod emulation;
 mod error;
 mod image;
 mod inventory;
-mod keys;
 mod kernel;
+mod keys;
 mod model;
 mod names;
 mod netns;
@@ -34,11 +34,16 @@ mod ssh;
 mod state;
 mod verify;
 
-pub use cluster::{DownReport, MemberStatus, NODE_USER, Status, UpOptions, UpReport, down, list_clusters, status, up};
+pub use cluster::{
+    DownReport, MemberStatus, NODE_USER, Status, UpOptions, UpReport, down, list_clusters, status,
+    up,
+};
 pub use docker::{Compose, Docker};
 pub use emulation::WIRE_OVERHEAD_BYTES;
 pub use error::{Error, Result};
-pub use image::{BaseSource, ImageOptions, NodeImage, ensure as ensure_image, locate_worker, offline_base_tag};
+pub use image::{
+    BaseSource, ImageOptions, NodeImage, ensure as ensure_image, locate_worker, offline_base_tag,
+};
 pub use inventory::{Host, Inventory};
 pub use model::{Medium, Node, Port, Segment, SegmentId, Switch, Wiring, WiringBuilder};
 pub use names::{ClusterName, LABEL_CLUSTER, MGMT_IFNAME};

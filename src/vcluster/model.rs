@@ -195,12 +195,17 @@ impl WiringBuilder {
             if let Some(l) = s.loss_percent
                 && !(0.0..=100.0).contains(&l)
             {
-                return bad(format!("segment {:?}: loss {l}% is not a percentage", s.name));
+                return bad(format!(
+                    "segment {:?}: loss {l}% is not a percentage",
+                    s.name
+                ));
             }
         }
         let lookup = |owner: &str, seg: &str| -> Result<SegmentId> {
             by_name.get(seg).copied().ok_or_else(|| {
-                Error::Wiring(format!("{owner} refers to segment {seg:?}, which is not defined"))
+                Error::Wiring(format!(
+                    "{owner} refers to segment {seg:?}, which is not defined"
+                ))
             })
         };
         // Node and switch names become compose service names: one namespace for both.
@@ -304,13 +309,24 @@ fn check_ifname(node: &str, s: &str) -> Result<()> {
 }
 
 #[cfg(test)]
+impl SegmentId {
+    pub(crate) fn for_test(i: usize) -> SegmentId {
+        SegmentId(i)
+    }
+}
+
+#[cfg(test)]
 pub(crate) mod tests {
     use super::*;
 
     /// The study's switched 4x4 mesh: 8 shared buses, one switch over the rows, one over the
     /// columns.
     pub fn mesh(switched: bool) -> Wiring {
-        let mut b = Wiring::builder(if switched { "switched-mesh-4x4" } else { "routed-mesh-4x4" });
+        let mut b = Wiring::builder(if switched {
+            "switched-mesh-4x4"
+        } else {
+            "routed-mesh-4x4"
+        });
         for i in 1..=4 {
             b = b.segment(format!("row{i}"), 10_000_000, Medium::Shared);
         }
@@ -338,8 +354,20 @@ pub(crate) mod tests {
         let w = mesh(true);
         assert_eq!(w.nodes.len(), 16);
         let row1 = w.segment_ids().next().unwrap();
-        let names: Vec<_> = w.members(row1).iter().map(|(n, p)| (n.name.as_str(), p.interface.as_str())).collect();
-        assert_eq!(names, [("n01", "eth1"), ("n02", "eth1"), ("n03", "eth1"), ("n04", "eth1")]);
+        let names: Vec<_> = w
+            .members(row1)
+            .iter()
+            .map(|(n, p)| (n.name.as_str(), p.interface.as_str()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("n01", "eth1"),
+                ("n02", "eth1"),
+                ("n03", "eth1"),
+                ("n04", "eth1")
+            ]
+        );
         assert_eq!(w.switches[1].segments.len(), 4);
     }
 
@@ -347,19 +375,24 @@ pub(crate) mod tests {
     fn wrong_wirings_are_refused_with_the_reason() {
         let e = |b: WiringBuilder| b.build().unwrap_err().to_string();
         let base = || Wiring::builder("t").segment("a", 10_000_000, Medium::Shared);
-        assert!(e(base().node("n1", [("eth1", "b")])).contains("segment \"b\", which is not defined"));
-        assert!(e(base().node("n1", [("eth1", "a"), ("eth2", "a")])).contains("two interfaces on segment"));
+        assert!(
+            e(base().node("n1", [("eth1", "b")])).contains("segment \"b\", which is not defined")
+        );
+        assert!(
+            e(base().node("n1", [("eth1", "a"), ("eth2", "a")]))
+                .contains("two interfaces on segment")
+        );
         assert!(e(base().node("n1", [("mgmt0", "a")])).contains("reserved"));
         assert!(e(base().node("n1", [("eth1;rm", "a")])).contains("interface name"));
-        assert!(e(base().node("n1", [("eth1", "a")]).node("n1", [("eth2", "a")])).contains("twice"));
-        assert!(e(base().node("n1", [("eth1", "a")]).switch("s", ["a"])).contains("fewer than two"));
+        assert!(
+            e(base()
+                .node("n1", [("eth1", "a")])
+                .node("n1", [("eth2", "a")]))
+            .contains("twice")
+        );
+        assert!(
+            e(base().node("n1", [("eth1", "a")]).switch("s", ["a"])).contains("fewer than two")
+        );
         assert!(e(Wiring::builder("t")).contains("no nodes"));
-    }
-}
-
-#[cfg(test)]
-impl SegmentId {
-    pub(crate) fn for_test(i: usize) -> SegmentId {
-        SegmentId(i)
     }
 }

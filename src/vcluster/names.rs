@@ -112,7 +112,14 @@ mod tests {
     #[test]
     fn names_are_checked() {
         assert!(ClusterName::parse("mesh-4x4").is_ok());
-        for bad in ["", "Mesh", "4mesh", "a b", "a_b", "abcdefghijklmnopqrstuvwxy"] {
+        for bad in [
+            "",
+            "Mesh",
+            "4mesh",
+            "a b",
+            "a_b",
+            "abcdefghijklmnopqrstuvwxy",
+        ] {
             assert!(ClusterName::parse(bad).is_err(), "{bad:?} accepted");
         }
     }
@@ -121,8 +128,14 @@ mod tests {
     fn labels_become_names() {
         let n = ClusterName::from_label("routed-mesh-4x4").unwrap();
         assert_eq!(n.as_str(), "routed-mesh-4x4");
-        assert_eq!(ClusterName::from_label("My_Topo.v2").unwrap().as_str(), "my-topo-v2");
-        assert_eq!(ClusterName::from_label("16nodes").unwrap().as_str(), "c-16nodes");
+        assert_eq!(
+            ClusterName::from_label("My_Topo.v2").unwrap().as_str(),
+            "my-topo-v2"
+        );
+        assert_eq!(
+            ClusterName::from_label("16nodes").unwrap().as_str(),
+            "c-16nodes"
+        );
     }
 
     #[test]

@@ -52,7 +52,11 @@ pub fn ip_batch(ns: Ns, what: &str, lines: &[String]) -> Result<()> {
     }
     let mut script = lines.join("\n");
     script.push('\n');
-    ip(ns, what).args(["-batch", "-"]).stdin(script).run().map(drop)
+    ip(ns, what)
+        .args(["-batch", "-"])
+        .stdin(script)
+        .run()
+        .map(drop)
 }
 
 /// Turns TCP segmentation offload and GSO off on a container's interfaces, with the image's
@@ -155,9 +159,24 @@ mod tests {
             link(4, "eth2", "02:42:ac:00:00:04", 42),
         ];
         let wanted = [
-            Wanted { mac: "02:42:AC:00:00:03".into(), name: "mgmt0".into(), flush: false, bridge: None },
-            Wanted { mac: "02:42:ac:00:00:04".into(), name: "eth1".into(), flush: true, bridge: None },
-            Wanted { mac: "02:42:ac:00:00:02".into(), name: "eth2".into(), flush: true, bridge: None },
+            Wanted {
+                mac: "02:42:AC:00:00:03".into(),
+                name: "mgmt0".into(),
+                flush: false,
+                bridge: None,
+            },
+            Wanted {
+                mac: "02:42:ac:00:00:04".into(),
+                name: "eth1".into(),
+                flush: true,
+                bridge: None,
+            },
+            Wanted {
+                mac: "02:42:ac:00:00:02".into(),
+                name: "eth2".into(),
+                flush: true,
+                bridge: None,
+            },
         ];
         let (lines, peers) = rename_plan(&cur, &wanted).unwrap();
         assert_eq!(peers, [41, 42, 40]);
@@ -170,7 +189,10 @@ mod tests {
 
     #[test]
     fn switch_ports_join_one_bridge() {
-        let cur = [link(2, "eth0", "aa:00:00:00:00:01", 7), link(3, "eth1", "aa:00:00:00:00:02", 8)];
+        let cur = [
+            link(2, "eth0", "aa:00:00:00:00:01", 7),
+            link(3, "eth1", "aa:00:00:00:00:02", 8),
+        ];
         let wanted: Vec<_> = cur
             .iter()
             .enumerate()
@@ -182,7 +204,13 @@ mod tests {
             })
             .collect();
         let (lines, _) = rename_plan(&cur, &wanted).unwrap();
-        assert_eq!(lines.iter().filter(|l| *l == "link add br0 type bridge").count(), 1);
+        assert_eq!(
+            lines
+                .iter()
+                .filter(|l| *l == "link add br0 type bridge")
+                .count(),
+            1
+        );
         assert!(lines.contains(&"link set dev port1 master br0".to_string()));
         assert_eq!(lines.last().unwrap(), "link set dev br0 up");
     }
@@ -190,7 +218,17 @@ mod tests {
     #[test]
     fn a_missing_interface_is_an_error() {
         let cur = [link(2, "eth0", "aa:00:00:00:00:01", 7)];
-        let wanted = [Wanted { mac: "bb:00:00:00:00:01".into(), name: "eth1".into(), flush: true, bridge: None }];
-        assert!(rename_plan(&cur, &wanted).unwrap_err().to_string().contains("no interface has MAC"));
+        let wanted = [Wanted {
+            mac: "bb:00:00:00:00:01".into(),
+            name: "eth1".into(),
+            flush: true,
+            bridge: None,
+        }];
+        assert!(
+            rename_plan(&cur, &wanted)
+                .unwrap_err()
+                .to_string()
+                .contains("no interface has MAC")
+        );
     }
 }

@@ -34,8 +34,11 @@ impl State {
             detail: e.to_string(),
         })?;
         let tmp = path.with_extension("toml.tmp");
-        std::fs::write(&tmp, format!("# Written by orchestrate; `cluster down` reads it.\n{text}"))
-            .map_err(|e| Error::io("writing the cluster state", &tmp, e))?;
+        std::fs::write(
+            &tmp,
+            format!("# Written by orchestrate; `cluster down` reads it.\n{text}"),
+        )
+        .map_err(|e| Error::io("writing the cluster state", &tmp, e))?;
         std::fs::rename(&tmp, path).map_err(|e| Error::io("writing the cluster state", path, e))
     }
 
@@ -49,8 +52,10 @@ impl State {
         toml::from_str(&text).map(Some).map_err(|e| Error::File {
             what: "reading the cluster state".into(),
             path: path.to_owned(),
-            detail: format!("{e}; if the file is damaged, `cluster down` still finds the \
-                             cluster's containers, networks and ifbs by its name"),
+            detail: format!(
+                "{e}; if the file is damaged, `cluster down` still finds the \
+                             cluster's containers, networks and ifbs by its name"
+            ),
         })
     }
 }

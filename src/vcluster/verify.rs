@@ -13,7 +13,8 @@
 //! - switch: one stream from a node on one of its segments to a node on another within 5% of
 //!   `g`; with four segments or more, two such streams between disjoint segments each get `g`.
 //!
-//! Rates are the receiver's: the mean of its one-second intervals, the first and last left out.
+//! Rates are the receiver's: bytes over time in its one-second intervals, the first and last
+//! whole ones left out.
 
 use std::path::Path;
 use std::time::Duration;
@@ -61,6 +62,9 @@ pub struct Flow {
 /// One check of one segment.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
+    /// How many times it was measured: a failed check is measured once more (a busy host can
+    /// starve one run), and the second result stands.
+    pub attempts: u32,
     pub segment: String,
     pub medium: Medium,
     pub rate_mbit_s: f64,
@@ -75,7 +79,10 @@ pub struct Check {
 pub fn verify(name: &ClusterName, state_dir: &Path, opts: &VerifyOptions) -> Result<Vec<Check>> {
     let dir = ClusterDir::new(state_dir, name);
     let state = State::load(&dir.state_file())?.ok_or_else(|| Error::Host {
-        problem: format!("cluster {name:?} has no state file at {}", dir.state_file().display()),
+        problem: format!(
+            "cluster {name:?} has no state file at {}",
+            dir.state_file().display()
+        ),
         what_to_do: "bring it up with `orchestrate cluster up` (and the same --state-dir)".into(),
     })?;
     let inventory = Inventory::load(&dir.inventory())?;
@@ -115,7 +122,12 @@ fn test_address(segment: SegmentId, k: usize) -> String {
     format!("198.{}.{}.{}", 18 + (i / 256) % 2, i % 256, k + 1)
 }
 
-fn verify_segment(w: &Wiring, id: SegmentId, inv: &Inventory, opts: &VerifyOptions) -> Result<Vec<Check>> {
+fn verify_segment(
+    w: &Wiring,
+    id: SegmentId,
+    inv: &Inventory,
+    opts: &VerifyOptions,
+) -> Result<Vec<Check>> {
     let seg = w.segment(id);
     let rate = seg.rate_bps as f64 / 1e6;
     let g = rate * TCP_GOODPUT_RATIO;
@@ -134,6 +146,7 @@ fn verify_segment(w: &Wiring, id: SegmentId, inv: &Inventory, opts: &VerifyOptio
         });
     }
     let check = |test: &str, flows: Vec<Flow>, expected: String, pass: Option<bool>| Check {
+        attempts: 1,
         segment: seg.name.clone(),
         medium: seg.medium,
         rate_mbit_s: rate,
@@ -143,39 +156,54 @@ fn verify_segment(w: &Wiring, id: SegmentId, inv: &Inventory, opts: &VerifyOptio
         pass,
     };
     if stations.len() < 2 {
-        return Ok(vec![check("1 stream", vec![], "two nodes on the segment".into(), None)]);
+        return Ok(vec![check(
+            "1 stream",
+            vec![],
+            "two nodes on the segment".into(),
+            None,
+        )]);
     }
     with_addresses(&stations, || {
         let mut out = Vec::new();
-        let single = measure(&[(&stations[0], &stations[1], 5201)], opts.seconds)?;
-        let x = single[0].mbit_s;
-        out.push(check(
-            "1 stream",
-            single,
-            format!("{:.2}..{:.2}", g * (1.0 - TOLERANCE), g * (1.0 + TOLERANCE)),
-            Some((x - g).abs() <= TOLERANCE * g),
-        ));
+        out.push(retried(|| {
+            let single = measure(&[(&stations[0], &stations[1], 5201)], opts.seconds)?;
+            let x = single[0].mbit_s;
+            Ok(check(
+                "1 stream",
+                single,
+                format!("{:.2}..{:.2}", g * (1.0 - TOLERANCE), g * (1.0 + TOLERANCE)),
+                Some((x - g).abs() <= TOLERANCE * g),
+            ))
+        })?);
         let pairs: Vec<(&Station, &Station, u16)> = if stations.len() >= 4 {
-            vec![(&stations[0], &stations[1], 5201), (&stations[2], &stations[3], 5202)]
+            vec![
+                (&stations[0], &stations[1], 5201),
+                (&stations[2], &stations[3], 5202),
+            ]
         } else {
             // Too few nodes for two disjoint pairs: both directions of one pair.
-            vec![(&stations[0], &stations[1], 5201), (&stations[1], &stations[0], 5202)]
+            vec![
+                (&stations[0], &stations[1], 5201),
+                (&stations[1], &stations[0], 5202),
+            ]
         };
-        let two = measure(&pairs, opts.seconds)?;
-        let (expected, pass) = match seg.medium {
-            Medium::Shared => {
-                let sum: f64 = two.iter().map(|f| f.mbit_s).sum();
-                (
-                    format!("sum <= {:.2}", rate * (1.0 + TOLERANCE)),
-                    sum <= rate * (1.0 + TOLERANCE),
-                )
-            }
-            Medium::Switched => (
-                format!("each >= {:.2}", g * (1.0 - TOLERANCE)),
-                two.iter().all(|f| f.mbit_s >= g * (1.0 - TOLERANCE)),
-            ),
-        };
-        out.push(check("2 pairs at once", two, expected, Some(pass)));
+        out.push(retried(|| {
+            let two = measure(&pairs, opts.seconds)?;
+            let (expected, pass) = match seg.medium {
+                Medium::Shared => {
+                    let sum: f64 = two.iter().map(|f| f.mbit_s).sum();
+                    (
+                        format!("sum <= {:.2}", rate * (1.0 + TOLERANCE)),
+                        sum <= rate * (1.0 + TOLERANCE),
+                    )
+                }
+                Medium::Switched => (
+                    format!("each >= {:.2}", g * (1.0 - TOLERANCE)),
+                    two.iter().all(|f| f.mbit_s >= g * (1.0 - TOLERANCE)),
+                ),
+            };
+            Ok(check("2 pairs at once", two, expected, Some(pass)))
+        })?);
         Ok(out)
     })
 }
@@ -184,7 +212,12 @@ fn verify_segment(w: &Wiring, id: SegmentId, inv: &Inventory, opts: &VerifyOptio
 /// both segments and the switch at the segments' rate; with four or more segments, two such
 /// streams between disjoint segment pairs each get the full rate (the switch keeps them apart,
 /// which is what the study's switched mesh bought).
-fn verify_switch(w: &Wiring, k: usize, inv: &Inventory, opts: &VerifyOptions) -> Result<Vec<Check>> {
+fn verify_switch(
+    w: &Wiring,
+    k: usize,
+    inv: &Inventory,
+    opts: &VerifyOptions,
+) -> Result<Vec<Check>> {
     let sw = &w.switches[k];
     let mut stations: Vec<Station> = Vec::new();
     for id in sw.segments.iter().take(4) {
@@ -217,6 +250,7 @@ fn verify_switch(w: &Wiring, k: usize, inv: &Inventory, opts: &VerifyOptions) ->
         / 1e6;
     let g = rate * TCP_GOODPUT_RATIO;
     let check = |test: &str, flows: Vec<Flow>, expected: String, pass: Option<bool>| Check {
+        attempts: 1,
         segment: format!("switch {}", sw.name),
         medium: Medium::Switched,
         rate_mbit_s: rate,
@@ -226,33 +260,57 @@ fn verify_switch(w: &Wiring, k: usize, inv: &Inventory, opts: &VerifyOptions) ->
         pass,
     };
     if stations.len() < 2 {
-        return Ok(vec![check("1 stream across", vec![], "nodes on two segments".into(), None)]);
+        return Ok(vec![check(
+            "1 stream across",
+            vec![],
+            "nodes on two segments".into(),
+            None,
+        )]);
     }
     with_addresses(&stations, || {
         let mut out = Vec::new();
-        let single = measure(&[(&stations[0], &stations[1], 5201)], opts.seconds)?;
-        let x = single[0].mbit_s;
-        out.push(check(
-            "1 stream across",
-            single,
-            format!("{:.2}..{:.2}", g * (1.0 - TOLERANCE), g * (1.0 + TOLERANCE)),
-            Some((x - g).abs() <= TOLERANCE * g),
-        ));
+        out.push(retried(|| {
+            let single = measure(&[(&stations[0], &stations[1], 5201)], opts.seconds)?;
+            let x = single[0].mbit_s;
+            Ok(check(
+                "1 stream across",
+                single,
+                format!("{:.2}..{:.2}", g * (1.0 - TOLERANCE), g * (1.0 + TOLERANCE)),
+                Some((x - g).abs() <= TOLERANCE * g),
+            ))
+        })?);
         if stations.len() >= 4 {
-            let two = measure(
-                &[(&stations[0], &stations[1], 5201), (&stations[2], &stations[3], 5202)],
-                opts.seconds,
-            )?;
-            let pass = two.iter().all(|f| f.mbit_s >= g * (1.0 - TOLERANCE));
-            out.push(check(
-                "2 pairs across",
-                two,
-                format!("each >= {:.2}", g * (1.0 - TOLERANCE)),
-                Some(pass),
-            ));
+            out.push(retried(|| {
+                let two = measure(
+                    &[
+                        (&stations[0], &stations[1], 5201),
+                        (&stations[2], &stations[3], 5202),
+                    ],
+                    opts.seconds,
+                )?;
+                let pass = two.iter().all(|f| f.mbit_s >= g * (1.0 - TOLERANCE));
+                Ok(check(
+                    "2 pairs across",
+                    two,
+                    format!("each >= {:.2}", g * (1.0 - TOLERANCE)),
+                    Some(pass),
+                ))
+            })?);
         }
         Ok(out)
     })
+}
+
+/// Measures a check, and once more if it failed; the second result stands.
+fn retried(measure_check: impl Fn() -> Result<Check>) -> Result<Check> {
+    let first = measure_check()?;
+    if first.pass != Some(false) {
+        return Ok(first);
+    }
+    tracing::info!(segment = %first.segment, test = %first.test, "failed once; measuring again");
+    let mut second = measure_check()?;
+    second.attempts = 2;
+    Ok(second)
 }
 
 /// Gives each station its test address, runs `body`, and removes the addresses again
@@ -302,9 +360,13 @@ fn measure(flows: &[(&Station, &Station, u16)], seconds: u32) -> Result<Vec<Flow
         ssh::command(
             to.host,
             &format!("starting an iperf3 server on {}", to.node),
+            // Returns once the server listens, or fails with what it logged.
             &format!(
-                "rm -f {log}; iperf3 -s -1 -D -J --logfile {log} -B {} -p {port} --idle-timeout 30",
-                to.addr,
+                "rm -f {log}; iperf3 -s -1 -D -J --logfile {log} -B {addr} -p {port} --idle-timeout 30 \
+                 && for i in $(seq 30); do \
+                      ss -ltnH | grep -q '{addr}:{port} ' && exit 0; sleep 0.1; \
+                    done; echo 'the iperf3 server is not listening:' >&2; cat {log} >&2; exit 1",
+                addr = to.addr,
                 log = log(*port)
             ),
         )
@@ -339,7 +401,10 @@ fn measure(flows: &[(&Station, &Station, u16)], seconds: u32) -> Result<Vec<Flow
                 })
             })
             .collect();
-        handles.into_iter().map(|h| h.join().expect("sending thread")).collect()
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("sending thread"))
+            .collect()
     });
     let mut out = Vec::new();
     for ((from, to, port), sent) in flows.iter().zip(sent) {
@@ -349,9 +414,13 @@ fn measure(flows: &[(&Station, &Station, u16)], seconds: u32) -> Result<Vec<Flow
              cat $f; rm -f $f",
             log = log(*port)
         );
-        let json = ssh::command(to.host, &format!("reading the receiver's report on {}", to.node), &remote)
-            .timeout(Duration::from_secs(30))
-            .run()?;
+        let json = ssh::command(
+            to.host,
+            &format!("reading the receiver's report on {}", to.node),
+            &remote,
+        )
+        .timeout(Duration::from_secs(30))
+        .run()?;
         sent?;
         out.push(Flow {
             from: format!("{}:{}", from.node, from.ifname),
@@ -373,20 +442,32 @@ fn receiver_goodput(json: &str, command: &str) -> Result<f64> {
     if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
         return Err(unexpected(e.to_owned()));
     }
-    let rates: Vec<f64> = v
+    // (bytes, seconds) of each whole interval; iperf3 ends with a sliver of an interval whose
+    // rate means nothing.
+    let intervals: Vec<(f64, f64)> = v
         .get("intervals")
         .and_then(|i| i.as_array())
         .map(|a| {
             a.iter()
-                .filter_map(|i| i.pointer("/sum/bits_per_second").and_then(|b| b.as_f64()))
+                .filter_map(|i| {
+                    let bytes = i.pointer("/sum/bytes").and_then(|b| b.as_f64())?;
+                    let secs = i.pointer("/sum/seconds").and_then(|b| b.as_f64())?;
+                    Some((bytes, secs))
+                })
+                .filter(|(_, secs)| *secs >= 0.5)
                 .collect()
         })
         .unwrap_or_default();
-    if rates.len() < 3 {
-        return Err(unexpected(format!("{} intervals; at least 3 are needed", rates.len())));
+    if intervals.len() < 3 {
+        return Err(unexpected(format!(
+            "{} whole intervals; at least 3 are needed",
+            intervals.len()
+        )));
     }
-    let middle = &rates[1..rates.len() - 1];
-    Ok(middle.iter().sum::<f64>() / middle.len() as f64 / 1e6)
+    let middle = &intervals[1..intervals.len() - 1];
+    let bytes: f64 = middle.iter().map(|(b, _)| b).sum();
+    let secs: f64 = middle.iter().map(|(_, s)| s).sum();
+    Ok(bytes * 8.0 / secs / 1e6)
 }
 
 /// The checks as a plain-text table.
@@ -414,17 +495,24 @@ pub fn table(checks: &[Check]) -> String {
             c.test.clone(),
             flows,
             c.expected.clone(),
-            match c.pass {
-                Some(true) => "ok".into(),
-                Some(false) => "FAIL".into(),
-                None => "skipped".into(),
+            match (c.pass, c.attempts) {
+                (Some(true), 1) => "ok".into(),
+                (Some(true), _) => "ok (2nd run)".into(),
+                (Some(false), _) => "FAIL".into(),
+                (None, _) => "skipped".into(),
             },
         ]);
     }
-    let widths: Vec<usize> = (0..7).map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..7)
+        .map(|i| rows.iter().map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
     let mut out = String::new();
     for (n, r) in rows.iter().enumerate() {
-        let line: Vec<String> = r.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        let line: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect();
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
         if n == 0 {
@@ -441,17 +529,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn receiver_goodput_leaves_out_the_first_and_last_interval() {
-        let iv = |b: f64| format!(r#"{{"sum":{{"bits_per_second":{b}}}}}"#);
+    fn receiver_goodput_leaves_out_the_first_and_last_whole_interval_and_slivers() {
+        let iv = |mbit: f64, secs: f64| {
+            format!(
+                r#"{{"sum":{{"bytes":{},"seconds":{secs}}}}}"#,
+                mbit * 1e6 / 8.0 * secs
+            )
+        };
         let j = format!(
-            r#"{{"intervals":[{}, {}, {}, {}],"end":{{}}}}"#,
-            iv(20e6),
-            iv(9e6),
-            iv(10e6),
-            iv(1e6)
+            r#"{{"intervals":[{}, {}, {}, {}, {}],"end":{{}}}}"#,
+            iv(20.0, 1.0),
+            iv(9.0, 1.0),
+            iv(10.0, 1.0),
+            iv(1.0, 1.0),
+            iv(50.0, 0.013)
         );
         assert!((receiver_goodput(&j, "x").unwrap() - 9.5).abs() < 1e-9);
-        let e = receiver_goodput(r#"{"error":"unable to connect"}"#, "x").unwrap_err().to_string();
+        let e = receiver_goodput(r#"{"error":"unable to connect"}"#, "x")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unable to connect"), "{e}");
         assert!(receiver_goodput(r#"{"intervals":[]}"#, "x").is_err());
     }
@@ -473,14 +569,22 @@ mod tests {
     #[test]
     fn table_marks_failures() {
         let t = table(&[Check {
+            attempts: 2,
             segment: "row1".into(),
             medium: Medium::Shared,
             rate_mbit_s: 10.0,
             test: "1 stream".into(),
-            flows: vec![Flow { from: "n01:eth1".into(), to: "n02:eth1".into(), mbit_s: 5.0 }],
+            flows: vec![Flow {
+                from: "n01:eth1".into(),
+                to: "n02:eth1".into(),
+                mbit_s: 5.0,
+            }],
             expected: "8.94..9.89".into(),
             pass: Some(false),
         }]);
-        assert!(t.contains("FAIL") && t.contains("n01:eth1->n02:eth1 5.00"), "{t}");
+        assert!(
+            t.contains("FAIL") && t.contains("n01:eth1->n02:eth1 5.00"),
+            "{t}"
+        );
     }
 }

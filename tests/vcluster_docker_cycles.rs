@@ -18,6 +18,15 @@ fn docker_three_up_down_cycles_leave_the_host_as_found() {
     // Make sure the image exists first: building it creates (and removes) helper containers.
     support::orchestrate_ok(&["cluster", "image"]);
     let before = support::host_snapshot();
+    let result = std::panic::catch_unwind(|| cycles(&before, topo_s, state_s, name, &dir));
+    // Whatever happened, leave nothing behind.
+    support::orchestrate(&["cluster", "down", "--name", name, "--state-dir", state_s]);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+fn cycles(before: &[String], topo_s: &str, state_s: &str, name: &str, dir: &std::path::Path) {
     for cycle in 0..3 {
         support::orchestrate_ok(&[
             "cluster",
@@ -31,7 +40,7 @@ fn docker_three_up_down_cycles_leave_the_host_as_found() {
         let during = support::host_snapshot();
         let ifbs = during
             .iter()
-            .filter(|l| l.starts_with("qdisc tbf") && l.contains(" dev oc"))
+            .filter(|l| l.contains("qdisc tbf") && l.contains(" dev oc"))
             .count();
         // One ifb for the bus, one per port of the two switched segments (2 nodes + 1 switch
         // port each).
@@ -47,7 +56,7 @@ fn docker_three_up_down_cycles_leave_the_host_as_found() {
             // Down must not need the compose file...
             1 => std::fs::remove_file(dir.join("compose.yaml")).unwrap(),
             // ...nor anything in the cluster's directory.
-            2 => std::fs::remove_dir_all(&dir).unwrap(),
+            2 => std::fs::remove_dir_all(dir).unwrap(),
             _ => {}
         }
         support::orchestrate_ok(&["cluster", "down", "--name", name, "--state-dir", state_s]);

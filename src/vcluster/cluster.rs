@@ -378,7 +378,9 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
     let mut report = DownReport::default();
     let containers = docker.cluster_containers(name)?;
     report.containers = containers.len();
+    let host_ports = host_side_of(&docker.inspect_containers(&containers)?);
     docker.remove_containers(&containers)?;
+    wait_gone(&host_ports, Duration::from_secs(20));
     let networks = docker.cluster_networks(name)?;
     report.networks = networks.len();
     docker.remove_networks(&networks)?;
@@ -414,6 +416,37 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
         let _ = std::fs::remove_dir(parent);
     }
     Ok(report)
+}
+
+/// Host ifindexes of the containers' veth peers (their host sides).
+fn host_side_of(containers: &[ContainerInfo]) -> BTreeSet<u32> {
+    containers
+        .iter()
+        .filter(|c| c.state.running && c.state.pid != 0)
+        .filter_map(|c| netns::links(Ns::Pid(c.state.pid)).ok())
+        .flatten()
+        .filter_map(|l| l.link_index)
+        .collect()
+}
+
+/// docker removes a container's veths in the background after `docker rm` returns; `down`
+/// is only done when they are gone.
+fn wait_gone(ifindexes: &BTreeSet<u32>, limit: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        let Ok(links) = netns::links(Ns::Host) else {
+            return;
+        };
+        let left = links
+            .iter()
+            .filter(|l| ifindexes.contains(&l.ifindex))
+            .count();
+        if left == 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    tracing::warn!("some of the cluster's host-side veths still exist after {limit:?}");
 }
 
 /// One container of a cluster, as `status` shows it.

@@ -371,6 +371,37 @@ pub(crate) mod tests {
         assert_eq!(w.switches[1].segments.len(), 4);
     }
 
+    fn study(file: &str) -> Wiring {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("topologies")
+            .join(file);
+        let t = crate::topology::load(&path).unwrap_or_else(|e| panic!("{file}: {e:?}"));
+        Wiring::from_topology(&t).unwrap()
+    }
+
+    #[test]
+    fn the_study_topologies_become_wirings() {
+        let sw = study("switched-mesh-4x4.toml");
+        assert_eq!(
+            (sw.nodes.len(), sw.segments.len(), sw.switches.len()),
+            (16, 8, 2)
+        );
+        assert!(sw.switches.iter().all(|s| s.segments.len() == 4));
+        assert!(
+            sw.segments
+                .iter()
+                .all(|s| s.rate_bps == 10_000_000 && s.medium == Medium::Shared)
+        );
+        let routed = study("routed-mesh-4x4.toml");
+        assert_eq!((routed.segments.len(), routed.switches.len()), (8, 0));
+        assert!(routed.nodes.iter().all(|n| n.ports.len() == 2));
+        let dual = study("bonded-dual-net.toml");
+        assert_eq!(dual.segments.len(), 2);
+        for id in dual.segment_ids() {
+            assert_eq!(dual.members(id).len(), 16);
+        }
+    }
+
     #[test]
     fn wrong_wirings_are_refused_with_the_reason() {
         let e = |b: WiringBuilder| b.build().unwrap_err().to_string();

@@ -247,7 +247,6 @@ fn bring_up(
 
     let mut known_hosts = String::new();
     let mut inventory = Inventory {
-        cluster: Some(c.to_string()),
         nodes: BTreeMap::new(),
     };
     for n in &wiring.nodes {
@@ -266,7 +265,10 @@ fn bring_up(
         );
     }
     write(&dir.known_hosts(), &known_hosts)?;
-    write(&dir.inventory(), &inventory.to_toml())?;
+    write(
+        &dir.inventory(),
+        &inventory.to_toml(c.as_str(), dir.root())?,
+    )?;
     write(&dir.ssh_config(), &ssh_config(&inventory))?;
     wait_all_ready(&inventory)?;
     step("ssh");
@@ -380,7 +382,7 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
     report.containers = containers.len();
     let host_ports = host_side_of(&docker.inspect_containers(&containers)?);
     docker.remove_containers(&containers)?;
-    wait_gone(&host_ports, Duration::from_secs(20));
+    wait_gone(&host_ports, Duration::from_secs(60));
     let networks = docker.cluster_networks(name)?;
     report.networks = networks.len();
     docker.remove_networks(&networks)?;

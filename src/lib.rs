@@ -6,6 +6,7 @@
 
 pub mod netconf;
 pub mod plan;
+pub mod remote;
 pub mod spec;
 pub mod topology;
 pub mod vcluster;

@@ -49,6 +49,9 @@ enum Command {
         /// Print the plan as JSON on stdout instead of text.
         #[arg(long)]
         json: bool,
+        /// Also write a drawing of each topology into DIR, as SVG and as Graphviz DOT.
+        #[arg(long, value_name = "DIR")]
+        graph: Option<PathBuf>,
     },
     /// The virtual cluster: a topology as docker containers with emulated wires, reached
     /// over SSH like real machines (image, up, status, verify, down).
@@ -100,6 +103,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             experiment,
             node,
             json,
+            graph,
         } => {
             let Some(e) = report_spec_errors(plan::load(&experiment)) else {
                 return Ok(ExitCode::FAILURE);
@@ -110,6 +114,9 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("no topology of {} has a node `{n}`", experiment.display());
             }
             let p = plan::expand(&e)?;
+            if let Some(dir) = graph {
+                write_drawings(&e.topologies, &dir)?;
+            }
             if json {
                 println!("{}", serde_json::to_string_pretty(&p)?);
             } else {
@@ -135,6 +142,23 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `<topology>.svg` and `<topology>.dot` for each topology.
+fn write_drawings(topologies: &[topology::Topology], dir: &Path) -> anyhow::Result<()> {
+    use anyhow::Context as _;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    for t in topologies {
+        for (ext, body) in [
+            ("svg", topology::draw::svg(t)),
+            ("dot", topology::draw::dot(t)),
+        ] {
+            let path = dir.join(format!("{}.{ext}", t.name));
+            std::fs::write(&path, body).with_context(|| format!("writing {}", path.display()))?;
+            tracing::info!("wrote {}", path.display());
+        }
+    }
+    Ok(())
 }
 
 fn validate(files: &[PathBuf]) -> ExitCode {

@@ -142,10 +142,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn quoting_neutralises_anything() {
-        assert_eq!(q("eth1"), "eth1");
-        assert_eq!(q("a b"), "'a b'");
-        assert_eq!(q("$(reboot)"), "'$(reboot)'");
-        assert_eq!(q("it's"), r#"'it'"'"'s'"#);
+    fn quoted_words_reach_the_command_unchanged() {
+        for word in [
+            "eth1",
+            "a b",
+            "$(reboot)",
+            "`id`",
+            "it's",
+            "a\"b;c",
+            "x\\y",
+            "*",
+            "-n",
+        ] {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(format!("printf '%s' {}", q(word)))
+                .output()
+                .expect("sh runs");
+            assert_eq!(
+                String::from_utf8_lossy(&out.stdout),
+                word,
+                "quoted as {}",
+                q(word)
+            );
+        }
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod estimate;
 pub mod experiment;
+pub mod model;
 pub mod placement;
 pub mod render;
 pub mod sweep;

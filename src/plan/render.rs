@@ -10,6 +10,9 @@ use crate::topology::paths;
 
 use super::sweep::{Configuration, Plan};
 
+/// (hops, nodes reached in that many hops), by hops.
+type ReachProfile = Vec<(usize, usize)>;
+
 /// "7m 40s", to the second.
 pub fn human(d: Duration) -> String {
     humantime::format_duration(Duration::from_secs(d.as_secs_f64().round() as u64)).to_string()
@@ -106,7 +109,7 @@ fn configuration(s: &mut String, c: &Configuration) {
         t.forwarding_nodes().len()
     );
     // Reachability, grouped: most topologies give every node the same profile.
-    let mut profiles: Vec<(Vec<(usize, usize)>, Vec<&NodeName>)> = Vec::new();
+    let mut profiles: Vec<(ReachProfile, Vec<&NodeName>)> = Vec::new();
     for n in &t.nodes {
         let r = paths::reach_by_hops(t, &n.name);
         match profiles.iter_mut().find(|(p, _)| *p == r) {
@@ -145,6 +148,20 @@ fn configuration(s: &mut String, c: &Configuration) {
             e.pairs,
             p.max_segment_load
         );
+        if !e.predictions.is_empty() {
+            let parts: Vec<String> = e
+                .predictions
+                .iter()
+                .map(|x| {
+                    format!(
+                        "{} {:.2}",
+                        crate::spec::ByteSize(x.size_bytes),
+                        x.aggregate_mbit_s
+                    )
+                })
+                .collect();
+            let _ = writeln!(s, "    model, aggregate Mbit/s: {}", parts.join(", "));
+        }
         for pair in &p.pairs {
             let via = pair.path.forwarders();
             let via = if via.is_empty() {

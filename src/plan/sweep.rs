@@ -16,6 +16,7 @@ use crate::topology::Topology;
 
 use super::estimate;
 use super::experiment::Experiment;
+use super::model::{self, ModelParams, Prediction};
 use super::placement::{self, Placement, PlacementError};
 
 #[derive(Debug, Clone, Serialize)]
@@ -68,6 +69,8 @@ pub struct PlacementEntry {
     pub workload: usize,
     pub pairs: u32,
     pub placement: Placement,
+    /// The analytic model's expectation per size, for the token test.
+    pub predictions: Vec<Prediction>,
 }
 
 /// One measurement: a workload at one size on one placement, one repetition.
@@ -166,10 +169,26 @@ pub fn expand(e: &Experiment) -> Result<Plan, PlacementError> {
                                 });
                             }
                         }
+                        let predictions = if w.pattern == PatternKind::Token {
+                            w.sizes
+                                .iter()
+                                .map(|&s| {
+                                    model::predict_token(
+                                        &config.topology,
+                                        &placement,
+                                        s,
+                                        &ModelParams::default(),
+                                    )
+                                })
+                                .collect()
+                        } else {
+                            Vec::new()
+                        };
                         config.placements.push(PlacementEntry {
                             workload: wi,
                             pairs,
                             placement,
+                            predictions,
                         });
                     }
                 }

@@ -71,6 +71,9 @@ pub struct BondingSpec {
     pub modes: Vec<Spanned<BondMode>>,
 }
 
+/// `[client, server]` with the spans of the pair and of each name.
+pub type SpannedPair = Spanned<[Spanned<NodeName>; 2]>;
+
 /// One kind of traffic and the sweep over it.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -92,7 +95,7 @@ pub struct WorkloadSpec {
     pub placement: Spanned<Vec<PlacementKind>>,
     /// Pairs given by hand as `[client, server]`; `pairs` then takes the first N of them.
     #[schemars(with = "Option<Vec<[NodeName; 2]>>")]
-    pub explicit_pairs: Option<Spanned<Vec<Spanned<[Spanned<NodeName>; 2]>>>>,
+    pub explicit_pairs: Option<Spanned<Vec<SpannedPair>>>,
     /// Exchanges (or messages) per run.
     #[schemars(with = "Option<u64>")]
     pub exchanges: Option<Spanned<u64>>,

@@ -57,7 +57,7 @@ impl From<SpecError> for SpecErrors {
 }
 
 impl SourceFile {
-    pub fn read(path: &Path) -> Result<SourceFile, SpecError> {
+    pub fn read(path: &Path) -> Result<SourceFile, SpecErrors> {
         match std::fs::read_to_string(path) {
             Ok(text) => Ok(SourceFile {
                 path: path.to_owned(),
@@ -67,7 +67,8 @@ impl SourceFile {
                 path: path.to_owned(),
                 text: String::new(),
             }
-            .error(0..0, format!("cannot read the file: {e}"), None)),
+            .error(0..0, format!("cannot read the file: {e}"), None)
+            .into()),
         }
     }
 
@@ -97,12 +98,12 @@ impl SourceFile {
 
     /// Parses the whole file into `T`, turning the TOML or schema error into a located one
     /// with a "did you mean" for misspelt keys and variants.
-    pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, SpecError> {
+    pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, SpecErrors> {
         toml::from_str(&self.text).map_err(|e| {
             let span = e.span().unwrap_or(0..0);
             let message = e.message().trim().to_owned();
             let help = did_you_mean(&message);
-            self.error(span, message, help)
+            self.error(span, message, help).into()
         })
     }
 }

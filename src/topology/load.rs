@@ -14,9 +14,13 @@ use super::generators;
 
 /// Reads, expands and resolves a topology file.
 pub fn load(path: &Path) -> Result<super::Topology, SpecErrors> {
-    let source = SourceFile::read(path)?;
-    let draft = draft(&source)?;
-    super::resolve::resolve(draft, &source)
+    from_source(&SourceFile::read(path)?)
+}
+
+/// Expands and resolves a topology from text already read.
+pub fn from_source(source: &SourceFile) -> Result<super::Topology, SpecErrors> {
+    let draft = draft(source)?;
+    super::resolve::resolve(draft, source)
 }
 
 /// Parses a topology file's text into a draft. Errors are located in `source`.

@@ -2,6 +2,7 @@
 //! study's configurations, and the checks that prove every pair of nodes can reach each other.
 
 pub mod draft;
+pub mod draw;
 pub mod generators;
 pub mod load;
 pub mod model;
@@ -9,5 +10,5 @@ pub mod paths;
 pub mod resolve;
 pub mod routing;
 
-pub use load::load;
+pub use load::{from_source, load};
 pub use model::*;

@@ -45,6 +45,8 @@ impl Path {
 /// Why a pair does not work.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathProblem {
+    /// The node the packet was sent from.
+    pub from: NodeName,
     /// The node where the packet was lost or looped.
     pub at: NodeName,
     pub message: String,
@@ -69,12 +71,14 @@ pub fn trace(
         }
         if !visited.insert(cur.clone()) || hops.len() > MAX_HOPS {
             return Err(PathProblem {
+                from: from.clone(),
                 at: cur.clone(),
                 message: format!("{from} -> {target} loops back to {cur}"),
             });
         }
         if !hops.is_empty() && !node.forwarding {
             return Err(PathProblem {
+                from: from.clone(),
                 at: cur.clone(),
                 message: format!("{from} -> {target}: {cur} would have to forward but does not"),
             });
@@ -92,6 +96,7 @@ pub fn trace(
                 Some(r) => (r.dev.clone(), r.via),
                 None => {
                     return Err(PathProblem {
+                        from: from.clone(),
                         at: cur.clone(),
                         message: format!(
                             "{from} -> {target}: {cur} has no route to {target} (black hole)"
@@ -102,6 +107,7 @@ pub fn trace(
         };
         let Some((_, owner)) = t.owner_of(next_addr) else {
             return Err(PathProblem {
+                from: from.clone(),
                 at: cur.clone(),
                 message: format!(
                     "{from} -> {target}: no node has {next_addr} (black hole at {cur})"

@@ -297,8 +297,8 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
             None => groups.push((key, vec![link])),
         };
     for net in &networks {
-        for ni in 0..draft.nodes.len() {
-            for (ifname, seg) in &ifaces[ni] {
+        for (ni, node_ifaces) in ifaces.iter().enumerate() {
+            for (ifname, seg) in node_ifaces {
                 if network_of(seg) == net.name && !slave_of.contains_key(&(ni, ifname.clone())) {
                     add_link(
                         vec![net.name.clone()],
@@ -659,7 +659,14 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
     if let Err(problems) = paths::check_all(&topology) {
         let total = problems.len();
         for p in problems.into_iter().take(8) {
-            let span = route_spans.get(&p.at).cloned().unwrap_or(0..0);
+            // Point at a route of the node where the packet was lost, else of the sender,
+            // else at the first route given: the tables are what needs fixing.
+            let span = route_spans
+                .get(&p.at)
+                .or_else(|| route_spans.get(&p.from))
+                .or_else(|| draft.routes.first().map(|r| &r.via.1))
+                .cloned()
+                .unwrap_or(0..0);
             errs.push(&span, format!("path check: {}", p.message));
         }
         if total > 8 {

@@ -161,5 +161,20 @@ mod tests {
         let p = dir.path().join("inventory.toml");
         std::fs::write(&p, text).unwrap();
         assert_eq!(Inventory::load(&p).unwrap(), inv);
+
+        // The SSH controller reads the same file.
+        let remote = crate::remote::Inventory::load(&p).expect("the controller reads it");
+        let n02 = &remote.hosts[&"n02".parse().unwrap()];
+        assert_eq!(n02.address, "172.20.0.3");
+        assert_eq!(n02.port, Some(22));
+        assert_eq!(n02.user.as_deref(), Some("root"));
+        assert_eq!(
+            n02.identity.as_deref(),
+            Some(dir.path().join("id_ed25519").as_path())
+        );
+        assert_eq!(
+            n02.known_hosts.as_deref(),
+            Some(dir.path().join("known_hosts").as_path())
+        );
     }
 }

@@ -1,0 +1,321 @@
+//! SSH sessions to every node: one multiplexed master per node through the system ssh client
+//! (so the user's ssh config, agent and jump hosts keep working), host keys checked strictly,
+//! control sockets in a short private directory, masters that exit when idle if the
+//! controller dies.
+
+use std::collections::BTreeMap;
+use std::num::NonZeroUsize;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openssh::{ControlPersist, KnownHosts, Session, SessionBuilder, Stdio};
+use tokio::io::AsyncWriteExt;
+
+use crate::spec::NodeName;
+
+use super::inventory::{Host, Inventory};
+
+/// What went wrong on which node, running what.
+#[derive(Debug, thiserror::Error)]
+pub enum RemoteError {
+    #[error("{node}: cannot connect to {address}: {cause}")]
+    Connect {
+        node: NodeName,
+        address: String,
+        cause: String,
+    },
+    #[error("{node}: `{command}` failed{}: {stderr}", exit_text(.status))]
+    Failed {
+        node: NodeName,
+        command: String,
+        status: Option<i32>,
+        stderr: String,
+    },
+    #[error("{node}: `{command}` did not finish within {timeout:?}")]
+    Timeout {
+        node: NodeName,
+        command: String,
+        timeout: Duration,
+    },
+    #[error("{node}: `{command}`: {cause}")]
+    Transport {
+        node: NodeName,
+        command: String,
+        cause: String,
+    },
+    #[error("{node} is not in the inventory")]
+    Unknown { node: NodeName },
+}
+
+fn exit_text(status: &Option<i32>) -> String {
+    match status {
+        Some(c) => format!(" (exit {c})"),
+        None => " (killed by a signal)".into(),
+    }
+}
+
+/// The whole chain of an error: openssh's Display alone is generic, ssh's own words are in
+/// the sources.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cur = e.source();
+    while let Some(c) = cur {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cur = c.source();
+    }
+    s
+}
+
+#[derive(Debug, Clone)]
+pub struct ConnectOptions {
+    pub connect_timeout: Duration,
+    /// Masters exit after this long without a session, so a killed controller leaves none.
+    pub idle_exit: Duration,
+    /// At most this many connection attempts at once.
+    pub parallel: usize,
+}
+
+impl Default for ConnectOptions {
+    fn default() -> Self {
+        ConnectOptions {
+            connect_timeout: Duration::from_secs(10),
+            idle_exit: Duration::from_secs(60),
+            parallel: 16,
+        }
+    }
+}
+
+/// Output of a command that succeeded.
+#[derive(Debug, Clone)]
+pub struct Output {
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Live sessions to a set of nodes.
+pub struct Cluster {
+    sessions: BTreeMap<NodeName, (Arc<Session>, Host)>,
+    _control_dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// Connects to `nodes` in parallel. Fails, naming every node that could not be reached,
+    /// before anything is run on any of them.
+    pub async fn connect(
+        inventory: &Inventory,
+        nodes: &[NodeName],
+        opts: &ConnectOptions,
+    ) -> Result<Cluster, Vec<RemoteError>> {
+        // Unix socket paths are limited to ~107 bytes: keep the control directory short.
+        let control_dir = tempfile::Builder::new()
+            .prefix("orch-")
+            .tempdir_in("/tmp")
+            .map_err(|e| {
+                vec![RemoteError::Transport {
+                    node: "controller".parse().expect("valid"),
+                    command: "mkdir control dir".into(),
+                    cause: e.to_string(),
+                }]
+            })?;
+        let missing = inventory.missing(nodes);
+        if !missing.is_empty() {
+            return Err(missing
+                .into_iter()
+                .map(|n| RemoteError::Unknown { node: n.clone() })
+                .collect());
+        }
+        let limit = Arc::new(tokio::sync::Semaphore::new(opts.parallel.max(1)));
+        let mut tasks = tokio::task::JoinSet::new();
+        for n in nodes {
+            let host = inventory.hosts[n].clone();
+            let builder = builder(&host, control_dir.path(), opts);
+            let limit = limit.clone();
+            tasks.spawn(async move {
+                let _permit = limit.acquire_owned().await.expect("semaphore open");
+                let result = builder.connect_mux(&host.address).await;
+                (host, result)
+            });
+        }
+        let mut sessions = BTreeMap::new();
+        let mut errors = Vec::new();
+        while let Some(joined) = tasks.join_next().await {
+            let (host, result) = joined.expect("connect task does not panic");
+            match result {
+                Ok(s) => {
+                    sessions.insert(host.node.clone(), (Arc::new(s), host));
+                }
+                Err(e) => errors.push(RemoteError::Connect {
+                    node: host.node.clone(),
+                    address: host.address.clone(),
+                    cause: chain(&e),
+                }),
+            }
+        }
+        if errors.is_empty() {
+            Ok(Cluster {
+                sessions,
+                _control_dir: control_dir,
+            })
+        } else {
+            errors.sort_by_key(|e| e.to_string());
+            for (_, (s, _)) in sessions {
+                if let Ok(s) = Arc::try_unwrap(s) {
+                    let _ = s.close().await;
+                }
+            }
+            Err(errors)
+        }
+    }
+
+    pub fn nodes(&self) -> impl Iterator<Item = &NodeName> {
+        self.sessions.keys()
+    }
+
+    fn session(&self, node: &NodeName) -> Result<&(Arc<Session>, Host), RemoteError> {
+        self.sessions
+            .get(node)
+            .ok_or_else(|| RemoteError::Unknown { node: node.clone() })
+    }
+
+    /// Runs a shell command line on `node` (through `sudo -n` where the inventory says so),
+    /// with `stdin` fed to it, and waits at most `timeout`. A non-zero exit is an error that
+    /// names the node, the command and what it printed on stderr.
+    pub async fn run(
+        &self,
+        node: &NodeName,
+        command: &str,
+        stdin: Option<&[u8]>,
+        timeout: Duration,
+    ) -> Result<Output, RemoteError> {
+        let (session, host) = self.session(node)?;
+        let line = if host.sudo {
+            format!(
+                "sudo -n sh -c {}",
+                shlex::try_quote(command).map_err(|e| RemoteError::Transport {
+                    node: node.clone(),
+                    command: command.into(),
+                    cause: e.to_string()
+                })?
+            )
+        } else {
+            command.to_owned()
+        };
+        let transport = |cause: String| RemoteError::Transport {
+            node: node.clone(),
+            command: command.to_owned(),
+            cause,
+        };
+        let work = async {
+            let mut cmd = session.raw_command(&line);
+            cmd.stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            });
+            cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+            let mut child = cmd.spawn().await.map_err(|e| transport(chain(&e)))?;
+            if let Some(bytes) = stdin {
+                let mut w = child.stdin().take().expect("piped");
+                w.write_all(bytes)
+                    .await
+                    .map_err(|e| transport(e.to_string()))?;
+                w.shutdown().await.map_err(|e| transport(e.to_string()))?;
+            }
+            child
+                .wait_with_output()
+                .await
+                .map_err(|e| transport(chain(&e)))
+        };
+        let out =
+            tokio::time::timeout(timeout, work)
+                .await
+                .map_err(|_| RemoteError::Timeout {
+                    node: node.clone(),
+                    command: command.to_owned(),
+                    timeout,
+                })??;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        if out.status.success() {
+            Ok(Output { stdout, stderr })
+        } else {
+            Err(RemoteError::Failed {
+                node: node.clone(),
+                command: command.to_owned(),
+                status: out.status.code(),
+                stderr: stderr.trim().to_owned(),
+            })
+        }
+    }
+
+    /// Writes `bytes` to `path` on `node` (through a temporary file and a rename, so a
+    /// half-written file never has the final name), with `mode`.
+    pub async fn upload(
+        &self,
+        node: &NodeName,
+        bytes: &[u8],
+        path: &str,
+        mode: u32,
+    ) -> Result<(), RemoteError> {
+        let p = shlex::try_quote(path)
+            .expect("no NUL in paths")
+            .into_owned();
+        let cmd = format!(
+            "mkdir -p \"$(dirname {p})\" && cat > {p}.part && chmod {mode:o} {p}.part && mv -f {p}.part {p}"
+        );
+        self.run(node, &cmd, Some(bytes), Duration::from_secs(120))
+            .await
+            .map(|_| ())
+    }
+
+    /// Runs `command` on every node at once; results in node order.
+    pub async fn run_all(
+        &self,
+        command: &str,
+        timeout: Duration,
+    ) -> Vec<(NodeName, Result<Output, RemoteError>)> {
+        let futures = self
+            .sessions
+            .keys()
+            .map(|n| async move { (n.clone(), self.run(n, command, None, timeout).await) });
+        futures_util::future::join_all(futures).await
+    }
+
+    /// Closes every master. Dropping a session would block; this is the clean way out.
+    pub async fn close(self) {
+        for (_, (s, _)) in self.sessions {
+            if let Ok(s) = Arc::try_unwrap(s) {
+                let _ = s.close().await;
+            }
+        }
+    }
+}
+
+fn builder(host: &Host, control_dir: &Path, opts: &ConnectOptions) -> SessionBuilder {
+    let mut b = SessionBuilder::default();
+    b.known_hosts_check(KnownHosts::Strict)
+        .control_directory(control_dir)
+        .connect_timeout(opts.connect_timeout)
+        .server_alive_interval(Duration::from_secs(5))
+        .control_persist(ControlPersist::IdleFor(
+            NonZeroUsize::new(opts.idle_exit.as_secs().max(1) as usize).expect("non-zero"),
+        ));
+    if let Some(u) = &host.user {
+        b.user(u.clone());
+    }
+    if let Some(p) = host.port {
+        b.port(p);
+    }
+    if let Some(k) = &host.identity {
+        b.keyfile(k);
+    }
+    if let Some(k) = &host.known_hosts {
+        b.user_known_hosts_file(k);
+    }
+    if let Some(j) = &host.jump {
+        b.jump_hosts([j]);
+    }
+    b
+}

@@ -1,0 +1,221 @@
+//! Applies rendered scripts inside throwaway network namespaces and checks that teardown puts
+//! everything back. Needs root and iproute2; says so and skips elsewhere.
+
+mod common;
+
+use std::process::Command;
+
+use orchestrate::netconf;
+use orchestrate::topology::Topology;
+
+struct Netns(String);
+
+impl Netns {
+    fn create(name: &str) -> Option<Netns> {
+        let _ = Command::new("ip").args(["netns", "del", name]).output();
+        let ok = Command::new("ip")
+            .args(["netns", "add", name])
+            .status()
+            .ok()?
+            .success();
+        ok.then(|| Netns(name.to_owned()))
+    }
+
+    fn sh(&self, script: &str) -> std::process::Output {
+        Command::new("ip")
+            .args(["netns", "exec", &self.0, "sh", "-c", script])
+            .output()
+            .expect("ip netns exec runs")
+    }
+
+    fn must(&self, script: &str) {
+        let out = self.sh(script);
+        assert!(
+            out.status.success(),
+            "{script}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Everything the scripts could change: IPv4 addresses, routes in every table, qdiscs,
+    /// link flags and masters, and the sysctls they set.
+    fn state(&self) -> String {
+        let out = self.sh(
+            "ip -4 -o addr show; ip -4 route show table all; tc qdisc show; \
+             ip -o link show | sed 's/ link\\/ether.*//'; sysctl net.ipv4.ip_forward",
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.0]).status();
+    }
+}
+
+fn can_use_netns() -> bool {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    let ip = Command::new("ip").arg("-V").output().is_ok();
+    root && ip
+}
+
+/// Sets up a namespace that looks like a node of `t` before a run, with state of its own
+/// that the run must not touch: an extra address, an extra route and a qdisc.
+fn node_namespace(name: &str, t: &Topology, node: &str) -> Netns {
+    let ns = Netns::create(name).expect("netns");
+    let n = t.node(&node.parse().unwrap()).unwrap();
+    for (i, iface) in n.interfaces.iter().enumerate() {
+        ns.must(&format!(
+            "ip link add {} type veth peer name peer{i} && ip link set peer{i} up",
+            iface.name
+        ));
+        // Bring each interface up and down once so the kernel's default qdisc is settled
+        // before the snapshot; the scripts are not what changes it.
+        ns.must(&format!(
+            "ip link set {0} up && ip link set {0} down",
+            iface.name
+        ));
+    }
+    let first = &n.interfaces[0].name;
+    ns.must(&format!(
+        "ip link set {first} up && ip addr add 192.0.2.7/24 dev {first} && \
+         ip route add 198.51.100.0/24 via 192.0.2.1 dev {first} && \
+         tc qdisc add dev {first} root tbf rate 100mbit burst 32kb latency 50ms"
+    ));
+    ns
+}
+
+fn run_script(ns: &Netns, script: &str, ledger: &std::path::Path) -> std::process::Output {
+    let path = ledger.with_extension("sh");
+    std::fs::write(&path, script).unwrap();
+    Command::new("ip")
+        .args(["netns", "exec", &ns.0, "sh"])
+        .arg(&path)
+        .arg(ledger)
+        .output()
+        .unwrap()
+}
+
+fn kernel_has_bonding() -> bool {
+    std::path::Path::new("/sys/module/bonding").exists()
+        || Command::new("modinfo")
+            .arg("bonding")
+            .output()
+            .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn root_netns_apply_then_teardown_restores_every_shipped_topology() {
+    if !can_use_netns() {
+        eprintln!("SKIPPED: needs root and iproute2 to create network namespaces");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    for (ti, name) in common::SHIPPED_TOPOLOGIES.iter().enumerate() {
+        let t = common::topology(name);
+        // A corner node and an inner one: they differ in forwarding and routes.
+        for node in ["n01", "n06"] {
+            let ns = node_namespace(&format!("orch-test-{ti}-{node}"), &t, node);
+            let n = t.node(&node.parse().unwrap()).unwrap();
+            let scripts = netconf::render(&t, n);
+            let ledger = dir.path().join(format!("{name}-{node}.ledger"));
+            let before = ns.state();
+
+            let applied = run_script(&ns, &scripts.apply, &ledger);
+            let bonded = !n.bonds.is_empty();
+            if bonded && !kernel_has_bonding() {
+                // The capability check must stop the script before it changes anything.
+                assert!(!applied.status.success());
+                assert!(String::from_utf8_lossy(&applied.stderr).contains("no bonding driver"));
+                assert_eq!(
+                    ns.state(),
+                    before,
+                    "{name}/{node}: a refused apply changed state"
+                );
+                eprintln!(
+                    "SKIPPED: {name}/{node} apply: this kernel has no bonding driver (checked that apply refuses cleanly)"
+                );
+                continue;
+            }
+            assert!(
+                applied.status.success(),
+                "{name}/{node} apply failed: {}",
+                String::from_utf8_lossy(&applied.stderr)
+            );
+            let during = ns.state();
+            for (_, addr) in n.links() {
+                assert!(
+                    during.contains(&addr.to_string()),
+                    "{name}/{node}: {addr} missing after apply"
+                );
+            }
+            for r in &n.routes {
+                assert!(
+                    during.contains(&format!("{} via {}", r.to, r.via)),
+                    "{name}/{node}: route {} missing",
+                    r.to
+                );
+            }
+
+            let torn = run_script(&ns, &scripts.teardown, &ledger);
+            assert!(
+                torn.status.success(),
+                "{name}/{node} teardown: {}",
+                String::from_utf8_lossy(&torn.stderr)
+            );
+            assert_eq!(
+                ns.state(),
+                before,
+                "{name}/{node}: teardown left the namespace changed"
+            );
+            assert!(!ledger.exists(), "an emptied ledger is removed");
+            // Teardown is idempotent.
+            assert!(run_script(&ns, &scripts.teardown, &ledger).status.success());
+        }
+    }
+}
+
+#[test]
+fn root_netns_failed_apply_is_undone_as_far_as_it_got() {
+    if !can_use_netns() {
+        eprintln!("SKIPPED: needs root and iproute2 to create network namespaces");
+        return;
+    }
+    let t = common::topology("routed-mesh-4x4");
+    let ns = node_namespace("orch-test-partial", &t, "n01");
+    let n = t.node(&"n01".parse().unwrap()).unwrap();
+    // Occupy the first route's destination so that step fails midway through the script.
+    let clash = &n.routes[2];
+    ns.must(&format!("ip route add {} dev eth1", clash.to));
+    let before = ns.state();
+    let scripts = netconf::render(&t, n);
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger");
+    let applied = run_script(&ns, &scripts.apply, &ledger);
+    assert!(
+        !applied.status.success(),
+        "apply must fail on the clashing route"
+    );
+    assert!(
+        ledger.exists(),
+        "the steps made before the failure are in the ledger"
+    );
+    // A second apply refuses while the ledger holds changes.
+    let again = run_script(&ns, &scripts.apply, &ledger);
+    assert!(String::from_utf8_lossy(&again.stderr).contains("not torn down"));
+    let torn = run_script(&ns, &scripts.teardown, &ledger);
+    assert!(
+        torn.status.success(),
+        "{}",
+        String::from_utf8_lossy(&torn.stderr)
+    );
+    assert_eq!(
+        ns.state(),
+        before,
+        "the pre-existing clashing route must survive, the rest undone"
+    );
+}

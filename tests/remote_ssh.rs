@@ -1,0 +1,124 @@
+//! The SSH layer against a real sshd on loopback: commands, failures that name node and
+//! command, uploads, timeouts, and strict host key checking.
+
+mod common;
+
+use std::time::Duration;
+
+use common::sshd::{self, Sshd};
+use orchestrate::remote::{Cluster, ConnectOptions, Inventory, RemoteError};
+use orchestrate::spec::NodeName;
+
+fn names(ns: &[&str]) -> Vec<NodeName> {
+    ns.iter().map(|n| n.parse().unwrap()).collect()
+}
+
+macro_rules! require_sshd {
+    () => {
+        if let Some(why) = sshd::unavailable() {
+            eprintln!("SKIPPED: {why}");
+            return;
+        }
+    };
+}
+
+#[tokio::test]
+async fn commands_run_on_every_node_and_failures_name_node_and_command() {
+    require_sshd!();
+    let sshd = Sshd::start();
+    let nodes = ["n1", "n2", "n3"];
+    let inv = Inventory::load(&sshd.inventory(&nodes)).unwrap();
+    let cluster = Cluster::connect(&inv, &names(&nodes), &ConnectOptions::default())
+        .await
+        .unwrap();
+
+    let all = cluster
+        .run_all("echo hello $((6*7))", Duration::from_secs(10))
+        .await;
+    assert_eq!(all.len(), 3);
+    for (_, r) in &all {
+        assert_eq!(r.as_ref().unwrap().stdout, "hello 42\n");
+    }
+
+    let n2: NodeName = "n2".parse().unwrap();
+    let err = cluster
+        .run(&n2, "echo oops >&2; exit 3", None, Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with("n2: `echo oops >&2; exit 3` failed (exit 3): oops"),
+        "{msg}"
+    );
+
+    let echoed = cluster
+        .run(&n2, "cat", Some(b"stdin arrives"), Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(echoed.stdout, "stdin arrives");
+
+    let slow = cluster
+        .run(&n2, "sleep 5", None, Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    assert!(matches!(slow, RemoteError::Timeout { .. }), "{slow}");
+    cluster.close().await;
+}
+
+#[tokio::test]
+async fn uploads_land_whole_with_their_mode() {
+    require_sshd!();
+    let sshd = Sshd::start();
+    let inv = Inventory::load(&sshd.inventory(&["n1"])).unwrap();
+    let cluster = Cluster::connect(&inv, &names(&["n1"]), &ConnectOptions::default())
+        .await
+        .unwrap();
+    let target = sshd.dir.path().join("sub dir/worker");
+    let payload: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+    let n1: NodeName = "n1".parse().unwrap();
+    cluster
+        .upload(&n1, &payload, target.to_str().unwrap(), 0o755)
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read(&target).unwrap(), payload);
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    assert!(!target.with_extension("part").exists());
+    cluster.close().await;
+}
+
+#[tokio::test]
+async fn a_changed_host_key_is_refused_before_anything_runs() {
+    require_sshd!();
+    let sshd = Sshd::start();
+    let inv_path = sshd.inventory(&["n1", "n2"]);
+    sshd.forget_real_host_key();
+    let inv = Inventory::load(&inv_path).unwrap();
+    let errors =
+        match Cluster::connect(&inv, &names(&["n1", "n2"]), &ConnectOptions::default()).await {
+            Ok(_) => panic!("connected despite a changed host key"),
+            Err(e) => e,
+        };
+    assert_eq!(errors.len(), 2);
+    for e in &errors {
+        let msg = e.to_string();
+        assert!(matches!(e, RemoteError::Connect { .. }), "{msg}");
+        assert!(
+            msg.to_lowercase().contains("host key") || msg.contains("verification failed"),
+            "{msg}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn nodes_missing_from_the_inventory_are_named() {
+    let inv = Inventory::default();
+    let errors = match Cluster::connect(&inv, &names(&["n7"]), &ConnectOptions::default()).await {
+        Ok(_) => panic!("connected to nothing"),
+        Err(e) => e,
+    };
+    assert_eq!(errors[0].to_string(), "n7 is not in the inventory");
+}

@@ -1,0 +1,383 @@
+//! The shipped topologies and experiments: they validate, resolve to the study's reachability,
+//! render stable scripts, and plan as the README says.
+
+mod common;
+
+use assert_cmd::Command;
+use orchestrate::spec::SourceFile;
+use orchestrate::topology::{self, paths};
+use proptest::prelude::*;
+
+fn orchestrate() -> Command {
+    Command::cargo_bin("orchestrate").unwrap()
+}
+
+fn reach(t: &topology::Topology) -> Vec<Vec<(usize, usize)>> {
+    t.nodes
+        .iter()
+        .map(|n| paths::reach_by_hops(t, &n.name))
+        .collect()
+}
+
+#[test]
+fn validate_passes_on_every_shipped_file() {
+    let mut files: Vec<String> = Vec::new();
+    for dir in ["experiments", "topologies"] {
+        for e in std::fs::read_dir(common::root().join(dir)).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                files.push(p.display().to_string());
+            }
+        }
+    }
+    assert!(files.len() >= 6);
+    let out = orchestrate()
+        .arg("validate")
+        .args(&files)
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert_eq!(
+        stdout.lines().filter(|l| l.starts_with("ok ")).count(),
+        files.len()
+    );
+}
+
+#[test]
+fn validate_fails_with_location_on_a_bad_file() {
+    let bad = common::root().join("tests/specs/bad/bad-rate.toml");
+    let out = orchestrate().arg("validate").arg(&bad).assert().failure();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("bad-rate.toml:5:8"), "{stderr}");
+    assert!(stderr.contains("invalid rate"), "{stderr}");
+}
+
+#[test]
+fn routed_mesh_reaches_six_nodes_directly_and_nine_through_a_forwarder() {
+    let t = common::topology("routed-mesh-4x4");
+    for r in reach(&t) {
+        assert_eq!(r, vec![(1, 6), (2, 9)]);
+    }
+    assert_eq!(t.forwarding_nodes().len(), 16);
+    // Every two-hop path goes through exactly one forwarding node, and forwarding is spread:
+    // each node forwards for the same number of ordered pairs.
+    let mut forwarded = std::collections::BTreeMap::new();
+    for a in &t.nodes {
+        for b in &t.nodes {
+            if a.name == b.name {
+                continue;
+            }
+            let best = &paths::options(&t, &a.name, &b.name)[0];
+            if best.hop_count() == 2 {
+                let via = best.forwarders();
+                assert_eq!(via.len(), 1);
+                *forwarded.entry(via[0].clone()).or_insert(0) += 1;
+            }
+        }
+    }
+    let counts: std::collections::BTreeSet<_> = forwarded.values().collect();
+    assert_eq!(counts.len(), 1, "forwarding load is uneven: {forwarded:?}");
+}
+
+#[test]
+fn switched_mesh_and_bonded_dual_net_reach_all_fifteen_in_one_hop() {
+    for name in [
+        "switched-mesh-4x4",
+        "bonded-dual-net",
+        "switched-bonded-mesh-4x4",
+        "single-net",
+    ] {
+        let t = common::topology(name);
+        for r in reach(&t) {
+            assert_eq!(r, vec![(1, 15)], "{name}");
+        }
+        assert!(
+            t.forwarding_nodes().is_empty(),
+            "{name} needs no forwarding"
+        );
+    }
+}
+
+#[test]
+fn explicit_and_generated_forms_resolve_to_the_same_model() {
+    let explicit =
+        topology::load(&common::root().join("tests/specs/good/dual-bus-explicit.toml")).unwrap();
+    let generated = common::topology("bonded-dual-net");
+    assert_eq!(
+        serde_json::to_value(&explicit).unwrap(),
+        serde_json::to_value(&generated).unwrap()
+    );
+}
+
+#[test]
+fn explicit_routes_are_accepted_and_make_their_next_hop_forward() {
+    let t = topology::load(&common::root().join("tests/specs/good/two-buses-routed.toml")).unwrap();
+    let fwd: Vec<&str> = t.forwarding_nodes().iter().map(|n| n.as_str()).collect();
+    assert_eq!(fwd, ["n2"]);
+    let p = &paths::options(&t, &"n1".parse().unwrap(), &"n3".parse().unwrap())[0];
+    assert_eq!(p.hop_count(), 2);
+    assert_eq!(p.reply.len(), 2);
+}
+
+#[test]
+fn scripts_of_every_shipped_topology_match_their_snapshots() {
+    for name in common::SHIPPED_TOPOLOGIES {
+        let t = common::topology(name);
+        // A corner node and an inner one, in full; every node's step list.
+        for node in ["n01", "n06"] {
+            let n = t.node(&node.parse().unwrap()).unwrap();
+            let s = orchestrate::netconf::render(&t, n);
+            insta::assert_snapshot!(format!("{name}-{node}-apply"), s.apply);
+            insta::assert_snapshot!(format!("{name}-{node}-teardown"), s.teardown);
+        }
+        let steps: Vec<String> = t
+            .nodes
+            .iter()
+            .map(|n| {
+                let s = orchestrate::netconf::render(&t, n);
+                format!(
+                    "{}: {}",
+                    n.name,
+                    s.steps
+                        .iter()
+                        .map(|x| x.describe())
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )
+            })
+            .collect();
+        insta::assert_snapshot!(format!("{name}-steps"), steps.join("\n"));
+    }
+}
+
+#[test]
+fn plan_prints_points_estimate_and_every_nodes_scripts() {
+    let exp = common::root().join("experiments/grid4x4.toml");
+    let out = orchestrate().arg("plan").arg(&exp).assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(
+        text.starts_with("Plan for grid4x4 (seed 1996)"),
+        "{}",
+        &text[..200.min(text.len())]
+    );
+    assert!(text.contains("estimated "));
+    assert!(text.contains("reach: every node reaches 6 node(s) in 1 hop, 9 node(s) in 2 hops"));
+    for topo in ["routed-mesh-4x4", "switched-mesh-4x4", "bonded-dual-net"] {
+        for node in ["n01", "n16"] {
+            assert!(
+                text.contains(&format!("=== {node} apply, configuration")),
+                "{topo} {node}"
+            );
+        }
+        assert!(text.contains(&format!("# Apply {topo} on n16.")), "{topo}");
+        assert!(
+            text.contains(&format!("# Teardown {topo} on n16.")),
+            "{topo}"
+        );
+    }
+
+    let json = orchestrate()
+        .arg("plan")
+        .arg(&exp)
+        .arg("--json")
+        .assert()
+        .success();
+    let v: serde_json::Value = serde_json::from_slice(&json.get_output().stdout).unwrap();
+    let points = v["points"].as_array().unwrap();
+    let header_points: usize = text
+        .split(", ")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_eq!(
+        points.len(),
+        header_points,
+        "text and JSON show the same points"
+    );
+    assert_eq!(v["configurations"].as_array().unwrap().len(), 3);
+    assert!(v["estimate"].as_f64().unwrap() > 0.0);
+    assert!(
+        v["configurations"][0]["scripts"][0]["apply"]
+            .as_str()
+            .unwrap()
+            .starts_with("#!/bin/sh")
+    );
+}
+
+#[test]
+fn plan_for_one_node_shows_only_its_scripts_and_rejects_unknown_nodes() {
+    let exp = common::root().join("experiments/grid4x4.toml");
+    let out = orchestrate()
+        .args(["plan", "--node", "n07"])
+        .arg(&exp)
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("=== n07 apply"));
+    assert!(!text.contains("=== n01 apply"));
+    orchestrate()
+        .args(["plan", "--node", "n99"])
+        .arg(&exp)
+        .assert()
+        .failure();
+}
+
+#[test]
+fn plans_are_deterministic_for_a_seed() {
+    let e = orchestrate::plan::load(&common::root().join("experiments/grid4x4.toml")).unwrap();
+    let a = orchestrate::plan::expand(&e).unwrap();
+    let b = orchestrate::plan::expand(&e).unwrap();
+    let order = |p: &orchestrate::plan::Plan| {
+        p.points
+            .iter()
+            .map(|x| (x.topology.to_string(), x.size_bytes, x.pairs, x.rep))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(order(&a), order(&b));
+    let mut e2 = e.clone();
+    e2.seed += 1;
+    assert_ne!(
+        order(&a),
+        order(&orchestrate::plan::expand(&e2).unwrap()),
+        "another seed, another order"
+    );
+}
+
+#[test]
+fn placements_keep_nodes_in_one_pair_and_respect_wires() {
+    use orchestrate::plan::{PlacementError, place};
+    use orchestrate::spec::experiment::PlacementKind;
+    let t = common::topology("routed-mesh-4x4");
+    for kind in [PlacementKind::LocalWire, PlacementKind::RemoteWire] {
+        for count in 1..=8 {
+            let p = place(&t, kind, count, &[]).unwrap();
+            assert_eq!(p.pairs.len(), count);
+            let mut seen = std::collections::BTreeSet::new();
+            for pair in &p.pairs {
+                assert!(
+                    seen.insert(pair.client.clone()) && seen.insert(pair.server.clone()),
+                    "node in two pairs"
+                );
+                let shared = t.shared_segments(&pair.client, &pair.server);
+                assert_eq!(shared.is_empty(), kind == PlacementKind::RemoteWire);
+            }
+        }
+    }
+    // Local-wire pairs on the routed mesh each get a bus of their own up to 8 pairs.
+    assert_eq!(
+        place(&t, PlacementKind::LocalWire, 7, &[])
+            .unwrap()
+            .max_segment_load,
+        1
+    );
+    assert!(matches!(
+        place(&t, PlacementKind::RemoteWire, 9, &[]),
+        Err(PlacementError::TooMany { possible: 8, .. })
+    ));
+    let bus = common::topology("bonded-dual-net");
+    assert!(matches!(
+        place(&bus, PlacementKind::RemoteWire, 1, &[]),
+        Err(PlacementError::NotApplicable { .. })
+    ));
+}
+
+fn grid(rows: u32, cols: u32, interconnect: &str) -> topology::Topology {
+    let text = format!(
+        "[generator]\nkind = \"grid\"\nrows = {rows}\ncols = {cols}\ninterconnect = \"{interconnect}\"\n"
+    );
+    let source = SourceFile {
+        path: format!("grid{rows}x{cols}.toml").into(),
+        text,
+    };
+    topology::from_source(&source).unwrap_or_else(|e| panic!("{e:?}"))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    /// Any grid from 2x2 to 8x8: every ordered pair reaches every address of the other and
+    /// back (resolution runs the path checker), in at most two hops, local-wire in one.
+    #[test]
+    fn grids_are_fully_reachable_in_at_most_two_hops(rows in 2u32..=8, cols in 2u32..=8, switched in any::<bool>()) {
+        let t = grid(rows, cols, if switched { "switched" } else { "routed" });
+        let n = (rows * cols) as usize;
+        prop_assert!(paths::check_all(&t).is_ok());
+        for node in &t.nodes {
+            let r = paths::reach_by_hops(&t, &node.name);
+            prop_assert_eq!(r.iter().map(|(_, c)| c).sum::<usize>(), n - 1);
+            prop_assert!(r.iter().all(|(hops, _)| *hops <= 2));
+            if switched {
+                prop_assert_eq!(r, vec![(1, n - 1)]);
+            } else {
+                let direct = (rows + cols - 2) as usize;
+                prop_assert_eq!(r[0], (1, direct));
+            }
+        }
+    }
+}
+
+#[test]
+fn plan_graph_draws_every_topology_as_svg_and_dot() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = common::root().join("benches/five-topologies.toml");
+    orchestrate()
+        .args(["--quiet", "plan"])
+        .arg(&exp)
+        .arg("--graph")
+        .arg(dir.path())
+        .assert()
+        .success();
+    for name in common::SHIPPED_TOPOLOGIES {
+        let t = common::topology(name);
+        let svg = std::fs::read_to_string(dir.path().join(format!("{name}.svg"))).unwrap();
+        let doc = roxmltree::Document::parse(&svg)
+            .unwrap_or_else(|e| panic!("{name}.svg is not XML: {e}"));
+        let title = doc
+            .descendants()
+            .find(|n| n.has_tag_name("title"))
+            .and_then(|n| n.text());
+        assert_eq!(title, Some(format!("Topology {name}").as_str()));
+        let texts: Vec<&str> = doc
+            .descendants()
+            .filter(|n| n.has_tag_name("text"))
+            .filter_map(|n| n.text())
+            .collect();
+        for n in &t.nodes {
+            assert!(
+                texts.contains(&n.name.as_str()),
+                "{name}.svg lacks node {}",
+                n.name
+            );
+        }
+        for seg in &t.segments {
+            assert!(
+                texts
+                    .iter()
+                    .any(|x| x.starts_with(&format!("{} · ", seg.name))),
+                "{name}.svg lacks segment {}",
+                seg.name
+            );
+        }
+        let forwarding_boxes = svg.matches("fill=\"#c6e0b4\" stroke=\"#333\"/>").count();
+        // One per forwarding node, plus the legend's swatch.
+        assert_eq!(forwarding_boxes, t.forwarding_nodes().len() + 1, "{name}");
+
+        let dot = std::fs::read_to_string(dir.path().join(format!("{name}.dot"))).unwrap();
+        assert!(dot.starts_with(&format!("graph \"{name}\" {{")));
+        let edges = dot.lines().filter(|l| l.contains(" -- \"seg:")).count();
+        let attachments: usize = t.nodes.iter().map(|n| n.interfaces.len()).sum::<usize>()
+            + t.networks
+                .iter()
+                .filter(|n| n.switch.is_some())
+                .map(|n| n.segments.len())
+                .sum::<usize>();
+        assert_eq!(
+            edges, attachments,
+            "{name}.dot: one edge per attachment and switch port"
+        );
+    }
+}

@@ -8,8 +8,11 @@ use std::time::{Duration, Instant};
 
 /// Why docker tests cannot run here, or `None` when they can (root, a docker engine, compose).
 pub fn docker_unavailable() -> Option<String> {
-    let uid = Command::new("id").arg("-u").output().ok()?;
-    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
         return Some("needs root (tc, nsenter)".into());
     }
     match Command::new("docker")

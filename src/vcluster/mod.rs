@@ -16,10 +16,10 @@
 //!   addresses: the controller's scripts number them;
 //! - shaping happens on the host side of every veth, out of reach of the nodes.
 
-mod cluster;
 mod cmd;
 mod compose;
 mod docker;
+mod down;
 mod emulation;
 mod error;
 mod image;
@@ -32,13 +32,12 @@ mod netns;
 pub mod paths;
 mod ssh;
 mod state;
+mod status;
+mod up;
 mod verify;
 
-pub use cluster::{
-    DownReport, MemberStatus, NODE_USER, Status, UpOptions, UpReport, down, list_clusters, status,
-    up,
-};
 pub use docker::{Compose, Docker};
+pub use down::{DownReport, down};
 pub use emulation::WIRE_OVERHEAD_BYTES;
 pub use error::{Error, Result};
 pub use image::{
@@ -49,6 +48,8 @@ pub use model::{Medium, Node, Port, Segment, SegmentId, Switch, Wiring, WiringBu
 pub use names::{ClusterName, LABEL_CLUSTER, MGMT_IFNAME};
 pub use paths::ClusterDir;
 pub use ssh::command as ssh_command;
+pub use status::{MemberStatus, Status, list_clusters, status};
+pub use up::{NODE_USER, UpOptions, UpReport, up};
 pub use verify::{Check, Flow, TCP_GOODPUT_RATIO, VerifyOptions, table as verify_table, verify};
 
 /// The default root of the clusters' directories, relative to the working directory.

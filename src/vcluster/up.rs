@@ -1,6 +1,6 @@
-//! `up`, `down` and `status`: the steps, in order, each recorded so it can be undone.
+//! `up`: the steps, in order, each recorded so that `down` can undo it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -13,7 +13,7 @@ use super::image::{self, ImageOptions, NodeImage};
 use super::inventory::{Host, Inventory};
 use super::keys;
 use super::model::{SegmentId, Wiring, switch_service};
-use super::names::{ClusterName, LABEL_CLUSTER, LABEL_NAME, LABEL_ROLE, MGMT_IFNAME};
+use super::names::{ClusterName, LABEL_NAME, LABEL_ROLE, MGMT_IFNAME};
 use super::netns::{self, Ns, Wanted};
 use super::paths::ClusterDir;
 use super::ssh;
@@ -93,7 +93,7 @@ pub fn up(wiring: &Wiring, opts: &UpOptions) -> Result<UpReport> {
         Err(e) if opts.keep_on_failure => Err(e),
         Err(e) => {
             tracing::warn!("up failed; removing what it made: {e}");
-            if let Err(e2) = down(&opts.name, &opts.state_dir) {
+            if let Err(e2) = super::down::down(&opts.name, &opts.state_dir) {
                 tracing::warn!("cleaning up after the failed up also failed: {e2}");
             }
             Err(e)
@@ -356,171 +356,6 @@ fn ssh_config(inv: &Inventory) -> String {
         ));
     }
     s
-}
-
-/// What `down` removed.
-#[derive(Debug, Default)]
-pub struct DownReport {
-    pub containers: usize,
-    pub networks: usize,
-    pub ifbs: usize,
-    pub files: usize,
-}
-
-/// Removes everything `up` made for the cluster: containers and networks (found by label),
-/// ifb devices (from the state file, and by name prefix in case it is gone) and files. Safe to
-/// run again, and on a cluster that is only half made or whose files were deleted.
-pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
-    let docker = Docker::connect()?;
-    let dir = ClusterDir::new(state_dir, name);
-    let state = State::load(&dir.state_file()).unwrap_or_else(|e| {
-        tracing::warn!("{e}");
-        None
-    });
-    let mut report = DownReport::default();
-    let containers = docker.cluster_containers(name)?;
-    report.containers = containers.len();
-    let host_ports = host_side_of(&docker.inspect_containers(&containers)?);
-    docker.remove_containers(&containers)?;
-    wait_gone(&host_ports, Duration::from_secs(60));
-    let networks = docker.cluster_networks(name)?;
-    report.networks = networks.len();
-    docker.remove_networks(&networks)?;
-    let mut ifbs: BTreeSet<String> = state.iter().flat_map(|s| s.ifbs.iter().cloned()).collect();
-    ifbs.extend(emulation::find_ifbs(&name.ifb_prefix())?);
-    let ifbs: Vec<String> = ifbs.into_iter().collect();
-    report.ifbs = emulation::remove_ifbs(&ifbs)?;
-    // Files: the known ones only, then the directories if that left them empty.
-    let mut nodes: BTreeSet<String> = state
-        .iter()
-        .flat_map(|s| s.wiring.nodes.iter().map(|n| n.name.clone()))
-        .collect();
-    if let Ok(rd) = std::fs::read_dir(dir.nodes_dir()) {
-        nodes.extend(
-            rd.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned()),
-        );
-    }
-    let nodes: Vec<String> = nodes.into_iter().collect();
-    for f in dir.files(&nodes) {
-        match std::fs::remove_file(&f) {
-            Ok(()) => report.files += 1,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io("removing a cluster file", f, e)),
-        }
-    }
-    for n in &nodes {
-        let _ = std::fs::remove_dir(dir.node_dir(n));
-    }
-    let _ = std::fs::remove_dir(dir.nodes_dir());
-    let _ = std::fs::remove_dir(dir.root());
-    if let Some(parent) = dir.root().parent() {
-        let _ = std::fs::remove_dir(parent);
-    }
-    Ok(report)
-}
-
-/// Host ifindexes of the containers' veth peers (their host sides).
-fn host_side_of(containers: &[ContainerInfo]) -> BTreeSet<u32> {
-    containers
-        .iter()
-        .filter(|c| c.state.running && c.state.pid != 0)
-        .filter_map(|c| netns::links(Ns::Pid(c.state.pid)).ok())
-        .flatten()
-        .filter_map(|l| l.link_index)
-        .collect()
-}
-
-/// docker removes a container's veths in the background after `docker rm` returns; `down`
-/// is only done when they are gone.
-fn wait_gone(ifindexes: &BTreeSet<u32>, limit: Duration) {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        let Ok(links) = netns::links(Ns::Host) else {
-            return;
-        };
-        let left = links
-            .iter()
-            .filter(|l| ifindexes.contains(&l.ifindex))
-            .count();
-        if left == 0 {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    tracing::warn!("some of the cluster's host-side veths still exist after {limit:?}");
-}
-
-/// One container of a cluster, as `status` shows it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct MemberStatus {
-    pub name: String,
-    pub role: String,
-    pub container: String,
-    pub state: String,
-    pub address: Option<String>,
-}
-
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Status {
-    pub cluster: String,
-    pub directory: PathBuf,
-    pub topology: Option<String>,
-    pub source: Option<String>,
-    pub image: Option<String>,
-    pub members: Vec<MemberStatus>,
-    pub networks: usize,
-    pub ifbs: Vec<String>,
-}
-
-pub fn status(name: &ClusterName, state_dir: &Path) -> Result<Status> {
-    let docker = Docker::connect()?;
-    let dir = ClusterDir::new(state_dir, name);
-    let state = State::load(&dir.state_file())?;
-    let containers = docker.inspect_containers(&docker.cluster_containers(name)?)?;
-    let mgmt = name.network_name(MGMT_NETWORK_KEY);
-    let mut members: Vec<MemberStatus> = containers
-        .iter()
-        .map(|ci| MemberStatus {
-            name: ci.label(LABEL_NAME).unwrap_or("?").to_owned(),
-            role: ci.label(LABEL_ROLE).unwrap_or("?").to_owned(),
-            container: ci.name.trim_start_matches('/').to_owned(),
-            state: ci.state.status.clone(),
-            address: ci
-                .network_settings
-                .networks
-                .get(&mgmt)
-                .map(|e| e.ip_address.clone()),
-        })
-        .collect();
-    members.sort_by(|a, b| (&a.role, &a.name).cmp(&(&b.role, &b.name)));
-    Ok(Status {
-        cluster: name.to_string(),
-        directory: dir.root().to_owned(),
-        topology: state.as_ref().map(|s| s.wiring.topology.clone()),
-        source: state.as_ref().map(|s| s.source.clone()),
-        image: state.as_ref().map(|s| s.image.clone()),
-        members,
-        networks: docker.cluster_networks(name)?.len(),
-        ifbs: emulation::find_ifbs(&name.ifb_prefix())?,
-    })
-}
-
-/// The names of the clusters that exist (containers with the cluster label).
-pub fn list_clusters() -> Result<Vec<String>> {
-    Docker::connect()?;
-    let out = Cmd::new("docker", "listing clusters")
-        .args([
-            "ps",
-            "-a",
-            "--filter",
-            &format!("label={LABEL_CLUSTER}"),
-            "--format",
-        ])
-        .arg(format!("{{{{.Label \"{LABEL_CLUSTER}\"}}}}"))
-        .run()?;
-    let set: BTreeSet<String> = out.split_whitespace().map(str::to_owned).collect();
-    Ok(set.into_iter().collect())
 }
 
 fn check_host() -> Result<()> {

@@ -26,6 +26,7 @@ mod image;
 mod inventory;
 mod kernel;
 mod keys;
+mod meter;
 mod model;
 mod names;
 mod netns;
@@ -44,13 +45,14 @@ pub use image::{
     BaseSource, ImageOptions, NodeImage, ensure as ensure_image, locate_worker, offline_base_tag,
 };
 pub use inventory::{Host, Inventory};
+pub use meter::Flow;
 pub use model::{Medium, Node, Port, Segment, SegmentId, Switch, Wiring, WiringBuilder};
 pub use names::{ClusterName, LABEL_CLUSTER, MGMT_IFNAME};
 pub use paths::ClusterDir;
 pub use ssh::command as ssh_command;
 pub use status::{MemberStatus, Status, list_clusters, status};
 pub use up::{NODE_USER, UpOptions, UpReport, up};
-pub use verify::{Check, Flow, TCP_GOODPUT_RATIO, VerifyOptions, table as verify_table, verify};
+pub use verify::{Check, TCP_GOODPUT_RATIO, VerifyOptions, table as verify_table, verify};
 
 /// The default root of the clusters' directories, relative to the working directory.
 pub const DEFAULT_STATE_DIR: &str = ".orchestrate";

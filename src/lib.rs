@@ -13,3 +13,4 @@ pub mod report;
 pub mod results;
 pub mod spec;
 pub mod topology;
+pub mod vcluster;

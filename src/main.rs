@@ -58,6 +58,12 @@ enum Command {
     /// Runs automatically at the end of `run`; re-running it on the same directory gives
     /// byte-identical files. `--compare` puts several runs side by side.
     Report(orchestrate::report::cli::ReportArgs),
+    /// The virtual cluster: a topology as docker containers with emulated wires, reached
+    /// over SSH like real machines (image, up, status, verify, down).
+    Cluster {
+        #[command(subcommand)]
+        action: ClusterCommand,
+    },
     /// Print the JSON Schema of the topology and experiment formats (for editors).
     Schema,
     /// Print a shell completion script, e.g. `orchestrate completions bash > ~/.local/share/bash-completion/completions/orchestrate`.
@@ -127,6 +133,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             orchestrate::report::cli::run(args)?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Cluster { action } => cluster(action),
         Command::Schema => {
             println!(
                 "{}",
@@ -229,6 +236,272 @@ fn report_spec_errors<T>(r: Result<T, SpecErrors>) -> Option<T> {
                 eprintln!("{:?}", miette::Report::new(e));
             }
             None
+        }
+    }
+}
+
+/// `orchestrate cluster ...`: the virtual cluster's commands.
+#[derive(Subcommand)]
+enum ClusterCommand {
+    /// Build the node image (once per change of its inputs): Debian bookworm with sshd,
+    /// iproute2, tc and the worker. Uses debian:bookworm-slim where a registry is reachable,
+    /// else makes the base offline with debootstrap.
+    Image {
+        #[command(flatten)]
+        image: ImageArgs,
+    },
+    /// Bring a topology up as a docker compose cluster; writes the cluster's directory
+    /// (compose file, keys, known_hosts, inventory.toml) under --state-dir.
+    Up {
+        /// A topology file, or an experiment file (then --topology picks one of its topologies
+        /// if it has several).
+        file: PathBuf,
+        /// Cluster name (default: the topology's name).
+        #[arg(long)]
+        name: Option<String>,
+        /// Which of an experiment's topologies.
+        #[arg(long)]
+        topology: Option<String>,
+        #[command(flatten)]
+        image: ImageArgs,
+        #[command(flatten)]
+        state: StateArgs,
+        /// Leave a half-made cluster in place if `up` fails (for debugging).
+        #[arg(long)]
+        keep_on_failure: bool,
+    },
+    /// Show a cluster's containers, addresses and emulation devices.
+    Status {
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        state: StateArgs,
+        /// Print JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure every segment over SSH and check it against its rate and medium.
+    Verify {
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        state: StateArgs,
+        /// Only these segments.
+        #[arg(long = "segment", value_name = "SEGMENT")]
+        segments: Vec<String>,
+        /// Seconds per measurement (plus one second of warm-up).
+        #[arg(long, default_value_t = 5)]
+        seconds: u32,
+        /// Print JSON on stdout.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove everything `up` made: containers, networks, ifb devices, files. Idempotent.
+    Down {
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+}
+
+#[derive(clap::Args)]
+struct ImageArgs {
+    /// Where the image's base comes from.
+    #[arg(long, value_enum, default_value_t = BaseArg::Auto)]
+    base: BaseArg,
+    /// The worker binary to put in the image (default: beside this program, else built).
+    #[arg(long, value_name = "PATH")]
+    worker: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum BaseArg {
+    /// The registry's debian:bookworm-slim if present or pullable, else debootstrap.
+    Auto,
+    Registry,
+    Debootstrap,
+}
+
+#[derive(clap::Args)]
+struct StateArgs {
+    /// Root of the clusters' directories: <DIR>/clusters/<name>/.
+    #[arg(long, value_name = "DIR", default_value = orchestrate::vcluster::DEFAULT_STATE_DIR)]
+    state_dir: PathBuf,
+}
+
+impl ImageArgs {
+    fn options(&self) -> orchestrate::vcluster::ImageOptions {
+        use orchestrate::vcluster::BaseSource;
+        orchestrate::vcluster::ImageOptions {
+            base: match self.base {
+                BaseArg::Auto => BaseSource::Auto,
+                BaseArg::Registry => BaseSource::Registry,
+                BaseArg::Debootstrap => BaseSource::Debootstrap,
+            },
+            worker: self.worker.clone(),
+        }
+    }
+}
+
+fn cluster(action: ClusterCommand) -> anyhow::Result<ExitCode> {
+    use orchestrate::vcluster as vc;
+    let name_or_only = |name: Option<String>| -> anyhow::Result<vc::ClusterName> {
+        match name {
+            Some(n) => Ok(vc::ClusterName::parse(&n)?),
+            None => match vc::list_clusters()?.as_slice() {
+                [one] => Ok(vc::ClusterName::parse(one)?),
+                [] => anyhow::bail!("no virtual cluster is up; name one with --name"),
+                many => anyhow::bail!(
+                    "several clusters are up ({}); choose one with --name",
+                    many.join(", ")
+                ),
+            },
+        }
+    };
+    match action {
+        ClusterCommand::Image { image } => {
+            let img = vc::ensure_image(&vc::Docker::connect()?, &image.options())?;
+            println!(
+                "{} {} (base {}, worker {}) in {:.1} s",
+                img.tag,
+                if img.built { "built" } else { "up to date" },
+                img.base,
+                img.worker.display(),
+                img.elapsed.as_secs_f64()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Up {
+            file,
+            name,
+            topology,
+            image,
+            state,
+            keep_on_failure,
+        } => {
+            let topologies = match kind_of(&file) {
+                Kind::Experiment => plan::load(&file).map(|e| e.topologies),
+                Kind::Topology => topology::load(&file).map(|t| vec![t]),
+            };
+            let Some(topologies) = report_spec_errors(topologies) else {
+                return Ok(ExitCode::FAILURE);
+            };
+            let chosen = match (topology.as_deref(), topologies.as_slice()) {
+                (None, [one]) => one,
+                (None, _) => anyhow::bail!(
+                    "{} has {} topologies ({}); choose one with --topology",
+                    file.display(),
+                    topologies.len(),
+                    topologies
+                        .iter()
+                        .map(|t| t.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                (Some(want), all) => {
+                    all.iter()
+                        .find(|t| t.name.as_str() == want)
+                        .ok_or_else(|| {
+                            anyhow::anyhow!("{} has no topology named {want:?}", file.display())
+                        })?
+                }
+            };
+            let wiring = vc::Wiring::from_topology(chosen)?;
+            let name = match name {
+                Some(n) => vc::ClusterName::parse(&n)?,
+                None => vc::ClusterName::from_label(chosen.name.as_str())?,
+            };
+            let report = vc::up(
+                &wiring,
+                &vc::UpOptions {
+                    name: name.clone(),
+                    state_dir: state.state_dir,
+                    image: image.options(),
+                    source: file.display().to_string(),
+                    keep_on_failure,
+                },
+            )?;
+            let steps: Vec<String> = report
+                .steps
+                .iter()
+                .map(|(s, d)| format!("{s} {:.1}s", d.as_secs_f64()))
+                .collect();
+            println!(
+                "cluster {name} is up: {} nodes, {} switches, {} ifb devices in {:.1} s ({})",
+                report.nodes,
+                report.switches,
+                report.ifbs,
+                report.elapsed.as_secs_f64(),
+                steps.join(", ")
+            );
+            println!("inventory: {}", report.dir.inventory().display());
+            println!(
+                "ssh:       ssh -F {} <node>",
+                report.dir.ssh_config().display()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Status { name, state, json } => {
+            let st = vc::status(&name_or_only(name)?, &state.state_dir)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&st)?);
+                return Ok(ExitCode::SUCCESS);
+            }
+            println!("cluster {} ({})", st.cluster, st.directory.display());
+            if let (Some(t), Some(s), Some(i)) = (&st.topology, &st.source, &st.image) {
+                println!("topology {t} from {s}, image {i}");
+            }
+            println!(
+                "{} containers, {} networks, {} ifb devices",
+                st.members.len(),
+                st.networks,
+                st.ifbs.len()
+            );
+            for m in &st.members {
+                println!(
+                    "  {:<7} {:<12} {:<10} {:<16} {}",
+                    m.role,
+                    m.name,
+                    m.state,
+                    m.address.as_deref().unwrap_or("-"),
+                    m.container
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Verify {
+            name,
+            state,
+            segments,
+            seconds,
+            json,
+        } => {
+            let checks = vc::verify(
+                &name_or_only(name)?,
+                &state.state_dir,
+                &vc::VerifyOptions { seconds, segments },
+            )?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&checks)?);
+            } else {
+                print!("{}", vc::verify_table(&checks));
+            }
+            let failed = checks.iter().filter(|c| c.pass == Some(false)).count();
+            if failed > 0 {
+                eprintln!("{failed} check(s) failed");
+                return Ok(ExitCode::FAILURE);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCommand::Down { name, state } => {
+            let name = name_or_only(name)?;
+            let r = vc::down(&name, &state.state_dir)?;
+            println!(
+                "cluster {name} removed: {} containers, {} networks, {} ifb devices, {} files",
+                r.containers, r.networks, r.ifbs, r.files
+            );
+            Ok(ExitCode::SUCCESS)
         }
     }
 }

@@ -1,0 +1,191 @@
+//! The docker engine and compose, driven through their command-line clients (the engine here
+//! speaks API 1.41; the CLI negotiates versions for us).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::cmd::{Cmd, on_path};
+use super::error::{Error, Result};
+use super::names::{ClusterName, LABEL_CLUSTER};
+
+/// How compose is invoked on this host.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Compose {
+    /// The `docker compose` CLI plugin (compose v2).
+    Plugin,
+    /// The standalone `docker-compose` program (v1, as Debian 12 ships it).
+    Standalone,
+}
+
+#[derive(Debug, Clone)]
+pub struct Docker {
+    compose: Option<Compose>,
+}
+
+impl Docker {
+    /// Checks that the docker engine answers; finds compose (preferring the plugin).
+    pub fn connect() -> Result<Docker> {
+        if on_path("docker").is_none() {
+            return Err(Error::Host {
+                problem: "the `docker` client is not installed".into(),
+                what_to_do: "install docker (Debian: apt-get install docker.io docker-compose)"
+                    .into(),
+            });
+        }
+        let info = Cmd::new("docker", "asking the docker engine for its version")
+            .args(["version", "--format", "{{.Server.Version}}"])
+            .hint("is the docker daemon running, and may this user use it (root or group docker)?")
+            .timeout(std::time::Duration::from_secs(30))
+            .run()?;
+        tracing::debug!(engine = info.trim(), "docker engine");
+        let compose = if Cmd::new("docker", "probing compose")
+            .args(["compose", "version"])
+            .succeeds()
+        {
+            Some(Compose::Plugin)
+        } else if on_path("docker-compose").is_some() {
+            Some(Compose::Standalone)
+        } else {
+            None
+        };
+        Ok(Docker { compose })
+    }
+
+    pub fn compose_flavour(&self) -> Option<&Compose> {
+        self.compose.as_ref()
+    }
+
+    /// A compose command for the cluster's project and file.
+    pub fn compose(&self, what: &str, project: &str, file: &Path) -> Result<Cmd> {
+        let base = match self.compose {
+            Some(Compose::Plugin) => Cmd::new("docker", what).arg("compose"),
+            Some(Compose::Standalone) => Cmd::new("docker-compose", what),
+            None => {
+                return Err(Error::Host {
+                    problem: "neither `docker compose` nor `docker-compose` is installed".into(),
+                    what_to_do: "install the compose plugin, or docker-compose (Debian: apt-get \
+                                 install docker-compose)"
+                        .into(),
+                });
+            }
+        };
+        Ok(base
+            .args(["-p", project, "-f"])
+            .arg(file.display().to_string())
+            .current_dir(file.parent().unwrap_or(Path::new("."))))
+    }
+
+    pub fn image_exists(&self, reference: &str) -> bool {
+        Cmd::new("docker", "looking for an image")
+            .args(["image", "inspect", "--format", "{{.Id}}", reference])
+            .succeeds()
+    }
+
+    /// Ids of the cluster's containers (running or not).
+    pub fn cluster_containers(&self, cluster: &ClusterName) -> Result<Vec<String>> {
+        let out = Cmd::new("docker", "listing the cluster's containers")
+            .args(["ps", "-aq", "--no-trunc", "--filter"])
+            .arg(format!("label={LABEL_CLUSTER}={cluster}"))
+            .run()?;
+        Ok(words(&out))
+    }
+
+    /// Ids of the cluster's networks.
+    pub fn cluster_networks(&self, cluster: &ClusterName) -> Result<Vec<String>> {
+        let out = Cmd::new("docker", "listing the cluster's networks")
+            .args(["network", "ls", "-q", "--no-trunc", "--filter"])
+            .arg(format!("label={LABEL_CLUSTER}={cluster}"))
+            .run()?;
+        Ok(words(&out))
+    }
+
+    pub fn inspect_containers(&self, ids: &[String]) -> Result<Vec<ContainerInfo>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let cmd = Cmd::new("docker", "inspecting the cluster's containers")
+            .args(["container", "inspect"])
+            .args(ids.iter().cloned());
+        let out = cmd.run()?;
+        serde_json::from_str(&out).map_err(|e| Error::Unexpected {
+            what: "reading container details".into(),
+            command: cmd.display(),
+            detail: e.to_string(),
+        })
+    }
+
+    pub fn remove_containers(&self, ids: &[String]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        Cmd::new("docker", "removing the cluster's containers")
+            .args(["rm", "-f", "-v"])
+            .args(ids.iter().cloned())
+            .run()
+            .map(drop)
+    }
+
+    pub fn remove_networks(&self, ids: &[String]) -> Result<()> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        Cmd::new("docker", "removing the cluster's networks")
+            .args(["network", "rm"])
+            .args(ids.iter().cloned())
+            .run()
+            .map(drop)
+    }
+}
+
+fn words(s: &str) -> Vec<String> {
+    s.split_whitespace().map(str::to_owned).collect()
+}
+
+/// The parts of `docker container inspect` this module uses.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ContainerInfo {
+    pub id: String,
+    pub name: String,
+    pub state: ContainerState,
+    pub config: ContainerConfig,
+    pub network_settings: NetworkSettings,
+}
+
+impl ContainerInfo {
+    pub fn label(&self, key: &str) -> Option<&str> {
+        self.config.labels.get(key).map(String::as_str)
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ContainerState {
+    pub status: String,
+    pub running: bool,
+    pub pid: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ContainerConfig {
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct NetworkSettings {
+    #[serde(default)]
+    pub networks: BTreeMap<String, Endpoint>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Endpoint {
+    pub mac_address: String,
+    #[serde(rename = "IPAddress")]
+    pub ip_address: String,
+}

@@ -1,0 +1,106 @@
+//! `down`: removes everything `up` made for a cluster, and nothing else.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::docker::{ContainerInfo, Docker};
+use super::emulation;
+use super::error::{Error, Result};
+use super::names::ClusterName;
+use super::netns::{self, Ns};
+use super::paths::ClusterDir;
+use super::state::State;
+
+/// What `down` removed.
+#[derive(Debug, Default)]
+pub struct DownReport {
+    pub containers: usize,
+    pub networks: usize,
+    pub ifbs: usize,
+    pub files: usize,
+}
+
+/// Removes everything `up` made for the cluster: containers and networks (found by label),
+/// ifb devices (from the state file, and by name prefix in case it is gone) and files. Safe to
+/// run again, and on a cluster that is only half made or whose files were deleted.
+pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
+    let docker = Docker::connect()?;
+    let dir = ClusterDir::new(state_dir, name);
+    let state = State::load(&dir.state_file()).unwrap_or_else(|e| {
+        tracing::warn!("{e}");
+        None
+    });
+    let mut report = DownReport::default();
+    let containers = docker.cluster_containers(name)?;
+    report.containers = containers.len();
+    let host_ports = host_side_of(&docker.inspect_containers(&containers)?);
+    docker.remove_containers(&containers)?;
+    wait_gone(&host_ports, Duration::from_secs(60));
+    let networks = docker.cluster_networks(name)?;
+    report.networks = networks.len();
+    docker.remove_networks(&networks)?;
+    let mut ifbs: BTreeSet<String> = state.iter().flat_map(|s| s.ifbs.iter().cloned()).collect();
+    ifbs.extend(emulation::find_ifbs(&name.ifb_prefix())?);
+    let ifbs: Vec<String> = ifbs.into_iter().collect();
+    report.ifbs = emulation::remove_ifbs(&ifbs)?;
+    // Files: the known ones only, then the directories if that left them empty.
+    let mut nodes: BTreeSet<String> = state
+        .iter()
+        .flat_map(|s| s.wiring.nodes.iter().map(|n| n.name.clone()))
+        .collect();
+    if let Ok(rd) = std::fs::read_dir(dir.nodes_dir()) {
+        nodes.extend(
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned()),
+        );
+    }
+    let nodes: Vec<String> = nodes.into_iter().collect();
+    for f in dir.files(&nodes) {
+        match std::fs::remove_file(&f) {
+            Ok(()) => report.files += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("removing a cluster file", f, e)),
+        }
+    }
+    for n in &nodes {
+        let _ = std::fs::remove_dir(dir.node_dir(n));
+    }
+    let _ = std::fs::remove_dir(dir.nodes_dir());
+    let _ = std::fs::remove_dir(dir.root());
+    if let Some(parent) = dir.root().parent() {
+        let _ = std::fs::remove_dir(parent);
+    }
+    Ok(report)
+}
+
+/// Host ifindexes of the containers' veth peers (their host sides).
+fn host_side_of(containers: &[ContainerInfo]) -> BTreeSet<u32> {
+    containers
+        .iter()
+        .filter(|c| c.state.running && c.state.pid != 0)
+        .filter_map(|c| netns::links(Ns::Pid(c.state.pid)).ok())
+        .flatten()
+        .filter_map(|l| l.link_index)
+        .collect()
+}
+
+/// docker removes a container's veths in the background after `docker rm` returns; `down`
+/// is only done when they are gone.
+fn wait_gone(ifindexes: &BTreeSet<u32>, limit: Duration) {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        let Ok(links) = netns::links(Ns::Host) else {
+            return;
+        };
+        let left = links
+            .iter()
+            .filter(|l| ifindexes.contains(&l.ifindex))
+            .count();
+        if left == 0 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    tracing::warn!("some of the cluster's host-side veths still exist after {limit:?}");
+}

@@ -1,0 +1,58 @@
+//! The virtual cluster: any topology as a docker compose cluster on one machine, with the
+//! topology's wires emulated at their rates, reached over SSH like real machines.
+//!
+//! `up` builds (once) the node image, writes the cluster's directory (compose file, keys,
+//! known_hosts, inventory: see [`paths`]), starts the containers, names their interfaces as the
+//! topology does, shapes the wires on the host ([`emulation`]) and waits until every node
+//! answers over SSH. `down` removes all of it, and nothing else. The SSH controller only ever
+//! sees the inventory: nothing after `up` needs to know the nodes are containers.
+//!
+//! Design in brief:
+//! - one docker bridge network per segment, one internal management network for SSH;
+//! - a switch is a small container bridging one port on each segment it joins, so traffic
+//!   between segments crosses (and is shaped by) each segment, as through a real switch;
+//! - interface names: docker's `ethN` are renamed by MAC address to the topology's names
+//!   (`mgmt0` for management) from the host, and the experiment interfaces lose docker's
+//!   addresses: the controller's scripts number them;
+//! - shaping happens on the host side of every veth, out of reach of the nodes.
+
+mod cmd;
+mod compose;
+mod docker;
+mod down;
+mod emulation;
+mod error;
+mod image;
+mod inventory;
+mod kernel;
+mod keys;
+mod meter;
+mod model;
+mod names;
+mod netns;
+pub mod paths;
+mod ssh;
+mod state;
+mod status;
+mod up;
+mod verify;
+
+pub use docker::{Compose, Docker};
+pub use down::{DownReport, down};
+pub use emulation::WIRE_OVERHEAD_BYTES;
+pub use error::{Error, Result};
+pub use image::{
+    BaseSource, ImageOptions, NodeImage, ensure as ensure_image, locate_worker, offline_base_tag,
+};
+pub use inventory::{Host, Inventory};
+pub use meter::Flow;
+pub use model::{Medium, Node, Port, Segment, SegmentId, Switch, Wiring, WiringBuilder};
+pub use names::{ClusterName, LABEL_CLUSTER, MGMT_IFNAME};
+pub use paths::ClusterDir;
+pub use ssh::command as ssh_command;
+pub use status::{MemberStatus, Status, list_clusters, status};
+pub use up::{NODE_USER, UpOptions, UpReport, up};
+pub use verify::{Check, TCP_GOODPUT_RATIO, VerifyOptions, table as verify_table, verify};
+
+/// The default root of the clusters' directories, relative to the working directory.
+pub const DEFAULT_STATE_DIR: &str = ".orchestrate";

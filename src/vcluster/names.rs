@@ -1,0 +1,151 @@
+//! Names of everything a cluster creates, derived from the cluster's name alone, so that
+//! `down` can find all of it even when the cluster's directory is gone.
+
+use std::fmt;
+
+use sha2::{Digest, Sha256};
+
+use super::error::{Error, Result};
+
+/// Docker label on every container and network of a cluster; its value is the cluster name.
+pub const LABEL_CLUSTER: &str = "org.orchestrate.cluster";
+/// Docker label saying what a container is: `node` or `switch`.
+pub const LABEL_ROLE: &str = "org.orchestrate.role";
+/// Docker label with the logical name of the node or switch a container plays.
+pub const LABEL_NAME: &str = "org.orchestrate.name";
+
+/// The management interface's name inside every node. The topology's interface names are
+/// all free for its experiment interfaces, except this one (and `lo`).
+pub const MGMT_IFNAME: &str = "mgmt0";
+
+/// A cluster's name: short and plain, because it becomes part of docker project, container
+/// and network names and (hashed) of host interface names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ClusterName(String);
+
+impl ClusterName {
+    pub fn parse(s: &str) -> Result<ClusterName> {
+        let ok = (1..=24).contains(&s.len())
+            && s.starts_with(|c: char| c.is_ascii_lowercase())
+            && s.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-');
+        if ok {
+            Ok(ClusterName(s.to_owned()))
+        } else {
+            Err(Error::ClusterName(s.to_owned()))
+        }
+    }
+
+    /// A cluster name made from a topology or file name: lowercased, other characters
+    /// replaced by '-', cut to length.
+    pub fn from_label(label: &str) -> Result<ClusterName> {
+        let mut s: String = label
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_lowercase()
+                } else {
+                    '-'
+                }
+            })
+            .collect();
+        s = s.trim_matches('-').to_owned();
+        if !s.starts_with(|c: char| c.is_ascii_lowercase()) {
+            s = format!("c-{s}");
+        }
+        s.truncate(24);
+        ClusterName::parse(s.trim_end_matches('-'))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The docker compose project name.
+    pub fn project(&self) -> String {
+        format!("orchestrate-{}", self.0)
+    }
+
+    /// Five hex digits of the name's SHA-256: host interface names have only 15 bytes, and
+    /// `oc` + 5 + `s999p999` just fits.
+    pub fn short_id(&self) -> String {
+        let digest = Sha256::digest(self.0.as_bytes());
+        let mut hex: String = digest[..3].iter().map(|b| format!("{b:02x}")).collect();
+        hex.truncate(5);
+        hex
+    }
+
+    /// Prefix of every host interface (ifb) the cluster creates: `oc` + short id.
+    pub fn ifb_prefix(&self) -> String {
+        format!("oc{}", self.short_id())
+    }
+
+    /// The ifb that carries all traffic of shared segment number `segment`.
+    pub fn shared_ifb(&self, segment: usize) -> String {
+        format!("{}s{segment}", self.ifb_prefix())
+    }
+
+    /// The ifb that carries traffic entering switched segment `segment` from port `port`.
+    pub fn port_ifb(&self, segment: usize, port: usize) -> String {
+        format!("{}s{segment}p{port}", self.ifb_prefix())
+    }
+
+    pub fn container_name(&self, service: &str) -> String {
+        format!("{}-{service}", self.project())
+    }
+
+    pub fn network_name(&self, key: &str) -> String {
+        format!("{}-{key}", self.project())
+    }
+}
+
+impl fmt::Display for ClusterName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked() {
+        assert!(ClusterName::parse("mesh-4x4").is_ok());
+        for bad in [
+            "",
+            "Mesh",
+            "4mesh",
+            "a b",
+            "a_b",
+            "abcdefghijklmnopqrstuvwxy",
+        ] {
+            assert!(ClusterName::parse(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn labels_become_names() {
+        let n = ClusterName::from_label("routed-mesh-4x4").unwrap();
+        assert_eq!(n.as_str(), "routed-mesh-4x4");
+        assert_eq!(
+            ClusterName::from_label("My_Topo.v2").unwrap().as_str(),
+            "my-topo-v2"
+        );
+        assert_eq!(
+            ClusterName::from_label("16nodes").unwrap().as_str(),
+            "c-16nodes"
+        );
+    }
+
+    #[test]
+    fn host_interface_names_fit_ifnamsiz() {
+        let n = ClusterName::parse("abcdefghijklmnopqrstuvwx").unwrap();
+        assert!(n.port_ifb(999, 999).len() <= 15);
+        assert!(n.port_ifb(0, 0).starts_with(&n.ifb_prefix()));
+        assert_ne!(
+            ClusterName::parse("a").unwrap().short_id(),
+            ClusterName::parse("b").unwrap().short_id()
+        );
+    }
+}

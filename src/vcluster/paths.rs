@@ -1,0 +1,92 @@
+//! Where a cluster's files live: `<state dir>/clusters/<name>/`, by default
+//! `./.orchestrate/clusters/<name>/`.
+//!
+//! ```text
+//! compose.yaml      the compose file (readable; usable with docker compose by hand)
+//! state.toml        what `up` created on the host: containers' labels, ifb devices, files
+//! inventory.toml    logical node -> address, port, user, identity file, known_hosts
+//! known_hosts       every node's pinned host key
+//! ssh_config        the same as an OpenSSH config: `ssh -F ssh_config n01`
+//! id_ed25519(.pub)  the cluster's key pair (the only way in)
+//! authorized_keys   mounted read-only into every node
+//! nodes/<n>/        each node's host key pair
+//! ```
+
+use std::path::{Path, PathBuf};
+
+use super::names::ClusterName;
+
+#[derive(Debug, Clone)]
+pub struct ClusterDir {
+    root: PathBuf,
+}
+
+impl ClusterDir {
+    /// `state_dir` is made absolute so that the inventory's paths work from anywhere.
+    pub fn new(state_dir: &Path, cluster: &ClusterName) -> ClusterDir {
+        let state_dir = std::path::absolute(state_dir).unwrap_or_else(|_| state_dir.to_owned());
+        ClusterDir {
+            root: state_dir.join("clusters").join(cluster.as_str()),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+    pub fn compose_file(&self) -> PathBuf {
+        self.root.join("compose.yaml")
+    }
+    pub fn state_file(&self) -> PathBuf {
+        self.root.join("state.toml")
+    }
+    pub fn inventory(&self) -> PathBuf {
+        self.root.join("inventory.toml")
+    }
+    pub fn known_hosts(&self) -> PathBuf {
+        self.root.join("known_hosts")
+    }
+    pub fn ssh_config(&self) -> PathBuf {
+        self.root.join("ssh_config")
+    }
+    pub fn identity(&self) -> PathBuf {
+        self.root.join("id_ed25519")
+    }
+    pub fn authorized_keys(&self) -> PathBuf {
+        self.root.join("authorized_keys")
+    }
+    pub fn nodes_dir(&self) -> PathBuf {
+        self.root.join("nodes")
+    }
+    pub fn node_dir(&self, node: &str) -> PathBuf {
+        self.nodes_dir().join(node)
+    }
+    pub fn host_key(&self, node: &str) -> PathBuf {
+        self.node_dir(node).join("ssh_host_ed25519_key")
+    }
+
+    /// Every file `up` may write, for `down` to remove (and nothing else).
+    pub fn files(&self, nodes: &[String]) -> Vec<PathBuf> {
+        let mut f = vec![
+            self.compose_file(),
+            self.inventory(),
+            self.known_hosts(),
+            self.ssh_config(),
+            self.identity(),
+            with_pub(&self.identity()),
+            self.authorized_keys(),
+        ];
+        for n in nodes {
+            f.push(self.host_key(n));
+            f.push(with_pub(&self.host_key(n)));
+        }
+        // Last: while it exists, a half-removed cluster can still be found.
+        f.push(self.state_file());
+        f
+    }
+}
+
+pub fn with_pub(p: &Path) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(".pub");
+    PathBuf::from(s)
+}

@@ -1,0 +1,85 @@
+//! The cluster's record of what `up` created on the host, written before each thing is
+//! created, so that `down` (or a second `down` after a failed one) can undo all of it.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::error::{Error, Result};
+use super::model::Wiring;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct State {
+    pub cluster: String,
+    /// The docker compose project name.
+    pub project: String,
+    /// The node image the containers run.
+    pub image: String,
+    /// The topology or experiment file the cluster was made from.
+    pub source: String,
+    pub created_unix_s: u64,
+    /// Host ifb devices made for link emulation (they outlive the containers; the qdiscs on
+    /// the containers' host-side veths do not).
+    pub ifbs: Vec<String>,
+    /// The wires, as built: `status` and `verify` read them from here.
+    pub wiring: Wiring,
+}
+
+impl State {
+    pub fn save(&self, path: &Path) -> Result<()> {
+        let text = toml::to_string(self).map_err(|e| Error::File {
+            what: "writing the cluster state".into(),
+            path: path.to_owned(),
+            detail: e.to_string(),
+        })?;
+        let tmp = path.with_extension("toml.tmp");
+        std::fs::write(
+            &tmp,
+            format!("# Written by orchestrate; `cluster down` reads it.\n{text}"),
+        )
+        .map_err(|e| Error::io("writing the cluster state", &tmp, e))?;
+        std::fs::rename(&tmp, path).map_err(|e| Error::io("writing the cluster state", path, e))
+    }
+
+    /// `Ok(None)` when the cluster has no state file (never made, or already removed).
+    pub fn load(path: &Path) -> Result<Option<State>> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io("reading the cluster state", path, e)),
+        };
+        toml::from_str(&text).map(Some).map_err(|e| Error::File {
+            what: "reading the cluster state".into(),
+            path: path.to_owned(),
+            detail: format!(
+                "{e}; if the file is damaged, `cluster down` still finds the \
+                             cluster's containers, networks and ifbs by its name"
+            ),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vcluster::model::tests::mesh;
+
+    #[test]
+    fn round_trips() {
+        let s = State {
+            cluster: "m".into(),
+            project: "orchestrate-m".into(),
+            image: "orchestrate-node:abc".into(),
+            source: "topologies/switched-mesh-4x4.toml".into(),
+            created_unix_s: 1,
+            ifbs: vec!["oc123456s0".into()],
+            wiring: mesh(true),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("state.toml");
+        assert_eq!(State::load(&p).unwrap(), None);
+        s.save(&p).unwrap();
+        assert_eq!(State::load(&p).unwrap(), Some(s));
+    }
+}

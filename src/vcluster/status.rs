@@ -1,0 +1,85 @@
+//! `status`: a cluster's containers, addresses and emulation devices, and the list of clusters.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::cmd::Cmd;
+use super::compose::MGMT_NETWORK_KEY;
+use super::docker::Docker;
+use super::emulation;
+use super::error::Result;
+use super::names::{ClusterName, LABEL_CLUSTER, LABEL_NAME, LABEL_ROLE};
+use super::paths::ClusterDir;
+use super::state::State;
+
+/// One container of a cluster, as `status` shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MemberStatus {
+    pub name: String,
+    pub role: String,
+    pub container: String,
+    pub state: String,
+    pub address: Option<String>,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Status {
+    pub cluster: String,
+    pub directory: PathBuf,
+    pub topology: Option<String>,
+    pub source: Option<String>,
+    pub image: Option<String>,
+    pub members: Vec<MemberStatus>,
+    pub networks: usize,
+    pub ifbs: Vec<String>,
+}
+
+pub fn status(name: &ClusterName, state_dir: &Path) -> Result<Status> {
+    let docker = Docker::connect()?;
+    let dir = ClusterDir::new(state_dir, name);
+    let state = State::load(&dir.state_file())?;
+    let containers = docker.inspect_containers(&docker.cluster_containers(name)?)?;
+    let mgmt = name.network_name(MGMT_NETWORK_KEY);
+    let mut members: Vec<MemberStatus> = containers
+        .iter()
+        .map(|ci| MemberStatus {
+            name: ci.label(LABEL_NAME).unwrap_or("?").to_owned(),
+            role: ci.label(LABEL_ROLE).unwrap_or("?").to_owned(),
+            container: ci.name.trim_start_matches('/').to_owned(),
+            state: ci.state.status.clone(),
+            address: ci
+                .network_settings
+                .networks
+                .get(&mgmt)
+                .map(|e| e.ip_address.clone()),
+        })
+        .collect();
+    members.sort_by(|a, b| (&a.role, &a.name).cmp(&(&b.role, &b.name)));
+    Ok(Status {
+        cluster: name.to_string(),
+        directory: dir.root().to_owned(),
+        topology: state.as_ref().map(|s| s.wiring.topology.clone()),
+        source: state.as_ref().map(|s| s.source.clone()),
+        image: state.as_ref().map(|s| s.image.clone()),
+        members,
+        networks: docker.cluster_networks(name)?.len(),
+        ifbs: emulation::find_ifbs(&name.ifb_prefix())?,
+    })
+}
+
+/// The names of the clusters that exist (containers with the cluster label).
+pub fn list_clusters() -> Result<Vec<String>> {
+    Docker::connect()?;
+    let out = Cmd::new("docker", "listing clusters")
+        .args([
+            "ps",
+            "-a",
+            "--filter",
+            &format!("label={LABEL_CLUSTER}"),
+            "--format",
+        ])
+        .arg(format!("{{{{.Label \"{LABEL_CLUSTER}\"}}}}"))
+        .run()?;
+    let set: BTreeSet<String> = out.split_whitespace().map(str::to_owned).collect();
+    Ok(set.into_iter().collect())
+}

@@ -1,0 +1,386 @@
+//! `up`: the steps, in order, each recorded so that `down` can undo it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::cmd::Cmd;
+use super::compose::{self, ComposeInput, MGMT_NETWORK_KEY, segment_network_key};
+use super::docker::{ContainerInfo, Docker};
+use super::emulation;
+use super::error::{Error, Result};
+use super::image::{self, ImageOptions, NodeImage};
+use super::inventory::{Host, Inventory};
+use super::keys;
+use super::model::{SegmentId, Wiring, switch_service};
+use super::names::{ClusterName, LABEL_NAME, LABEL_ROLE, MGMT_IFNAME};
+use super::netns::{self, Ns, Wanted};
+use super::paths::ClusterDir;
+use super::ssh;
+use super::state::State;
+
+/// The user nodes are logged into (experiment scripts change interfaces, routes and qdiscs).
+pub const NODE_USER: &str = "root";
+
+#[derive(Debug, Clone)]
+pub struct UpOptions {
+    pub name: ClusterName,
+    /// Root of the clusters' directories (default `.orchestrate`).
+    pub state_dir: PathBuf,
+    pub image: ImageOptions,
+    /// The topology or experiment file, for the record.
+    pub source: String,
+    /// Leave a half-made cluster in place when `up` fails (for debugging); by default it is
+    /// taken down again.
+    pub keep_on_failure: bool,
+}
+
+#[derive(Debug)]
+pub struct UpReport {
+    pub dir: ClusterDir,
+    pub image: NodeImage,
+    pub nodes: usize,
+    pub switches: usize,
+    pub ifbs: usize,
+    /// Wall time of each step, in order.
+    pub steps: Vec<(&'static str, Duration)>,
+    pub elapsed: Duration,
+}
+
+/// Brings a cluster up: image, keys, compose file, containers, interface names, link
+/// emulation, inventory, and a check that every node answers over SSH.
+pub fn up(wiring: &Wiring, opts: &UpOptions) -> Result<UpReport> {
+    let start = Instant::now();
+    check_host()?;
+    emulation::check_kernel(wiring)?;
+    let docker = Docker::connect()?;
+    let existing = docker.cluster_containers(&opts.name)?;
+    if !existing.is_empty() {
+        return Err(Error::Host {
+            problem: format!(
+                "cluster {:?} already exists ({} containers)",
+                opts.name.as_str(),
+                existing.len()
+            ),
+            what_to_do: format!(
+                "take it down first (`orchestrate cluster down --name {}`) or choose another --name",
+                opts.name
+            ),
+        });
+    }
+    let mut steps = Vec::new();
+    let mut t = Instant::now();
+    let mut step = |name: &'static str, t: &mut Instant| {
+        steps.push((name, t.elapsed()));
+        *t = Instant::now();
+    };
+    let image = image::ensure(&docker, &opts.image)?;
+    step("image", &mut t);
+    let dir = ClusterDir::new(&opts.state_dir, &opts.name);
+    let result = bring_up(&docker, wiring, opts, &dir, &image, &mut |n| {
+        step(n, &mut t)
+    });
+    match result {
+        Ok(ifbs) => Ok(UpReport {
+            dir,
+            image,
+            nodes: wiring.nodes.len(),
+            switches: wiring.switches.len(),
+            ifbs,
+            steps,
+            elapsed: start.elapsed(),
+        }),
+        Err(e) if opts.keep_on_failure => Err(e),
+        Err(e) => {
+            tracing::warn!("up failed; removing what it made: {e}");
+            if let Err(e2) = super::down::down(&opts.name, &opts.state_dir) {
+                tracing::warn!("cleaning up after the failed up also failed: {e2}");
+            }
+            Err(e)
+        }
+    }
+}
+
+fn bring_up(
+    docker: &Docker,
+    wiring: &Wiring,
+    opts: &UpOptions,
+    dir: &ClusterDir,
+    image: &NodeImage,
+    step: &mut dyn FnMut(&'static str),
+) -> Result<usize> {
+    let c = &opts.name;
+    for n in &wiring.nodes {
+        mkdir(&dir.node_dir(&n.name))?;
+    }
+    // The state file first: from here on, `down` knows the cluster even if `up` dies.
+    let mut state = State {
+        cluster: c.to_string(),
+        project: c.project(),
+        image: image.tag.clone(),
+        source: opts.source.clone(),
+        created_unix_s: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        ifbs: Vec::new(),
+        wiring: wiring.clone(),
+    };
+    state.save(&dir.state_file())?;
+
+    let user_key = keys::generate(&dir.identity(), &format!("orchestrate cluster {c}"))?;
+    write(&dir.authorized_keys(), &format!("{user_key}\n"))?;
+    let mut host_keys = BTreeMap::new();
+    for n in &wiring.nodes {
+        let k = keys::generate(&dir.host_key(&n.name), &format!("root@{}", n.name))?;
+        host_keys.insert(n.name.clone(), k);
+    }
+    step("keys");
+
+    let compose_file = dir.compose_file();
+    write(
+        &compose_file,
+        &compose::render(&ComposeInput {
+            cluster: c,
+            wiring,
+            image: &image.tag,
+            source: &opts.source,
+        }),
+    )?;
+    start_containers(docker, c, &compose_file)?;
+    step("containers");
+
+    let containers = docker.inspect_containers(&docker.cluster_containers(c)?)?;
+    let host_ifnames: BTreeMap<u32, String> = netns::links(Ns::Host)?
+        .into_iter()
+        .map(|l| (l.ifindex, l.ifname))
+        .collect();
+    let mut ports: BTreeMap<SegmentId, Vec<String>> = BTreeMap::new();
+    let mut switch_ports: BTreeMap<SegmentId, Vec<String>> = BTreeMap::new();
+    let mut mgmt_addr = BTreeMap::new();
+    let by_name = |role: &str, name: &str| -> Result<&ContainerInfo> {
+        containers
+            .iter()
+            .find(|ci| ci.label(LABEL_ROLE) == Some(role) && ci.label(LABEL_NAME) == Some(name))
+            .ok_or_else(|| Error::Unexpected {
+                what: format!("finding the container of {role} {name}"),
+                command: "docker container inspect".into(),
+                detail: "compose did not create it".into(),
+            })
+    };
+    let endpoint = |ci: &ContainerInfo, key: &str| -> Result<(String, String)> {
+        let net = c.network_name(key);
+        ci.network_settings
+            .networks
+            .get(&net)
+            .map(|e| (e.mac_address.clone(), e.ip_address.clone()))
+            .ok_or_else(|| Error::Unexpected {
+                what: format!("finding {}'s endpoint on {net}", ci.name),
+                command: "docker container inspect".into(),
+                detail: "the container is not attached to the network".into(),
+            })
+    };
+    for n in &wiring.nodes {
+        let ci = by_name("node", &n.name)?;
+        let (mac, ip) = endpoint(ci, MGMT_NETWORK_KEY)?;
+        mgmt_addr.insert(n.name.clone(), ip);
+        let mut wanted = vec![Wanted {
+            mac,
+            name: MGMT_IFNAME.into(),
+            flush: false,
+            bridge: None,
+        }];
+        for p in &n.ports {
+            let (mac, _) = endpoint(ci, &segment_network_key(&wiring.segment(p.segment).name))?;
+            wanted.push(Wanted {
+                mac,
+                name: p.interface.clone(),
+                flush: true,
+                bridge: None,
+            });
+        }
+        let peers = rename(ci, &wanted, &format!("naming node {}'s interfaces", n.name))?;
+        let ifnames: Vec<&str> = n.ports.iter().map(|p| p.interface.as_str()).collect();
+        netns::offloads_off(
+            ci.state.pid,
+            &ifnames,
+            &format!("turning segmentation offloads off on node {}", n.name),
+        )?;
+        for (p, peer) in n.ports.iter().zip(&peers[1..]) {
+            ports
+                .entry(p.segment)
+                .or_default()
+                .push(host_name(&host_ifnames, *peer, &n.name)?);
+        }
+    }
+    for sw in &wiring.switches {
+        let ci = by_name("switch", &sw.name)?;
+        let mut wanted = Vec::new();
+        for (i, id) in sw.segments.iter().enumerate() {
+            let (mac, _) = endpoint(ci, &segment_network_key(&wiring.segment(*id).name))?;
+            wanted.push(Wanted {
+                mac,
+                name: format!("port{i}"),
+                flush: true,
+                bridge: Some("br0".into()),
+            });
+        }
+        let peers = rename(ci, &wanted, &format!("building switch {}", sw.name))?;
+        for (id, peer) in sw.segments.iter().zip(&peers) {
+            switch_ports.entry(*id).or_default().push(host_name(
+                &host_ifnames,
+                *peer,
+                &switch_service(&sw.name),
+            )?);
+        }
+    }
+    for (id, sp) in switch_ports {
+        ports.entry(id).or_default().extend(sp);
+    }
+    step("interfaces");
+
+    let plan = emulation::plan(c, wiring, &ports);
+    state.ifbs = plan.ifbs.clone();
+    state.save(&dir.state_file())?;
+    emulation::apply(&plan)?;
+    step("emulation");
+
+    let mut known_hosts = String::new();
+    let mut inventory = Inventory {
+        nodes: BTreeMap::new(),
+    };
+    for n in &wiring.nodes {
+        let addr = &mgmt_addr[&n.name];
+        known_hosts.push_str(&keys::known_hosts_line(addr, 22, &host_keys[&n.name]));
+        known_hosts.push('\n');
+        inventory.nodes.insert(
+            n.name.clone(),
+            Host {
+                host: addr.clone(),
+                port: 22,
+                user: NODE_USER.into(),
+                identity_file: dir.identity(),
+                known_hosts: dir.known_hosts(),
+            },
+        );
+    }
+    write(&dir.known_hosts(), &known_hosts)?;
+    write(
+        &dir.inventory(),
+        &inventory.to_toml(c.as_str(), dir.root())?,
+    )?;
+    write(&dir.ssh_config(), &ssh_config(&inventory))?;
+    wait_all_ready(&inventory)?;
+    step("ssh");
+    Ok(plan.ifbs.len())
+}
+
+/// `compose up`. docker-compose 1.29 has been seen to hang now and then on this engine right
+/// after a previous cluster's removal, with no error; a stuck attempt is stopped, its
+/// containers removed, and compose is tried once more.
+fn start_containers(docker: &Docker, c: &ClusterName, compose_file: &Path) -> Result<()> {
+    let up = || {
+        docker
+            .compose(
+                "starting the cluster's containers",
+                &c.project(),
+                compose_file,
+            )?
+            .args(["up", "-d", "--no-build", "--quiet-pull"])
+            .timeout(Duration::from_secs(180))
+            .run()
+            .map(drop)
+    };
+    match up() {
+        Err(Error::Timeout { .. }) => {
+            tracing::warn!(
+                "compose did not finish in time; removing its containers and trying again"
+            );
+            docker.remove_containers(&docker.cluster_containers(c)?)?;
+            up()
+        }
+        other => other,
+    }
+}
+
+fn rename(ci: &ContainerInfo, wanted: &[Wanted], what: &str) -> Result<Vec<u32>> {
+    if !ci.state.running || ci.state.pid == 0 {
+        return Err(Error::Host {
+            problem: format!("container {} is {}", ci.name, ci.state.status),
+            what_to_do: format!("see `docker logs {}`", ci.name.trim_start_matches('/')),
+        });
+    }
+    let ns = Ns::Pid(ci.state.pid);
+    let (lines, peers) = netns::rename_plan(&netns::links(ns)?, wanted)?;
+    netns::ip_batch(ns, what, &lines)?;
+    Ok(peers)
+}
+
+fn host_name(names: &BTreeMap<u32, String>, index: u32, owner: &str) -> Result<String> {
+    names.get(&index).cloned().ok_or_else(|| Error::Unexpected {
+        what: format!("finding the host side of {owner}'s interface"),
+        command: "ip -j link show".into(),
+        detail: format!("no host interface has index {index}"),
+    })
+}
+
+fn wait_all_ready(inv: &Inventory) -> Result<()> {
+    let results: Vec<Result<()>> = std::thread::scope(|s| {
+        let handles: Vec<_> = inv
+            .nodes
+            .iter()
+            .map(|(name, h)| s.spawn(move || ssh::wait_ready(h, name, Duration::from_secs(60))))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("ssh probe thread"))
+            .collect()
+    });
+    results.into_iter().collect()
+}
+
+fn ssh_config(inv: &Inventory) -> String {
+    let mut s = String::from(
+        "# OpenSSH config for this virtual cluster: `ssh -F ssh_config <node>`.\n\
+         # Host keys are pinned; nothing is accepted blindly.\n",
+    );
+    for (name, h) in &inv.nodes {
+        s.push_str(&format!(
+            "\nHost {name}\n  HostName {}\n  Port {}\n  User {}\n  IdentityFile {}\n  IdentitiesOnly yes\n  \
+             UserKnownHostsFile {}\n  StrictHostKeyChecking yes\n",
+            h.host,
+            h.port,
+            h.user,
+            h.identity_file.display(),
+            h.known_hosts.display()
+        ));
+    }
+    s
+}
+
+fn check_host() -> Result<()> {
+    let uid = Cmd::new("id", "checking the user").arg("-u").run()?;
+    if uid.trim() != "0" {
+        return Err(Error::Host {
+            problem: "the virtual cluster shapes links with tc and names the nodes' interfaces \
+                      from the host, which needs root"
+                .into(),
+            what_to_do: "run `orchestrate cluster` as root (e.g. with sudo)".into(),
+        });
+    }
+    if !Path::new("/dev/net/tun").exists() {
+        return Err(Error::Host {
+            problem: "/dev/net/tun does not exist; nodes need it for the userspace bond".into(),
+            what_to_do: "load the tun module (modprobe tun)".into(),
+        });
+    }
+    Ok(())
+}
+
+fn mkdir(p: &Path) -> Result<()> {
+    std::fs::create_dir_all(p).map_err(|e| Error::io("creating the cluster directory", p, e))
+}
+
+fn write(p: &Path, text: &str) -> Result<()> {
+    std::fs::write(p, text).map_err(|e| Error::io("writing", p, e))
+}

@@ -1,0 +1,79 @@
+//! Three up/down cycles of a cluster with every kind of wire leave the host exactly as it
+//! was: the same interfaces, qdiscs, docker networks and containers. `down` also works twice,
+//! without the compose file, and without the cluster's directory at all.
+
+#[path = "vcluster_support.rs"]
+mod support;
+
+#[test]
+fn docker_three_up_down_cycles_leave_the_host_as_found() {
+    require_docker!();
+    let tmp = tempfile::tempdir().unwrap();
+    let topo = support::write_four_nodes(tmp.path());
+    let state = tmp.path().join("state");
+    let state_s = state.to_str().unwrap();
+    let topo_s = topo.to_str().unwrap();
+    let name = "vct-cycles";
+    let dir = state.join("clusters").join(name);
+    // Make sure the image exists first: building it creates (and removes) helper containers.
+    support::orchestrate_ok(&["cluster", "image"]);
+    let before = support::host_snapshot();
+    let result = std::panic::catch_unwind(|| cycles(&before, topo_s, state_s, name, &dir));
+    // Whatever happened, leave nothing behind.
+    support::orchestrate(&["cluster", "down", "--name", name, "--state-dir", state_s]);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}
+
+fn cycles(before: &[String], topo_s: &str, state_s: &str, name: &str, dir: &std::path::Path) {
+    for cycle in 0..3 {
+        support::orchestrate_ok(&[
+            "cluster",
+            "up",
+            topo_s,
+            "--name",
+            name,
+            "--state-dir",
+            state_s,
+        ]);
+        let during = support::host_snapshot();
+        let ifbs = during
+            .iter()
+            .filter(|l| l.contains("qdisc tbf") && l.contains(" dev oc"))
+            .count();
+        // One ifb for the bus, one per port of the two switched segments (2 nodes + 1 switch
+        // port each).
+        assert_eq!(
+            ifbs,
+            1 + 3 + 3,
+            "tbf-shaped ifbs during cycle {cycle}: {during:#?}"
+        );
+        let (status, _) =
+            support::orchestrate_ok(&["cluster", "status", "--name", name, "--state-dir", state_s]);
+        assert!(status.contains("5 containers"), "{status}");
+        match cycle {
+            // Down must not need the compose file...
+            1 => std::fs::remove_file(dir.join("compose.yaml")).unwrap(),
+            // ...nor anything in the cluster's directory.
+            2 => std::fs::remove_dir_all(dir).unwrap(),
+            _ => {}
+        }
+        support::orchestrate_ok(&["cluster", "down", "--name", name, "--state-dir", state_s]);
+        // Idempotent: a second down finds nothing and succeeds.
+        let (again, _) =
+            support::orchestrate_ok(&["cluster", "down", "--name", name, "--state-dir", state_s]);
+        assert!(
+            again.contains("0 containers, 0 networks, 0 ifb devices, 0 files"),
+            "{again}"
+        );
+        assert!(!dir.exists(), "{} left behind", dir.display());
+        let after = support::host_snapshot();
+        let appeared: Vec<_> = after.iter().filter(|l| !before.contains(l)).collect();
+        let vanished: Vec<_> = before.iter().filter(|l| !after.contains(l)).collect();
+        assert!(
+            appeared.is_empty() && vanished.is_empty(),
+            "cycle {cycle} changed the host:\n  appeared: {appeared:#?}\n  vanished: {vanished:#?}"
+        );
+    }
+}

@@ -1,0 +1,93 @@
+//! A four-node cluster is reached over SSH exactly as the inventory says, with host keys
+//! verified (and a wrong key refused); its interfaces carry the topology's names and no
+//! addresses; the worker runs on the nodes; and traffic between two nodes over SSH (iperf3
+//! standing in for the worker's stream pattern) gets the bus's rate.
+
+#[path = "vcluster_support.rs"]
+mod support;
+
+use orchestrate::vcluster::Inventory;
+
+#[test]
+fn docker_four_node_cluster_over_ssh_runs_the_worker_and_traffic() {
+    require_docker!();
+    let tmp = tempfile::tempdir().unwrap();
+    let topo = support::write_four_nodes(tmp.path());
+    let state = tmp.path().join("state");
+    let state_s = state.to_str().unwrap();
+    let name = "vct-ssh";
+    support::orchestrate_ok(&[
+        "cluster",
+        "up",
+        topo.to_str().unwrap(),
+        "--name",
+        name,
+        "--state-dir",
+        state_s,
+    ]);
+    let result = std::panic::catch_unwind(|| {
+        let dir = state.join("clusters").join(name);
+        let inv = Inventory::load(&dir.join("inventory.toml")).unwrap();
+        assert_eq!(
+            inv.nodes.keys().collect::<Vec<_>>(),
+            ["n1", "n2", "n3", "n4"]
+        );
+        for (node, host) in &inv.nodes {
+            let out = support::ssh(
+                host,
+                "hostname; ip -o -4 addr show; ip -o link show; sysctl -n net.ipv4.ip_forward",
+            );
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success(),
+                "ssh {node}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(text.starts_with(&format!("{node}\n")), "{text}");
+            for ifname in ["mgmt0", "eth1", "eth2"] {
+                assert!(
+                    text.contains(&format!(": {ifname}@")),
+                    "{node} lacks {ifname}: {text}"
+                );
+            }
+            // Only the management interface (and lo) has an IPv4 address.
+            let addressed: Vec<&str> = text.lines().filter(|l| l.contains(" inet ")).collect();
+            assert!(
+                addressed
+                    .iter()
+                    .all(|l| l.contains(" lo ") || l.contains(" mgmt0 ")),
+                "{text}"
+            );
+            assert!(text.trim_end().ends_with('0'), "forwarding is on: {text}");
+        }
+        // The worker is in the image and runs over SSH.
+        let n1 = &inv.nodes["n1"];
+        let out = support::ssh(n1, "orchestrate-worker --version || orchestrate-worker");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("orchestrate-worker"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // Host keys really are checked: a known_hosts with another key is refused.
+        let wrong = tmp.path().join("wrong_known_hosts");
+        let other_key =
+            std::fs::read_to_string(dir.join("nodes/n2/ssh_host_ed25519_key.pub")).unwrap();
+        let mut fields = other_key.split_whitespace();
+        let (kind, key) = (fields.next().unwrap(), fields.next().unwrap());
+        std::fs::write(&wrong, format!("{} {kind} {key}\n", n1.host)).unwrap();
+        let mut impostor = n1.clone();
+        impostor.known_hosts = wrong;
+        let out = support::ssh(&impostor, "true");
+        assert!(!out.status.success(), "a wrong host key was accepted");
+        // Traffic between two nodes over SSH, on the bus and across the switch.
+        let (table, _) =
+            support::orchestrate_ok(&["cluster", "verify", "--name", name, "--state-dir", state_s]);
+        assert!(table.contains("n1:eth1->n2:eth1"), "{table}");
+        assert!(table.contains("switch core"), "{table}");
+        assert!(!table.contains("FAIL"), "{table}");
+    });
+    support::orchestrate_ok(&["cluster", "down", "--name", name, "--state-dir", state_s]);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+}

@@ -1,0 +1,174 @@
+//! Helpers shared by the virtual cluster's docker tests (included with `#[path]`; as a test
+//! target of its own it has no tests).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+/// Why docker tests cannot run here, or `None` when they can (root, a docker engine, compose).
+pub fn docker_unavailable() -> Option<String> {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
+        return Some("needs root (tc, nsenter)".into());
+    }
+    match Command::new("docker")
+        .args(["version", "--format", "{{.Server.Version}}"])
+        .output()
+    {
+        Ok(o) if o.status.success() => {}
+        _ => return Some("no docker engine answers `docker version`".into()),
+    }
+    let plugin = Command::new("docker").args(["compose", "version"]).output();
+    let standalone = Command::new("docker-compose").arg("version").output();
+    if !plugin.is_ok_and(|o| o.status.success()) && !standalone.is_ok_and(|o| o.status.success()) {
+        return Some("neither `docker compose` nor `docker-compose` is installed".into());
+    }
+    None
+}
+
+/// Skips the calling test (returns from it) with a clear message when docker is missing.
+#[macro_export]
+macro_rules! require_docker {
+    () => {
+        if let Some(why) = support::docker_unavailable() {
+            eprintln!("SKIPPED: this test needs docker and root: {why}");
+            return;
+        }
+    };
+}
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `orchestrate` with the given arguments from the repository root.
+pub fn orchestrate(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_orchestrate"))
+        .args(args)
+        .current_dir(repo_root())
+        .output()
+        .expect("orchestrate runs");
+    eprintln!(
+        "$ orchestrate {}\n{}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// Like [`orchestrate`], but the command must succeed; returns stdout and the wall time.
+pub fn orchestrate_ok(args: &[&str]) -> (String, Duration) {
+    let t = Instant::now();
+    let out = orchestrate(args);
+    assert!(
+        out.status.success(),
+        "orchestrate {} failed",
+        args.join(" ")
+    );
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        t.elapsed(),
+    )
+}
+
+/// A four-node topology with every kind of wire: a shared bus over all four nodes, and two
+/// switched segments joined by a switch.
+pub const FOUR_NODES: &str = r#"
+name = "vc-four"
+nodes = ["n[1-4]"]
+
+[[segment]]
+name = "bus"
+rate = "10mbit"
+medium = "shared"
+members = ["n[1-4]:eth1"]
+
+[[segment]]
+name = "left"
+rate = "10mbit"
+medium = "switched"
+members = ["n[1-2]:eth2"]
+
+[[segment]]
+name = "right"
+rate = "10mbit"
+medium = "switched"
+members = ["n[3-4]:eth2"]
+
+[[switch]]
+name = "core"
+segments = ["left", "right"]
+"#;
+
+pub fn write_four_nodes(dir: &Path) -> PathBuf {
+    let p = dir.join("vc-four.toml");
+    std::fs::write(&p, FOUR_NODES).unwrap();
+    p
+}
+
+/// Runs `remote` on a node with plain OpenSSH, exactly as the inventory says, host key checked.
+pub fn ssh(host: &orchestrate::vcluster::Host, remote: &str) -> Output {
+    Command::new("ssh")
+        .args([
+            "-F",
+            "/dev/null",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "StrictHostKeyChecking=yes",
+        ])
+        .arg("-o")
+        .arg(format!("UserKnownHostsFile={}", host.known_hosts.display()))
+        .args([
+            "-o",
+            "GlobalKnownHostsFile=/dev/null",
+            "-o",
+            "ConnectTimeout=10",
+            "-i",
+        ])
+        .arg(&host.identity_file)
+        .args([
+            "-p",
+            &host.port.to_string(),
+            "-l",
+            &host.user,
+            &host.host,
+            "--",
+            remote,
+        ])
+        .output()
+        .expect("ssh runs")
+}
+
+/// Everything on the host a cluster could leave behind.
+pub fn host_snapshot() -> Vec<String> {
+    let run = |prog: &str, args: &[&str]| -> String {
+        let o = Command::new(prog)
+            .args(args)
+            .output()
+            .expect("host command runs");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let mut lines = Vec::new();
+    for l in run("ip", &["-o", "link", "show"]).lines() {
+        // "12: name@if11: <...>": the name (and index) says which interface it is.
+        let name: Vec<&str> = l.splitn(3, ": ").take(2).collect();
+        lines.push(format!("link {}", name.join(" ")));
+    }
+    for l in run("tc", &["qdisc", "show"]).lines() {
+        lines.push(format!("qdisc {l}"));
+    }
+    for l in run("docker", &["network", "ls", "-q", "--no-trunc"]).lines() {
+        lines.push(format!("network {l}"));
+    }
+    for l in run("docker", &["ps", "-aq", "--no-trunc"]).lines() {
+        lines.push(format!("container {l}"));
+    }
+    lines.sort();
+    lines
+}

@@ -11,6 +11,7 @@ pub mod plan;
 pub mod remote;
 pub mod report;
 pub mod results;
+pub mod runner;
 pub mod spec;
 pub mod topology;
 pub mod vcluster;

@@ -64,6 +64,46 @@ enum Command {
         #[command(subcommand)]
         action: ClusterCommand,
     },
+    /// Run an experiment: configure every node over SSH, measure every point, tear down.
+    ///
+    /// With `kind = "docker"` (the default) the virtual cluster is built and brought up for
+    /// each topology, and taken down afterwards unless --keep-cluster. Records are appended to
+    /// `<out>/<experiment>/<time>/` as each point finishes; the report is written at the end.
+    /// Nodes are left as they were found, on success, failure and Ctrl-C.
+    Run {
+        /// The experiment file (not needed with --resume).
+        #[arg(required_unless_present = "resume")]
+        experiment: Option<PathBuf>,
+        /// Finish a run that stopped: only the points not yet done, into the same directory.
+        #[arg(long, value_name = "RUN_DIR", conflicts_with = "experiment")]
+        resume: Option<PathBuf>,
+        /// Print the plan and touch nothing (the same as `orchestrate plan`).
+        #[arg(long)]
+        dry_run: bool,
+        /// Leave virtual clusters up at the end.
+        #[arg(long)]
+        keep_cluster: bool,
+        /// What a failed point does to the run.
+        #[arg(long, value_enum, default_value = "stop")]
+        on_error: orchestrate::runner::OnError,
+        /// Root of the run directories.
+        #[arg(long, default_value = "reports", value_name = "DIR")]
+        out: PathBuf,
+        /// Port of the worker servers on the nodes.
+        #[arg(long, default_value_t = 7171)]
+        port: u16,
+        /// The worker binary to install on the nodes (default: the one beside this program).
+        #[arg(long, value_name = "PATH")]
+        worker: Option<PathBuf>,
+        /// Where virtual clusters keep their files.
+        #[arg(long, default_value = orchestrate::vcluster::DEFAULT_STATE_DIR, value_name = "DIR")]
+        state_dir: PathBuf,
+    },
+    /// Undo what a crashed or interrupted run left configured, from its ledger.json.
+    Teardown {
+        /// The run directory.
+        run_dir: PathBuf,
+    },
     /// Print the JSON Schema of the topology and experiment formats (for editors).
     Schema,
     /// Print a shell completion script, e.g. `orchestrate completions bash > ~/.local/share/bash-completion/completions/orchestrate`.
@@ -130,10 +170,90 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Report(args) => {
-            orchestrate::report::cli::run(args)?;
+            let dir = args
+                .run_dir
+                .clone()
+                .or_else(|| args.compare.first().cloned())
+                .unwrap_or_default();
+            let drawer = orchestrate::runner::RunDrawings::new(&dir);
+            orchestrate::report::cli::run(args, Some(&drawer))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Cluster { action } => cluster(action),
+        Command::Run {
+            experiment,
+            resume,
+            dry_run,
+            keep_cluster,
+            on_error,
+            out,
+            port,
+            worker,
+            state_dir,
+        } => {
+            if dry_run {
+                let path = match (&experiment, &resume) {
+                    (Some(e), _) => e.clone(),
+                    (None, Some(dir)) => dir.join("experiment.toml"),
+                    (None, None) => unreachable!("clap requires one"),
+                };
+                return run(Command::Plan {
+                    experiment: path,
+                    node: None,
+                    json: false,
+                    graph: None,
+                });
+            }
+            let opts = orchestrate::runner::RunOptions {
+                out_root: out,
+                state_dir,
+                keep_cluster,
+                on_error,
+                port,
+                worker,
+            };
+            let rt = tokio::runtime::Runtime::new()?;
+            let summary = rt.block_on(async {
+                let (tx, rx) = tokio::sync::watch::channel(false);
+                tokio::spawn(async move {
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        eprintln!("interrupted: stopping the clients and tearing down every node (records so far are kept)");
+                        let _ = tx.send(true);
+                    }
+                });
+                orchestrate::runner::run(experiment.as_deref(), resume.as_deref(), &opts, rx).await
+            })?;
+            eprintln!(
+                "{} point(s) ok, {} failed, {} done before; results in {}",
+                summary.ok,
+                summary.failed,
+                summary.skipped,
+                summary.dir.display()
+            );
+            Ok(match summary.stopped.as_deref() {
+                None if summary.failed == 0 => ExitCode::SUCCESS,
+                Some("interrupted") => {
+                    eprintln!(
+                        "resume with: orchestrate run --resume {}",
+                        summary.dir.display()
+                    );
+                    ExitCode::from(130)
+                }
+                Some(why) => {
+                    eprintln!(
+                        "stopped: {why}\nresume with: orchestrate run --resume {}",
+                        summary.dir.display()
+                    );
+                    ExitCode::FAILURE
+                }
+                None => ExitCode::FAILURE,
+            })
+        }
+        Command::Teardown { run_dir } => {
+            let rt = tokio::runtime::Runtime::new()?;
+            rt.block_on(orchestrate::runner::teardown_from_ledger(&run_dir))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Schema => {
             println!(
                 "{}",

@@ -66,12 +66,13 @@ fn parse_netpipe(s: &str) -> Result<NetpipeSource, String> {
 }
 
 /// Runs `orchestrate report` and prints what it wrote.
-pub fn run(args: ReportArgs) -> Result<(), ReportError> {
+/// `drawer` draws the run's topologies into the report, when given.
+pub fn run(args: ReportArgs, drawer: Option<&dyn super::DrawTopology>) -> Result<(), ReportError> {
     let opts = ReportOptions {
         statistic: args.statistic,
         baseline: args.baseline,
         netpipe: args.netpipe,
-        topology: None,
+        topology: drawer,
         png: args.png,
     };
     let written = match &args.run_dir {

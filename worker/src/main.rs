@@ -514,7 +514,9 @@ fn client_command(cmd: Cmd) -> Result<Built, String> {
             b.temp_file = temp;
             Ok(b)
         }
-        Cmd::Serve(_) | Cmd::Probe | Cmd::Agent | Cmd::Bond(_) => unreachable!("not a client command"),
+        Cmd::Serve(_) | Cmd::Probe | Cmd::Agent | Cmd::Bond(_) => {
+            unreachable!("not a client command")
+        }
     }
 }
 

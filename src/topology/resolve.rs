@@ -234,6 +234,17 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
                 format!("xmit_hash_policy does not apply to mode {mode}"),
             );
         }
+        // The userspace bond cannot honour modes that need the switch's cooperation (802.3ad)
+        // or ARP rewriting (tlb, alb); say so now rather than when the node runs it.
+        if b.driver == crate::spec::topology::BondDriver::Userspace
+            && matches!(mode, BondMode::Ieee8023ad | BondMode::BalanceTlb | BondMode::BalanceAlb)
+        {
+            errs.push_help(
+                mspan,
+                format!("mode {mode} needs the kernel's bonding driver; the userspace bond does not emulate it"),
+                "use driver = \"kernel\" on nodes that have it, or balance-rr, active-backup, balance-xor or broadcast".into(),
+            );
+        }
         if let Some((primary, pspan)) = &b.primary {
             if !matches!(
                 mode,
@@ -247,7 +258,6 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
                 );
             }
         }
-        let _ = mspan;
         bonds[ni].push((
             Bond {
                 name: name.clone(),

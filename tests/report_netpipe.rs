@@ -123,3 +123,20 @@ fn beam_is_drawn_and_tabulated_beside_a_run() {
         "{lengths:?}"
     );
 }
+
+#[test]
+fn a_run_exports_its_one_pair_curves_in_netpipe_format_that_imports_again() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), &SynthSpec::study(7)).unwrap();
+    report_run(dir.path(), &ReportOptions::default()).unwrap();
+    let path = dir
+        .path()
+        .join("netpipe/routed-mesh-4x4-local-wire-token-tcp.txt");
+    let text = std::fs::read_to_string(&path).unwrap();
+    insta::assert_snapshot!(text);
+    let b = import("routed mesh", &path).unwrap();
+    assert_eq!(b.tables.len(), 1);
+    let sizes: Vec<u64> = b.tables[0].rows.iter().map(|r| r.bytes_per_block).collect();
+    assert_eq!(sizes, [64, 8192]);
+    assert!(b.tables[0].latency_s.is_some());
+}

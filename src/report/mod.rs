@@ -1,9 +1,21 @@
 //! Reports: aggregation of a run's records, comparisons between configurations, and the
-//! outputs written into the run directory (`summary.csv`, `comparison.csv`, `report.md`,
-//! `figures/*.svg`).
+//! outputs written into the run directory.
 //!
-//! Polars reads the records ([`aggregate`]); everything downstream works on the small
-//! per-point result and is plain, ordered Rust, so outputs are byte-identical on re-runs.
+//! | output | what |
+//! |---|---|
+//! | `summary.csv` | one row per cell (measure × configuration × pairs × size): n, failures, best, median, mean, the median's CI and its coverage, per-pair mean and minimum, latency percentiles |
+//! | `comparison.csv` | the pivot: a row per (measure, pairs, size), a column group per configuration (value, CI, n, ratio to baseline), winner, runner-up, whether the win is clear |
+//! | `report.md` | setup, method, findings, the pivot tables, latency, figures, failed points, NetPIPE baselines, environment |
+//! | `figures/*.svg` | throughput vs size (a panel per pair count), throughput vs pairs at the largest size, latency vs size (log-log), NetPIPE-style throughput vs block size; `*.png` copies with `--png` |
+//!
+//! The pipeline: [`aggregate`] (Polars, over `records.parquet`) → [`cells`] (statistics per
+//! cell, [`stats`]) → [`compare`](mod@compare) (pivot, baseline ratios, winners) → [`findings`] → the
+//! [`export`]ers, one per format. Everything after Polars works on one row per point and is
+//! plain, ordered Rust with fixed number formatting, so outputs are byte-identical on re-runs.
+//!
+//! Entry points: [`report_run`] (`orchestrate report <run-dir>`, also run at the end of a run),
+//! [`compare`](fn@compare) (`orchestrate report --compare <dir>...`) and [`build`] (the
+//! report as data, for tests and other front ends).
 
 pub mod aggregate;
 pub mod cells;

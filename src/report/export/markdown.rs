@@ -337,6 +337,15 @@ fn figures_section(s: &mut String, report: &Report) {
     for (name, _) in &report.topology_drawings {
         let _ = writeln!(s, "![topology {name}](figures/topology-{name}.svg)\n");
     }
+    // Listing what the NetPIPE exporter writes keeps the two from drifting apart.
+    let curves = super::Netpipe.export(report).unwrap_or_default();
+    if !curves.is_empty() {
+        s.push_str("One-pair curves in NetPIPE's format, to compare with NetPIPE runs or to use as a baseline:\n\n");
+        for c in curves {
+            let _ = writeln!(s, "- [{0}]({0})", c.path.display());
+        }
+        s.push('\n');
+    }
 }
 
 fn failures(s: &mut String, report: &Report) {

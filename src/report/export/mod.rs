@@ -2,6 +2,7 @@
 
 mod comparison_csv;
 mod markdown;
+mod netpipe;
 #[cfg(feature = "png")]
 mod png;
 mod summary_csv;
@@ -14,6 +15,7 @@ use super::model::Report;
 
 pub use comparison_csv::ComparisonCsv;
 pub use markdown::Markdown;
+pub use netpipe::Netpipe;
 #[cfg(feature = "png")]
 pub use png::Png;
 pub use summary_csv::SummaryCsv;
@@ -32,13 +34,15 @@ pub trait Exporter {
     fn export(&self, report: &Report) -> Result<Vec<Output>, ReportError>;
 }
 
-/// The outputs of a report: CSVs, Markdown and SVG figures, plus PNG copies when asked for.
+/// The outputs of a report: CSVs, Markdown, SVG figures and NetPIPE-format curves, plus PNG
+/// copies when asked for.
 pub fn standard(png: bool) -> Result<Vec<Box<dyn Exporter>>, ReportError> {
     let mut all: Vec<Box<dyn Exporter>> = vec![
         Box::new(SummaryCsv),
         Box::new(ComparisonCsv),
         Box::new(Markdown),
         Box::new(Svg),
+        Box::new(Netpipe),
     ];
     if png {
         all.push(png_exporter()?);

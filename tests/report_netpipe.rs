@@ -80,7 +80,7 @@ fn a_file_without_tables_is_refused_with_its_path() {
     std::fs::write(&path, "just prose\n").unwrap();
     let err = import("x", &path).unwrap_err().to_string();
     assert!(
-        err.contains("notes.txt") && err.contains("no NetPIPE table"),
+        err.contains("notes.txt") && err.contains("no rows found"),
         "{err}"
     );
 }

@@ -237,7 +237,10 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
         // The userspace bond cannot honour modes that need the switch's cooperation (802.3ad)
         // or ARP rewriting (tlb, alb); say so now rather than when the node runs it.
         if b.driver == crate::spec::topology::BondDriver::Userspace
-            && matches!(mode, BondMode::Ieee8023ad | BondMode::BalanceTlb | BondMode::BalanceAlb)
+            && matches!(
+                mode,
+                BondMode::Ieee8023ad | BondMode::BalanceTlb | BondMode::BalanceAlb
+            )
         {
             errs.push_help(
                 mspan,

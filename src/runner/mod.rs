@@ -166,7 +166,7 @@ pub async fn run(
             &exp,
             config,
             &todo,
-            &nodes.inventory,
+            &nodes,
             &worker_bytes,
             &node_worker,
             opts,
@@ -311,7 +311,7 @@ async fn run_configuration(
     exp: &Experiment,
     config: &Configuration,
     todo: &[&plan::Point],
-    inventory_path: &Path,
+    nodes: &nodes::Nodes,
     worker_bytes: &[u8],
     node_worker: &str,
     opts: &RunOptions,
@@ -323,6 +323,7 @@ async fn run_configuration(
     interrupted: &mut watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let t = &config.topology;
+    let inventory_path = nodes.inventory.as_path();
     let names: Vec<NodeName> = t.nodes.iter().map(|n| n.name.clone()).collect();
     let inventory = Inventory::load(inventory_path).map_err(|e| {
         anyhow::anyhow!(
@@ -424,13 +425,15 @@ async fn run_configuration(
 
     // The ledger is written before anything changes, so a crash at any later moment leaves a
     // record of what to undo.
-    writer.write_ledger(&Ledger {
+    let mut ledger = Ledger {
         configuration: config.id,
         topology: t.name.to_string(),
         inventory: std::path::absolute(inventory_path)?,
         node_ledger: NODE_LEDGER.into(),
         nodes: names.clone(),
-    })?;
+        virtual_cluster: nodes.cluster.as_ref().map(|c| c.to_string()),
+    };
+    writer.write_ledger(&ledger)?;
     let env = format!("ORCHESTRATE_WORKER={node_worker}");
     let (_, apply_errors) = on_all(&names, |n| {
         let cluster = &cluster;
@@ -478,8 +481,8 @@ async fn run_configuration(
         .await
     };
 
-    // Teardown always runs, and the ledger goes only when every node is clean.
-    let (_, teardown_errors) = on_all(&names, |n| {
+    // Teardown always runs; the ledger keeps only the nodes that could not be cleaned.
+    let (clean, teardown_errors) = on_all(&names, |n| {
         let cluster = &cluster;
         let script = scripts[&n].teardown.clone();
         async move {
@@ -496,13 +499,15 @@ async fn run_configuration(
     })
     .await;
     cluster.close().await;
-    if teardown_errors.is_empty() {
+    ledger.nodes.retain(|n| !clean.contains_key(n));
+    if ledger.nodes.is_empty() {
         writer.clear_ledger()?;
         writer.log(&format!(
             "configuration {}: torn down on every node",
             config.id
         ));
     } else {
+        writer.write_ledger(&ledger)?;
         let msg = format!(
             "teardown left changes on some nodes (kept in ledger.json; `orchestrate teardown {}` retries):\n  {}",
             writer.root().display(),
@@ -663,6 +668,16 @@ pub async fn teardown_from_ledger(dir: &Path) -> anyhow::Result<()> {
         eprintln!("{}: no ledger, nothing to undo", dir.display());
         return Ok(());
     };
+    if let Some(name) = &l.virtual_cluster
+        && !crate::vcluster::list_clusters()?.contains(name)
+    {
+        std::fs::remove_file(dir.join("ledger.json"))?;
+        eprintln!(
+            "{}: virtual cluster {name} is gone, and its nodes' changes with it",
+            dir.display()
+        );
+        return Ok(());
+    }
     let inventory = Inventory::load(&l.inventory).map_err(|e| {
         anyhow::anyhow!(
             "{}",

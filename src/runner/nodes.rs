@@ -11,7 +11,10 @@ use crate::vcluster as vc;
 /// Nodes obtained for one configuration, and what to give back afterwards.
 pub struct Nodes {
     pub inventory: PathBuf,
-    cluster: Option<vc::ClusterName>,
+    /// The virtual cluster the nodes belong to, if any.
+    pub cluster: Option<vc::ClusterName>,
+    /// Whether this run brought the cluster up (and so takes it down).
+    created: bool,
 }
 
 pub struct Provider {
@@ -23,17 +26,44 @@ pub struct Provider {
 }
 
 impl Provider {
-    /// Nodes for `t`: the inventory file as it is, or a virtual cluster with `t`'s wires
-    /// (reused when one of that name is already up with the same wiring).
+    /// Nodes for `t`: the inventory file as it is, or a virtual cluster with `t`'s wires —
+    /// the one already up under the topology's name if every member runs, else a new one.
     pub async fn obtain(&self, t: &Topology, source: &Path) -> anyhow::Result<Nodes> {
         match &self.spec {
             ClusterSpec::Inventory { path } => Ok(Nodes {
                 inventory: path.clone(),
                 cluster: None,
+                created: false,
             }),
             ClusterSpec::Docker => {
                 let wiring = vc::Wiring::from_topology(t)?;
                 let name = vc::ClusterName::from_label(t.name.as_str())?;
+                if vc::list_clusters()?.iter().any(|c| c == name.as_str()) {
+                    // Up already (`cluster up` by hand, or an earlier --keep-cluster): use it
+                    // as it is and leave it up afterwards.
+                    let status = vc::status(&name, &self.state_dir)?;
+                    let stopped: Vec<String> = status
+                        .members
+                        .iter()
+                        .filter(|m| m.state != "running")
+                        .map(|m| format!("{} ({})", m.name, m.state))
+                        .collect();
+                    if !stopped.is_empty() {
+                        anyhow::bail!(
+                            "virtual cluster {name} exists but {} not running; take it down \
+                             (`orchestrate cluster down --name {name} --state-dir {}`) so the run \
+                             can bring it up afresh",
+                            stopped.join(", "),
+                            self.state_dir.display()
+                        );
+                    }
+                    tracing::info!("using virtual cluster {name}, which is already up");
+                    return Ok(Nodes {
+                        inventory: vc::ClusterDir::new(&self.state_dir, &name).inventory(),
+                        cluster: Some(name),
+                        created: false,
+                    });
+                }
                 let opts = vc::UpOptions {
                     name: name.clone(),
                     state_dir: self.state_dir.clone(),
@@ -50,14 +80,17 @@ impl Provider {
                 Ok(Nodes {
                     inventory: report.dir.inventory(),
                     cluster: Some(name),
+                    created: true,
                 })
             }
         }
     }
 
-    /// Gives the nodes back: takes a virtual cluster down unless asked to keep it.
+    /// Gives the nodes back: takes down a virtual cluster this run brought up, unless asked
+    /// to keep it.
     pub async fn release(&self, nodes: Nodes) -> anyhow::Result<()> {
         if let Some(name) = nodes.cluster
+            && nodes.created
             && !self.keep
         {
             let state = self.state_dir.clone();

@@ -23,7 +23,11 @@ pub struct Ledger {
     pub inventory: PathBuf,
     /// Where the node-side ledger lives on each node.
     pub node_ledger: String,
+    /// Nodes that may still hold changes.
     pub nodes: Vec<NodeName>,
+    /// The virtual cluster the nodes belong to: when it is gone, so are the changes.
+    #[serde(default)]
+    pub virtual_cluster: Option<String>,
 }
 
 pub struct RunWriter {

@@ -351,9 +351,8 @@ fn build(
         idle_timeout_ms: (go_timeout + timeout).as_millis() as u64,
         udp_port: Some(0),
     };
-    let mut check = params.clone();
-    check.udp_port = Some(0);
-    protocol::validate(&check)?;
+    // Refuse what the server would refuse before connecting (the UDP port is a stand-in).
+    protocol::validate(&params)?;
     Ok(Built {
         opts: ClientOptions {
             connect: common.connect.clone(),

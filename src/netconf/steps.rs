@@ -160,9 +160,11 @@ impl Step {
                 q(route.via.to_string()),
                 q(&route.dev)
             ),
+            // Already at the value: nothing to change, so nothing to record or undo.
             Step::Sysctl { key, value } => format!(
-                "recorded {n} \"$(sysctl -n {k})\"; sysctl -qw {kv}",
+                "old=$(sysctl -n {k})\nif [ \"$old\" != {v} ]; then recorded {n} \"$old\"; sysctl -qw {kv}; fi",
                 k = q(key),
+                v = q(value),
                 kv = q(format!("{key}={value}"))
             ),
         }

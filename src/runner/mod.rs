@@ -125,7 +125,7 @@ pub async fn run(
     let mut manifest = load_manifest(&writer, &exp, &plan);
     write_manifest(&writer, &manifest)?;
 
-    let worker = locate_worker(opts.worker.as_deref())?;
+    let worker = crate::vcluster::locate_worker(opts.worker.as_deref())?;
     let worker_bytes =
         std::fs::read(&worker).with_context(|| format!("reading {}", worker.display()))?;
     let node_worker = format!(
@@ -258,22 +258,6 @@ fn write_manifest(w: &RunWriter, m: &Manifest) -> anyhow::Result<()> {
     let path = w.dir.manifest_path();
     std::fs::write(&path, serde_json::to_string_pretty(m)?)
         .with_context(|| format!("writing {}", path.display()))
-}
-
-/// The worker binary beside this program (cargo puts both in the same target directory).
-fn locate_worker(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
-    if let Some(p) = explicit {
-        return Ok(p.to_owned());
-    }
-    let exe = std::env::current_exe()?;
-    let beside = exe.with_file_name("orchestrate-worker");
-    if beside.is_file() {
-        return Ok(beside);
-    }
-    bail!(
-        "no orchestrate-worker beside {}; build it (`cargo build --release -p orchestrate-worker`) or pass --worker",
-        exe.display()
-    )
 }
 
 fn checksum(bytes: &[u8]) -> String {
@@ -576,7 +560,7 @@ async fn measure(
             let entry = &config.placements[p.placement_entry];
             let w = &exp.workloads[p.workload];
             let t0 = Instant::now();
-            let outcome = tokio::select! {
+            let mut outcome = tokio::select! {
                 o = point::run(p, entry, w, &agents, port, &offsets, bond_driver) => o,
                 _ = interrupted.wait_for(|stop| *stop) => {
                     summary.stopped = Some("interrupted".into());
@@ -584,6 +568,16 @@ async fn measure(
                     return Ok(());
                 }
             };
+            if outcome.row.status == PointStatus::Failed {
+                // A pair's error often shows only the symptom (a timeout); name the nodes that
+                // stopped answering, which is usually the cause.
+                let silent = unresponsive(&agents).await;
+                if !silent.is_empty() {
+                    let names: Vec<String> = silent.iter().map(|n| n.to_string()).collect();
+                    let err = outcome.row.error.take().unwrap_or_default();
+                    outcome.row.error = Some(format!("{} stopped answering ({err})", names.join(", ")));
+                }
+            }
             writer.append_point(&outcome.records, &outcome.row)?;
             let ok = outcome.row.status == PointStatus::Ok;
             if ok {
@@ -617,6 +611,20 @@ async fn measure(
     .await;
     close_all(&agents).await;
     result
+}
+
+/// Nodes whose agent does not answer a clock probe within a few seconds.
+async fn unresponsive(agents: &BTreeMap<NodeName, Agent>) -> Vec<NodeName> {
+    let probes = agents.iter().map(|(n, a)| async move {
+        let answered = tokio::time::timeout(Duration::from_secs(5), a.clock_offset()).await;
+        (n.clone(), matches!(answered, Ok(Ok(_))))
+    });
+    futures_util::future::join_all(probes)
+        .await
+        .into_iter()
+        .filter(|(_, ok)| !ok)
+        .map(|(n, _)| n)
+        .collect()
 }
 
 async fn close_all(agents: &BTreeMap<NodeName, Agent>) {

@@ -52,7 +52,7 @@ pub fn render(input: &ComposeInput<'_>) -> String {
     for node in &w.nodes {
         let n = &node.name;
         let _ = writeln!(y, "  {}:", q(n));
-        common_service(&mut y, c, input.image, n, "node", n);
+        common_service(&mut y, c, input.image, n, "node", n, node.forwarding);
         y.push_str("    volumes:\n");
         let _ = writeln!(
             y,
@@ -85,7 +85,7 @@ pub fn render(input: &ComposeInput<'_>) -> String {
             y,
             "    # A switch: orchestrate bridges its ports (port0, port1, ...) inside it."
         );
-        common_service(&mut y, c, input.image, &service, "switch", &sw.name);
+        common_service(&mut y, c, input.image, &service, "switch", &sw.name, false);
         y.push_str("    networks:\n");
         for (i, id) in sw.segments.iter().enumerate() {
             let _ = writeln!(
@@ -143,6 +143,7 @@ fn common_service(
     service: &str,
     role: &str,
     name: &str,
+    forwarding: bool,
 ) {
     let _ = writeln!(y, "    image: {}", q(image));
     let _ = writeln!(y, "    container_name: {}", q(&c.container_name(service)));
@@ -152,10 +153,11 @@ fn common_service(
     y.push_str("    cap_add: [\"NET_ADMIN\", \"NET_RAW\"]\n");
     y.push_str("    devices: [\"/dev/net/tun:/dev/net/tun\"]\n");
     y.push_str("    sysctls:\n");
-    // Forwarding is off until the controller's scripts turn it on for forwarding nodes; IPv6
-    // is off so its background chatter does not cross the measured wires.
+    // /proc/sys is read-only in a container, so forwarding is set here, on exactly the nodes
+    // the topology's routes go through; IPv6 is off so its background chatter does not cross
+    // the measured wires.
     for (k, v) in [
-        ("net.ipv4.ip_forward", "0"),
+        ("net.ipv4.ip_forward", if forwarding { "1" } else { "0" }),
         ("net.ipv6.conf.all.disable_ipv6", "1"),
         ("net.ipv6.conf.default.disable_ipv6", "1"),
     ] {

@@ -47,6 +47,11 @@ pub struct Port {
 pub struct Node {
     pub name: String,
     pub ports: Vec<Port>,
+    /// IP forwarding at creation. Docker keeps /proc/sys read-only inside containers, so a
+    /// node that must forward gets it here; the controller's scripts then find it already set
+    /// and leave it alone.
+    #[serde(default)]
+    pub forwarding: bool,
 }
 
 /// A store-and-forward switch with one port on each of its segments.
@@ -112,7 +117,14 @@ impl Wiring {
                 b = b.switch(sw.as_str(), net.segments.iter().map(|s| s.as_str()));
             }
         }
-        b.build()
+        let mut w = b.build()?;
+        for node in &mut w.nodes {
+            node.forwarding = t
+                .nodes
+                .iter()
+                .any(|n| n.name.as_str() == node.name && n.forwarding);
+        }
+        Ok(w)
     }
 
     /// Does any segment ask for delay or loss (and so need netem)?
@@ -237,7 +249,11 @@ impl WiringBuilder {
                     segment: id,
                 });
             }
-            nodes.push(Node { name, ports: out });
+            nodes.push(Node {
+                name,
+                ports: out,
+                forwarding: false,
+            });
         }
         let mut switches = Vec::new();
         for (name, segs) in self.switches {

@@ -1,7 +1,9 @@
-//! Measuring TCP goodput between nodes over SSH, as the controller would reach them, with the
-//! worker's `stream` pattern: the receiving server times the blocks as they arrive, after a
-//! short untimed warm-up, so the figure is what crossed the wire, not what the sender wrote
-//! into socket buffers and a deep queue.
+//! Measuring TCP goodput between nodes over SSH, as the controller would reach them.
+//!
+//! iperf3 in the node image stands in for the worker's streaming pattern until the worker has
+//! one; only this module knows. Rates are the receiver's: bytes over time in its whole
+//! one-second intervals, the first and last left out (the sender's own figures count what it
+//! wrote into socket buffers and a deep queue, not what crossed the wire).
 
 use std::time::Duration;
 
@@ -27,49 +29,55 @@ pub struct Station<'a> {
     pub addr: String,
 }
 
-/// Block size of the measuring stream.
-const BLOCK: &str = "64K";
-/// Untimed blocks first, so slow start and the queue's filling are not measured.
-const WARMUP_BLOCKS: u32 = 8;
-
-/// Runs the flows at once (one worker server per flow, started first) and returns each
-/// receiver's goodput.
+/// Runs the flows at once (one iperf3 server per flow, started first) and returns each
+/// receiver's goodput: the mean of the receiver's one-second intervals, the first and last
+/// left out. (The sender's own figures count what it wrote into socket buffers and a deep
+/// queue, not what crossed the wire.)
 pub fn measure(flows: &[(&Station, &Station, u16)], seconds: u32) -> Result<Vec<Flow>> {
-    let files = |port: u16| {
-        (
-            format!("/tmp/orchestrate-verify-{port}.log"),
-            format!("/tmp/orchestrate-verify-{port}.pid"),
-        )
-    };
+    let log = |port: u16| format!("/tmp/orchestrate-verify-{port}.json");
     for (_, to, port) in flows {
-        let (log, pid) = files(*port);
+        // -1: serve one test and exit; the idle timeout ends it if the client never comes.
         ssh::command(
             to.host,
-            &format!("starting a worker server on {}", to.node),
+            &format!("starting an iperf3 server on {}", to.node),
             // Returns once the server listens, or fails with what it logged.
             &format!(
-                "rm -f {log} {pid}; nohup orchestrate-worker serve --listen {addr}:{port} >{log} 2>&1 </dev/null & \
-                 echo $! >{pid}; for i in $(seq 50); do grep -q listening {log} && exit 0; sleep 0.1; done; \
-                 echo 'the worker server is not listening:' >&2; cat {log} >&2; exit 1",
+                "rm -f {log}; iperf3 -s -1 -D -J --logfile {log} -B {addr} -p {port} --idle-timeout 30 \
+                 && for i in $(seq 30); do \
+                      ss -ltnH | grep -q '{addr}:{port} ' && exit 0; sleep 0.1; \
+                    done; echo 'the iperf3 server is not listening:' >&2; cat {log} >&2; exit 1",
                 addr = to.addr,
+                log = log(*port)
             ),
         )
         .timeout(Duration::from_secs(20))
         .run()?;
     }
-    let outputs: Vec<Result<String>> = std::thread::scope(|s| {
+    // Two extra seconds: the first and last intervals are not counted.
+    let total = seconds + 2;
+    let sent: Vec<Result<()>> = std::thread::scope(|s| {
         let handles: Vec<_> = flows
             .iter()
             .map(|(from, to, port)| {
                 s.spawn(move || {
                     let remote = format!(
-                        "orchestrate-worker stream --connect {}:{port} --size {BLOCK} --duration {seconds} \
-                         --warmup {WARMUP_BLOCKS} --trials 1",
-                        to.addr
+                        "iperf3 -c {} -B {} -p {port} -t {total} --connect-timeout 3000 >/dev/null",
+                        to.addr, from.addr
                     );
-                    ssh::command(from.host, &format!("sending {} -> {}", from.node, to.node), &remote)
-                        .timeout(Duration::from_secs(u64::from(seconds) + 60))
-                        .run()
+                    let what = format!("sending {} -> {}", from.node, to.node);
+                    let mut attempt = 0;
+                    loop {
+                        attempt += 1;
+                        match ssh::command(from.host, &what, &remote)
+                            .timeout(Duration::from_secs(u64::from(total) + 40))
+                            .run()
+                        {
+                            // The server may still be getting ready to listen.
+                            Err(_) if attempt < 5 => std::thread::sleep(Duration::from_millis(300)),
+                            Err(e) => return Err(e),
+                            Ok(_) => return Ok(()),
+                        }
+                    }
                 })
             })
             .collect();
@@ -79,45 +87,67 @@ pub fn measure(flows: &[(&Station, &Station, u16)], seconds: u32) -> Result<Vec<
             .collect()
     });
     let mut out = Vec::new();
-    for ((from, to, port), sent) in flows.iter().zip(outputs) {
-        // Stop the server whatever happened to the client.
-        let (log, pid) = files(*port);
-        let _ = ssh::command(
+    for ((from, to, port), sent) in flows.iter().zip(sent) {
+        // Read the receiver's report even when sending failed: it removes the log file.
+        let remote = format!(
+            "f={log}; for i in $(seq 50); do grep -q '\"end\"' $f 2>/dev/null && break; sleep 0.1; done; \
+             cat $f; rm -f $f",
+            log = log(*port)
+        );
+        let json = ssh::command(
             to.host,
-            &format!("stopping the worker server on {}", to.node),
-            &format!("kill $(cat {pid}) 2>/dev/null; rm -f {log} {pid}"),
+            &format!("reading the receiver's report on {}", to.node),
+            &remote,
         )
-        .timeout(Duration::from_secs(20))
-        .run();
-        let records = sent?;
+        .timeout(Duration::from_secs(30))
+        .run()?;
+        sent?;
         out.push(Flow {
             from: format!("{}:{}", from.node, from.ifname),
             to: format!("{}:{}", to.node, to.ifname),
-            mbit_s: receiver_goodput(&records, &format!("stream {} -> {}", from.node, to.node))?,
+            mbit_s: receiver_goodput(&json, &remote)?,
         });
     }
     Ok(out)
 }
 
-/// The receiving server's rate from the worker's records (one JSON object per line), Mbit/s.
-fn receiver_goodput(records: &str, command: &str) -> Result<f64> {
+/// Mean of the receiver's interval rates, without the first and last interval, in Mbit/s.
+fn receiver_goodput(json: &str, command: &str) -> Result<f64> {
     let unexpected = |detail: String| Error::Unexpected {
-        what: "reading the worker's stream records".into(),
+        what: "reading iperf3's receiver report".into(),
         command: command.into(),
         detail,
     };
-    let mut rate = None;
-    for line in records.lines().filter(|l| l.starts_with('{')) {
-        let v: serde_json::Value =
-            serde_json::from_str(line).map_err(|e| unexpected(e.to_string()))?;
-        if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
-            return Err(unexpected(e.to_owned()));
-        }
-        if v.get("role").and_then(|r| r.as_str()) == Some("server") {
-            rate = v.get("throughput_mbit_s").and_then(|t| t.as_f64());
-        }
+    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| unexpected(e.to_string()))?;
+    if let Some(e) = v.get("error").and_then(|e| e.as_str()) {
+        return Err(unexpected(e.to_owned()));
     }
-    rate.ok_or_else(|| unexpected("no receiver record".into()))
+    // (bytes, seconds) of each whole interval; iperf3 ends with a sliver of an interval whose
+    // rate means nothing.
+    let intervals: Vec<(f64, f64)> = v
+        .get("intervals")
+        .and_then(|i| i.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|i| {
+                    let bytes = i.pointer("/sum/bytes").and_then(|b| b.as_f64())?;
+                    let secs = i.pointer("/sum/seconds").and_then(|b| b.as_f64())?;
+                    Some((bytes, secs))
+                })
+                .filter(|(_, secs)| *secs >= 0.5)
+                .collect()
+        })
+        .unwrap_or_default();
+    if intervals.len() < 3 {
+        return Err(unexpected(format!(
+            "{} whole intervals; at least 3 are needed",
+            intervals.len()
+        )));
+    }
+    let middle = &intervals[1..intervals.len() - 1];
+    let bytes: f64 = middle.iter().map(|(b, _)| b).sum();
+    let secs: f64 = middle.iter().map(|(_, s)| s).sum();
+    Ok(bytes * 8.0 / secs / 1e6)
 }
 
 #[cfg(test)]
@@ -125,16 +155,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_receivers_record_gives_the_rate_and_errors_are_reported() {
-        let ok = "{\"ready\":true}\n{\"role\":\"client\",\"throughput_mbit_s\":12.0}\n{\"role\":\"server\",\"throughput_mbit_s\":9.4}\n";
-        assert!((receiver_goodput(ok, "x").unwrap() - 9.4).abs() < 1e-12);
-        let e = receiver_goodput(
-            "{\"role\":\"client\",\"error\":\"connection refused\"}\n",
-            "x",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("connection refused"), "{e}");
-        assert!(receiver_goodput("", "x").is_err());
+    fn receiver_goodput_leaves_out_the_first_and_last_whole_interval_and_slivers() {
+        let iv = |mbit: f64, secs: f64| {
+            format!(
+                r#"{{"sum":{{"bytes":{},"seconds":{secs}}}}}"#,
+                mbit * 1e6 / 8.0 * secs
+            )
+        };
+        let j = format!(
+            r#"{{"intervals":[{}, {}, {}, {}, {}],"end":{{}}}}"#,
+            iv(20.0, 1.0),
+            iv(9.0, 1.0),
+            iv(10.0, 1.0),
+            iv(1.0, 1.0),
+            iv(50.0, 0.013)
+        );
+        assert!((receiver_goodput(&j, "x").unwrap() - 9.5).abs() < 1e-9);
+        let e = receiver_goodput(r#"{"error":"unable to connect"}"#, "x")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("unable to connect"), "{e}");
+        assert!(receiver_goodput(r#"{"intervals":[]}"#, "x").is_err());
     }
 }

@@ -1,8 +1,8 @@
 //! `cluster verify`: measures every segment over SSH, as the controller would, and checks the
 //! figures against the segment's rate and medium.
 //!
-//! The traffic comes from [`super::meter`]: the worker's `stream` pattern, timed by the
-//! receiver. Each tested node gets a temporary address from 198.18.0.0/15 (the block
+//! The traffic comes from [`super::meter`] (iperf3 standing in for the worker's streaming
+//! pattern until the worker has one). Each tested node gets a temporary address from 198.18.0.0/15 (the block
 //! reserved for benchmarking) on the tested interface; it is removed again afterwards.
 //!
 //! Checks, with `g` the TCP goodput of the rate on Ethernet (1448 payload bytes per 1538 on

@@ -14,6 +14,14 @@ use std::time::{Duration, Instant};
 
 use orchestrate::vcluster::Inventory;
 
+/// Both tests use the cluster named after their topology: one at a time, also under
+/// `cargo test`'s threads (nextest runs docker tests one by one anyway).
+static ONE_CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    ONE_CLUSTER.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A 2x2 routed mesh: four buses of two nodes, so remote-wire pairs cross a forwarding node.
 const TOPOLOGY: &str = r#"
 name = "rt-mesh"
@@ -218,6 +226,7 @@ fn node_ledgers_empty(inv: &Inventory, nodes: &[&str]) {
 #[test]
 fn docker_run_measures_every_point_and_leaves_nodes_as_found() {
     require_docker!();
+    let _one = exclusive();
     let s = Setup::new(100);
     support::orchestrate_ok(&[
         "cluster",
@@ -335,6 +344,7 @@ fn docker_run_measures_every_point_and_leaves_nodes_as_found() {
 #[test]
 fn docker_killed_node_and_ctrl_c_keep_what_was_measured_and_resume_finishes() {
     require_docker!();
+    let _one = exclusive();
     // Points of about a second each, so there is time to act mid-run.
     let s = Setup::new(400);
     let child = spawn(&s.run_args(&[&s.p("rt.toml")]));

@@ -419,23 +419,11 @@ async fn run_configuration(
     };
     writer.write_ledger(&ledger)?;
     let env = format!("ORCHESTRATE_WORKER={node_worker}");
-    let (_, apply_errors) = on_all(&names, |n| {
-        let cluster = &cluster;
-        let script = scripts[&n].apply.clone();
-        let env = env.clone();
-        async move {
-            cluster
-                .run(
-                    &n,
-                    &format!("{env} sh -s -- {NODE_LEDGER}"),
-                    Some(script.as_bytes()),
-                    EXEC_TIMEOUT,
-                )
-                .await?;
-            Ok(())
-        }
-    })
-    .await;
+    let applies: BTreeMap<NodeName, String> = scripts
+        .iter()
+        .map(|(n, sc)| (n.clone(), sc.apply.clone()))
+        .collect();
+    let (_, apply_errors) = run_scripts(&cluster, &applies, &env, NODE_LEDGER).await;
 
     let outcome = if !apply_errors.is_empty() {
         Err(anyhow::anyhow!(
@@ -466,22 +454,11 @@ async fn run_configuration(
     };
 
     // Teardown always runs; the ledger keeps only the nodes that could not be cleaned.
-    let (clean, teardown_errors) = on_all(&names, |n| {
-        let cluster = &cluster;
-        let script = scripts[&n].teardown.clone();
-        async move {
-            cluster
-                .run(
-                    &n,
-                    &format!("sh -s -- {NODE_LEDGER}"),
-                    Some(script.as_bytes()),
-                    EXEC_TIMEOUT,
-                )
-                .await?;
-            Ok(())
-        }
-    })
-    .await;
+    let teardowns: BTreeMap<NodeName, String> = scripts
+        .iter()
+        .map(|(n, sc)| (n.clone(), sc.teardown.clone()))
+        .collect();
+    let (clean, teardown_errors) = run_scripts(&cluster, &teardowns, "", NODE_LEDGER).await;
     cluster.close().await;
     ledger.nodes.retain(|n| !clean.contains_key(n));
     if ledger.nodes.is_empty() {
@@ -613,6 +590,29 @@ async fn measure(
     result
 }
 
+/// Runs each node's script at once on every node: fed to `sh` on stdin, with `env` before the
+/// command and the node-side ledger as the script's argument. Returns the nodes where it
+/// succeeded, and "node: cause" for the others.
+async fn run_scripts(
+    cluster: &Cluster,
+    scripts: &BTreeMap<NodeName, String>,
+    env: &str,
+    ledger: &str,
+) -> (BTreeMap<NodeName, ()>, Vec<String>) {
+    let nodes: Vec<NodeName> = scripts.keys().cloned().collect();
+    let command = format!("{env} sh -s -- {ledger}").trim_start().to_owned();
+    on_all(&nodes, |n| {
+        let command = &command;
+        async move {
+            cluster
+                .run(&n, command, Some(scripts[&n].as_bytes()), EXEC_TIMEOUT)
+                .await?;
+            Ok(())
+        }
+    })
+    .await
+}
+
 /// Nodes whose agent does not answer a clock probe within a few seconds.
 async fn unresponsive(agents: &BTreeMap<NodeName, Agent>) -> Vec<NodeName> {
     let probes = agents.iter().map(|(n, a)| async move {
@@ -710,25 +710,14 @@ pub async fn teardown_from_ledger(dir: &Path) -> anyhow::Result<()> {
     let sdir = dir
         .join("scripts")
         .join(format!("{}-{}", l.configuration, l.topology));
-    let (_, errors) = on_all(&l.nodes, |n| {
-        let cluster = &cluster;
+    let mut teardowns = BTreeMap::new();
+    for n in &l.nodes {
         let path = sdir.join(format!("{n}.teardown.sh"));
-        let ledger = l.node_ledger.clone();
-        async move {
-            let script =
-                std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-            cluster
-                .run(
-                    &n,
-                    &format!("sh -s -- {ledger}"),
-                    Some(&script),
-                    EXEC_TIMEOUT,
-                )
-                .await?;
-            Ok(())
-        }
-    })
-    .await;
+        let script = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        teardowns.insert(n.clone(), script);
+    }
+    let (_, errors) = run_scripts(&cluster, &teardowns, "", &l.node_ledger).await;
     cluster.close().await;
     if errors.is_empty() {
         std::fs::remove_file(dir.join("ledger.json"))?;

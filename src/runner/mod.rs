@@ -309,27 +309,12 @@ async fn run_configuration(
     let t = &config.topology;
     let inventory_path = nodes.inventory.as_path();
     let names: Vec<NodeName> = t.nodes.iter().map(|n| n.name.clone()).collect();
-    let inventory = Inventory::load(inventory_path).map_err(|e| {
-        anyhow::anyhow!(
-            "{}",
-            e.errors
-                .iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join("\n")
-        )
-    })?;
-    let cluster = Cluster::connect(&inventory, &names, &ConnectOptions::default())
-        .await
-        .map_err(|errs| {
-            anyhow::anyhow!(
-                "cannot reach every node, nothing was changed:\n  {}",
-                errs.iter()
-                    .map(|e| e.to_string())
-                    .collect::<Vec<_>>()
-                    .join("\n  ")
-            )
-        })?;
+    let cluster = connect(
+        inventory_path,
+        &names,
+        "cannot reach every node, nothing was changed",
+    )
+    .await?;
     writer.log(&format!(
         "configuration {} ({}): connected to {} node(s)",
         config.id,
@@ -590,6 +575,25 @@ async fn measure(
     result
 }
 
+/// Reads an inventory and connects to `nodes`; every problem is listed under `what`.
+async fn connect(inventory: &Path, nodes: &[NodeName], what: &str) -> anyhow::Result<Cluster> {
+    let lines = |v: Vec<String>| v.join("\n  ");
+    let inv = Inventory::load(inventory).map_err(|e| {
+        anyhow::anyhow!(
+            "{}",
+            lines(e.errors.iter().map(|x| x.to_string()).collect())
+        )
+    })?;
+    Cluster::connect(&inv, nodes, &ConnectOptions::default())
+        .await
+        .map_err(|errs| {
+            anyhow::anyhow!(
+                "{what}:\n  {}",
+                lines(errs.iter().map(|e| e.to_string()).collect())
+            )
+        })
+}
+
 /// Runs each node's script at once on every node: fed to `sh` on stdin, with `env` before the
 /// command and the node-side ledger as the script's argument. Returns the nodes where it
 /// succeeded, and "node: cause" for the others.
@@ -686,27 +690,12 @@ pub async fn teardown_from_ledger(dir: &Path) -> anyhow::Result<()> {
         );
         return Ok(());
     }
-    let inventory = Inventory::load(&l.inventory).map_err(|e| {
-        anyhow::anyhow!(
-            "{}",
-            e.errors
-                .iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join("\n")
-        )
-    })?;
-    let cluster = Cluster::connect(&inventory, &l.nodes, &ConnectOptions::default())
-        .await
-        .map_err(|errs| {
-            anyhow::anyhow!(
-                "cannot reach every node of the ledger:\n  {}",
-                errs.iter()
-                    .map(|e| e.to_string())
-                    .collect::<Vec<_>>()
-                    .join("\n  ")
-            )
-        })?;
+    let cluster = connect(
+        &l.inventory,
+        &l.nodes,
+        "cannot reach every node of the ledger",
+    )
+    .await?;
     let sdir = dir
         .join("scripts")
         .join(format!("{}-{}", l.configuration, l.topology));

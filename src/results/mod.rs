@@ -8,6 +8,7 @@
 //! | `records.jsonl` | runner | one [`RecordRow`] per line: run context + the worker's flattened record |
 //! | `points.jsonl` | runner | one [`PointRow`] per point attempt, with its status and overlap window |
 //! | `records.parquet`, `records.csv` | [`ingest`] | the same records, typed columns, for Polars and for people |
+//! | `bonds.jsonl` | runner | userspace bonds' final counters, one line per bond and configuration: per slave, per flow (which wire each flow took), failovers |
 //!
 //! # Record columns
 //!
@@ -43,6 +44,7 @@
 //! | `messages_per_s` | f64? | completed messages per second (pipeline) |
 //! | `peer_clock_offset_ns` | i64? | the peer's wall clock minus this side's, from the handshake |
 //! | `peer_clock_rtt_ns` | u64? | round trip of that handshake exchange (the offset's uncertainty is half of it) |
+//! | `gap_max_us` | f64? | longest pause between data arrivals at the receiver, µs (stream): stalls such as a bond's failover |
 //!
 //! Fields the worker adds later reach Parquet only once [`schema::RecordColumns`] names them; it
 //! destructures the record exhaustively so that the compiler points at the place.

@@ -158,6 +158,7 @@ pub struct RecordColumns {
     messages_per_s: Vec<Option<f64>>,
     peer_clock_offset_ns: Vec<Option<i64>>,
     peer_clock_rtt_ns: Vec<Option<u64>>,
+    gap_max_us: Vec<Option<f64>>,
 }
 
 impl RecordColumns {
@@ -213,6 +214,7 @@ impl RecordColumns {
             messages_per_s,
             peer_clock_offset_ns,
             peer_clock_rtt_ns,
+            gap_max_us,
         } = record;
         self.point.push(point);
         self.topology.push(topology);
@@ -251,6 +253,7 @@ impl RecordColumns {
         self.messages_per_s.push(messages_per_s);
         self.peer_clock_offset_ns.push(peer_clock_offset_ns);
         self.peer_clock_rtt_ns.push(peer_clock_rtt_ns);
+        self.gap_max_us.push(gap_max_us);
     }
 
     /// Moves the buffered rows into a [`DataFrame`], leaving the buffers empty.
@@ -295,6 +298,7 @@ impl RecordColumns {
             Column::new("messages_per_s".into(), c.messages_per_s),
             Column::new("peer_clock_offset_ns".into(), c.peer_clock_offset_ns),
             Column::new("peer_clock_rtt_ns".into(), c.peer_clock_rtt_ns),
+            Column::new("gap_max_us".into(), c.gap_max_us),
         ];
         DataFrame::new(height, columns)
     }

@@ -445,6 +445,12 @@ async fn run_configuration(
         .collect();
     let (clean, teardown_errors) = run_scripts(&cluster, &teardowns, "", NODE_LEDGER).await;
     cluster.close().await;
+    // A userspace bond's teardown prints its final counters: keep them, so a reader can see
+    // which wire carried what (per slave, per flow).
+    let bond_counters = userspace_bond_counters(config, &clean);
+    if !bond_counters.is_empty() {
+        writer.append_bonds(&bond_counters)?;
+    }
     ledger.nodes.retain(|n| !clean.contains_key(n));
     if ledger.nodes.is_empty() {
         writer.clear_ledger()?;
@@ -463,6 +469,28 @@ async fn run_configuration(
         eprintln!("{msg}");
     }
     outcome
+}
+
+/// The `exit` lines userspace bonds print when teardown stops them, with the configuration
+/// and node they came from.
+fn userspace_bond_counters(
+    config: &Configuration,
+    teardown_out: &BTreeMap<NodeName, String>,
+) -> Vec<serde_json::Value> {
+    teardown_out
+        .iter()
+        .flat_map(|(node, out)| out.lines().map(move |l| (node, l)))
+        .filter_map(|(node, line)| {
+            let mut v: serde_json::Value = serde_json::from_str(line).ok()?;
+            (v.get("event")? == "exit").then_some(())?;
+            let obj = v.as_object_mut()?;
+            obj.insert("configuration".into(), config.id.into());
+            obj.insert("topology".into(), config.topology.name.to_string().into());
+            obj.insert("bonding".into(), config.bonding_label().into());
+            obj.insert("node".into(), node.to_string().into());
+            Some(v)
+        })
+        .collect()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -602,16 +630,16 @@ async fn run_scripts(
     scripts: &BTreeMap<NodeName, String>,
     env: &str,
     ledger: &str,
-) -> (BTreeMap<NodeName, ()>, Vec<String>) {
+) -> (BTreeMap<NodeName, String>, Vec<String>) {
     let nodes: Vec<NodeName> = scripts.keys().cloned().collect();
     let command = format!("{env} sh -s -- {ledger}").trim_start().to_owned();
     on_all(&nodes, |n| {
         let command = &command;
         async move {
-            cluster
+            let out = cluster
                 .run(&n, command, Some(scripts[&n].as_bytes()), EXEC_TIMEOUT)
                 .await?;
-            Ok(())
+            Ok(out.stdout)
         }
     })
     .await

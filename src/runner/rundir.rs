@@ -124,6 +124,21 @@ impl RunWriter {
         self.dir.root()
     }
 
+    /// Appends the final counters of the userspace bonds of one configuration, a JSON line
+    /// per bond, to `bonds.jsonl`.
+    pub fn append_bonds(&mut self, lines: &[serde_json::Value]) -> anyhow::Result<()> {
+        let path = self.dir.root().join("bonds.jsonl");
+        let mut f = append(&path)?;
+        let mut buf = String::new();
+        for l in lines {
+            buf += &l.to_string();
+            buf.push('\n');
+        }
+        f.write_all(buf.as_bytes())?;
+        f.sync_all()?;
+        Ok(())
+    }
+
     /// Appends a point's records, then its outcome, and syncs both: the outcome line is what
     /// marks a point done, so it goes last.
     pub fn append_point(&mut self, records: &[RecordRow], point: &PointRow) -> anyhow::Result<()> {

@@ -431,6 +431,15 @@ pub fn locate_worker(explicit: Option<&Path>) -> Result<PathBuf> {
         for dir in exe.ancestors().skip(1).take(2) {
             let p = dir.join("orchestrate-worker");
             if p.is_file() {
+                // `cargo run` builds this program, not the worker: after an edit to the
+                // worker's sources, the binary beside us is stale and must not be measured.
+                if workspace_root().is_some_and(|root| newer_sources(&root.join("worker"), &p)) {
+                    tracing::info!(
+                        "the worker's sources changed since {}; rebuilding",
+                        p.display()
+                    );
+                    return build_worker();
+                }
                 return Ok(p);
             }
         }
@@ -438,18 +447,44 @@ pub fn locate_worker(explicit: Option<&Path>) -> Result<PathBuf> {
     build_worker()
 }
 
-fn build_worker() -> Result<PathBuf> {
-    let cwd = std::env::current_dir().map_err(|e| Error::io("finding the workspace", ".", e))?;
-    let root = cwd
-        .ancestors()
+/// The orchestrate workspace the current directory is in, if any.
+fn workspace_root() -> Option<PathBuf> {
+    let cwd = std::env::current_dir().ok()?;
+    cwd.ancestors()
         .find(|d| d.join("worker/Cargo.toml").is_file())
-        .ok_or_else(|| Error::Host {
-            problem: "no worker binary was given and this is not the orchestrate workspace".into(),
-            what_to_do: "pass --worker PATH or set ORCHESTRATE_WORKER".into(),
-        })?;
+        .map(Path::to_owned)
+}
+
+/// Whether any file of the crate at `dir` (its manifest, `src/`) is newer than `binary`.
+fn newer_sources(dir: &Path, binary: &Path) -> bool {
+    fn newest(p: &Path) -> Option<std::time::SystemTime> {
+        let meta = std::fs::metadata(p).ok()?;
+        if meta.is_dir() {
+            std::fs::read_dir(p)
+                .ok()?
+                .filter_map(|e| newest(&e.ok()?.path()))
+                .max()
+        } else {
+            meta.modified().ok()
+        }
+    }
+    let Some(built) = std::fs::metadata(binary).and_then(|m| m.modified()).ok() else {
+        return false;
+    };
+    [dir.join("Cargo.toml"), dir.join("src")]
+        .iter()
+        .filter_map(|p| newest(p))
+        .any(|t| t > built)
+}
+
+fn build_worker() -> Result<PathBuf> {
+    let root = workspace_root().ok_or_else(|| Error::Host {
+        problem: "no worker binary was given and this is not the orchestrate workspace".into(),
+        what_to_do: "pass --worker PATH or set ORCHESTRATE_WORKER".into(),
+    })?;
     Cmd::new("cargo", "building the worker")
         .args(["build", "--release", "-p", "orchestrate-worker"])
-        .current_dir(root)
+        .current_dir(&root)
         .timeout(Duration::from_secs(900))
         .run()?;
     let target = std::env::var_os("CARGO_TARGET_DIR")

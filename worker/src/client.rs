@@ -295,6 +295,7 @@ pub fn server_record(params: &Params, spec: &TrialSpec, rep: &TrialReport) -> Re
         r.depth = Some(params.depth);
     }
     r.error = rep.error.clone();
+    r.gap_max_us = rep.gap_max_ns.map(|ns| ns as f64 / 1e3);
     r
 }
 

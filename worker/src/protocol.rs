@@ -137,6 +137,9 @@ pub struct TrialReport {
     pub local_addr: String,
     pub peer_addr: String,
     pub error: Option<String>,
+    /// The receiver's longest pause between arrivals, ns (stream; absent from older workers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_max_ns: Option<u64>,
 }
 
 /// Write one control frame.

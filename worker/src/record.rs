@@ -118,6 +118,10 @@ pub struct Record {
     /// Round trip of the handshake exchange the offset was estimated from, ns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer_clock_rtt_ns: Option<u64>,
+    /// The longest pause between two arrivals of data at the receiver, µs (stream): a stall,
+    /// such as a bond failing over, shows here even when the average hides it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gap_max_us: Option<f64>,
 }
 
 impl Record {
@@ -148,6 +152,7 @@ impl Record {
             offered_mbit_s: None,
             lost: None,
             error: None,
+            gap_max_us: None,
             messages_per_s: None,
             peer_clock_offset_ns: None,
             peer_clock_rtt_ns: None,

@@ -238,6 +238,7 @@ fn session(stream: TcpStream, id: u64, opts: &ServeOptions) -> Result<String> {
             local_addr: c.local.clone(),
             peer_addr: c.peer.clone(),
             error: None,
+            gap_max_ns: m.gap_max_ns,
         };
         c.send(Kind::TrialReport, &rep)?;
         if !spec.warmup {

@@ -8,6 +8,7 @@ use super::link::{self, ETH_HEADER, Mac};
 use super::mode::Tx;
 use super::packet::Packet;
 use super::peers::{self, Hello, NextHop};
+use super::stats::FlowKey;
 use super::{BUF, Bond};
 
 impl Bond {
@@ -30,12 +31,19 @@ impl Bond {
             let dst = pkt.dst;
             let group = pkt.is_group(self.cfg.broadcast());
             let tx = self.policy.transmit(&pkt, &self.links);
+            let flow = FlowKey::of(&pkt);
             let frame = &mut buf[..ETH_HEADER + n];
             match tx {
-                Tx::One(i) => self.send_on(i, dst, group, frame),
+                Tx::One(i) => {
+                    if self.send_on(i, dst, group, frame) {
+                        self.flows.count(flow, i);
+                    }
+                }
                 Tx::All => {
                     for i in self.links.usable() {
-                        self.send_on(i, dst, group, frame);
+                        if self.send_on(i, dst, group, frame) {
+                            self.flows.count(flow, i);
+                        }
                     }
                 }
                 Tx::Nowhere => self.stats.no_slave.add(1),
@@ -43,20 +51,25 @@ impl Bond {
         }
     }
 
-    pub(super) fn send_on(&self, i: usize, dst: IpAddr, group: bool, frame: &mut [u8]) {
+    /// Sends `frame` on slave `i`; false when it could not go (no peer known, send error).
+    pub(super) fn send_on(&self, i: usize, dst: IpAddr, group: bool, frame: &mut [u8]) -> bool {
         let s = &self.slaves[i];
         let to = if group {
             Mac::BROADCAST
         } else {
             match s.peers.lookup(dst) {
                 NextHop::Peer(m) => m,
-                NextHop::Unknown => return self.stats.no_peer.add(1),
+                NextHop::Unknown => {
+                    self.stats.no_peer.add(1);
+                    return false;
+                }
             }
         };
         match s.link.send(to, frame) {
             Ok(()) => {
                 s.stats.tx_packets.add(1);
                 s.stats.tx_bytes.add((frame.len() - ETH_HEADER) as u64);
+                true
             }
             // A full queue or a dead link loses the packet, as it would below a kernel bond.
             Err(e) => {
@@ -68,6 +81,7 @@ impl Bond {
                     );
                 }
                 s.stats.tx_errors.add(1);
+                false
             }
         }
     }

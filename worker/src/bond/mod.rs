@@ -35,7 +35,7 @@ use link::{ETH_HEADER, SlaveLink};
 use mode::{Links, Policy};
 use peers::{Kind, PeerTable};
 use report::emit;
-use stats::{BondStats, SlaveStats};
+use stats::{BondStats, FlowTable, SlaveStats};
 use tun::Tun;
 
 /// Largest frame handled: an IP packet of up to 64 KiB (a slave with jumbo frames) plus the
@@ -65,6 +65,8 @@ struct Bond {
     links: Links,
     policy: Box<dyn Policy>,
     stats: BondStats,
+    /// Which slave each flow went out on.
+    flows: FlowTable,
     /// Set by a thread that cannot go on; the main thread exits with it.
     fatal: Mutex<Option<String>>,
 }
@@ -147,6 +149,7 @@ fn run(cfg: Config, raised: &mut Vec<String>) -> Result<(), String> {
         links,
         policy,
         stats: BondStats::default(),
+        flows: FlowTable::new(initial.len()),
         fatal: Mutex::new(None),
     });
 

@@ -48,6 +48,7 @@ impl Bond {
             "mode": self.cfg.mode.to_string(),
             "active": self.policy.active().map(|i| self.slaves[i].link.name.clone()),
             "counters": self.stats.json(),
+            "flow_table": self.flows.json(),
             "slaves": self.slaves.iter().enumerate().map(|(i, s)| {
                 let mut v = s.stats.json();
                 v["name"] = json!(s.link.name);

@@ -82,3 +82,89 @@ impl BondStats {
         })
     }
 }
+
+/// A flow as the bond sees it: addresses, and ports where the packet has them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FlowKey {
+    pub src: std::net::IpAddr,
+    pub dst: std::net::IpAddr,
+    /// Source and destination port, when the packet carries them.
+    pub ports: Option<(u16, u16)>,
+}
+
+impl FlowKey {
+    pub fn of(p: &super::packet::Packet<'_>) -> FlowKey {
+        FlowKey {
+            src: p.src,
+            dst: p.dst,
+            ports: p.ports.map(|b| {
+                (
+                    u16::from_be_bytes([b[0], b[1]]),
+                    u16::from_be_bytes([b[2], b[3]]),
+                )
+            }),
+        }
+    }
+}
+
+/// Packets sent per flow and slave: shows which wire each flow took (one for balance-xor and
+/// active-backup, all in turn for balance-rr). Only the first [`FlowTable::CAPACITY`] flows
+/// are kept apart; later ones are summed in `other_packets`, so memory stays bounded on a
+/// long run.
+pub struct FlowTable {
+    slaves: usize,
+    flows: std::sync::Mutex<FlowMap>,
+}
+
+#[derive(Default)]
+struct FlowMap {
+    per_flow: std::collections::HashMap<FlowKey, Vec<u64>>,
+    other_packets: Vec<u64>,
+}
+
+impl FlowTable {
+    pub const CAPACITY: usize = 1024;
+
+    pub fn new(slaves: usize) -> FlowTable {
+        FlowTable {
+            slaves,
+            flows: std::sync::Mutex::new(FlowMap {
+                per_flow: Default::default(),
+                other_packets: vec![0; slaves],
+            }),
+        }
+    }
+
+    /// Counts one packet of `flow` sent on slave `slave`.
+    pub fn count(&self, flow: FlowKey, slave: usize) {
+        let mut m = self.flows.lock().unwrap_or_else(|p| p.into_inner());
+        let full = m.per_flow.len() >= Self::CAPACITY;
+        match m.per_flow.get_mut(&flow) {
+            Some(v) => v[slave] += 1,
+            None if full => m.other_packets[slave] += 1,
+            None => {
+                let mut v = vec![0; self.slaves];
+                v[slave] = 1;
+                m.per_flow.insert(flow, v);
+            }
+        }
+    }
+
+    /// `{"flows": [{src, dst, sport, dport, tx_packets: [per slave]}], "other_packets": [..]}`,
+    /// flows sorted by key so that the output is stable.
+    pub fn json(&self) -> Value {
+        let m = self.flows.lock().unwrap_or_else(|p| p.into_inner());
+        let mut flows: Vec<_> = m.per_flow.iter().collect();
+        flows.sort_by_key(|(k, _)| **k);
+        json!({
+            "flows": flows.into_iter().map(|(k, v)| json!({
+                "src": k.src.to_string(),
+                "dst": k.dst.to_string(),
+                "sport": k.ports.map(|p| p.0),
+                "dport": k.ports.map(|p| p.1),
+                "tx_packets": v,
+            })).collect::<Vec<_>>(),
+            "other_packets": m.other_packets,
+        })
+    }
+}

@@ -120,6 +120,7 @@ impl PatternImpl for Load {
             elapsed_ns,
             latency: percentiles(&hist),
             until_report: false,
+            gap_max_ns: None,
         })
     }
 

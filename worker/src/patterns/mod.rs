@@ -32,6 +32,8 @@ pub struct Measure {
     /// The trial is only over when the server's report arrives (its time is part of the
     /// measurement: stream delivery, filecopy's fsync).
     pub until_report: bool,
+    /// The longest pause between two arrivals of data, ns (receivers that track it).
+    pub gap_max_ns: Option<u64>,
 }
 
 impl Measure {

@@ -53,6 +53,9 @@ impl PatternImpl for Stream {
         let mut msgs = 0u64;
         let mut bytes = 0u64;
         let mut last = false;
+        // From the first arrival on: waiting for the sender to start is not a stall.
+        let mut arrived: Option<std::time::Instant> = None;
+        let mut gap_max = std::time::Duration::ZERO;
         loop {
             let n = s
                 .read(buf)
@@ -60,6 +63,11 @@ impl PatternImpl for Stream {
             if n == 0 {
                 return Err(WorkerError::closed("in the middle of a stream"));
             }
+            let now = std::time::Instant::now();
+            if let Some(prev) = arrived {
+                gap_max = gap_max.max(now - prev);
+            }
+            arrived = Some(now);
             bytes += n as u64;
             let mut off = 0usize;
             while off < n {
@@ -75,13 +83,16 @@ impl PatternImpl for Stream {
                 }
             }
             if last && pos == 0 {
-                return Ok(Measure::from_watch(&sw, msgs, bytes));
+                let mut m = Measure::from_watch(&sw, msgs, bytes);
+                m.gap_max_ns = Some(gap_max.as_nanos() as u64);
+                return Ok(m);
             }
         }
     }
 
-    fn figures(&self, m: &Measure, _t: &TrialSpec, _s: &TrialReport, rec: &mut Record) {
+    fn figures(&self, m: &Measure, _t: &TrialSpec, s: &TrialReport, rec: &mut Record) {
         rec.throughput_mbit_s = mbit_s(m.bytes, m.elapsed_ns);
+        rec.gap_max_us = s.gap_max_ns.map(|ns| ns as f64 / 1e3);
         if m.messages > 0 {
             rec.latency_us = Some(m.elapsed_ns as f64 / m.messages as f64 / 1e3);
         }

@@ -176,7 +176,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 .or_else(|| args.compare.first().cloned())
                 .unwrap_or_default();
             let drawer = orchestrate::runner::RunDrawings::new(&dir);
-            orchestrate::report::cli::run(args, Some(&drawer))?;
+            let model = orchestrate::runner::RunModel::new(&dir);
+            orchestrate::report::cli::run(args, Some(&drawer), Some(&model))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Cluster { action } => cluster(action),

@@ -67,13 +67,19 @@ fn parse_netpipe(s: &str) -> Result<NetpipeSource, String> {
 
 /// Runs `orchestrate report` and prints what it wrote.
 /// `drawer` draws the run's topologies into the report, when given.
-pub fn run(args: ReportArgs, drawer: Option<&dyn super::DrawTopology>) -> Result<(), ReportError> {
+/// `model` gives the analytic model's predictions, when known.
+pub fn run(
+    args: ReportArgs,
+    drawer: Option<&dyn super::DrawTopology>,
+    model: Option<&dyn super::PredictThroughput>,
+) -> Result<(), ReportError> {
     let opts = ReportOptions {
         statistic: args.statistic,
         baseline: args.baseline,
         netpipe: args.netpipe,
         topology: drawer,
         png: args.png,
+        model,
     };
     let written = match &args.run_dir {
         Some(dir) => super::report_run(dir, &opts)?,

@@ -4,6 +4,7 @@
 //! | output | what |
 //! |---|---|
 //! | `summary.csv` | one row per cell (measure × configuration × pairs × size): n, failures, best, median, mean, the median's CI and its coverage, per-pair mean and minimum, latency percentiles |
+//! | `model.csv` | token-test cells beside the analytic model: measured, predicted, their ratio, what limits the pairs |
 //! | `comparison.csv` | the pivot: a row per (measure, pairs, size), a column group per configuration (value, CI, n, ratio to baseline), winner, runner-up, whether the win is clear |
 //! | `report.md` | setup, method, findings, the pivot tables, latency, figures, failed points, NetPIPE baselines, environment |
 //! | `figures/*.svg` | throughput vs size (a panel per pair count), throughput vs pairs at the largest size, latency vs size (log-log), NetPIPE-style throughput vs block size; `*.png` copies with `--png` |
@@ -27,6 +28,8 @@ pub mod findings;
 pub mod format;
 pub mod model;
 pub mod netpipe;
+pub mod paper;
+pub mod predicted;
 pub mod stats;
 pub mod topology;
 
@@ -36,6 +39,7 @@ use crate::results::{ResultsError, RunDir, Statistic};
 use compare::BaselineRule;
 pub use model::Report;
 pub use netpipe::NetpipeBaseline;
+pub use predicted::{PredictThroughput, Prediction};
 pub use topology::DrawTopology;
 
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +89,8 @@ pub struct ReportOptions<'a> {
     pub topology: Option<&'a dyn DrawTopology>,
     /// Also write PNG copies of the figures (needs the `png` feature).
     pub png: bool,
+    /// The analytic model's predictions, shown beside the measurement when given.
+    pub model: Option<&'a dyn PredictThroughput>,
 }
 
 /// Builds the report of one run without writing anything.
@@ -113,6 +119,9 @@ pub fn build(run: &RunDir, opts: &ReportOptions<'_>) -> Result<Report, ReportErr
     };
     let comparison = compare::compare(&one.cells, statistic, &rule);
     let findings = findings::findings(&comparison, &one.failures, statistic);
+    let predictions = opts.model.map(|m| m.predictions()).unwrap_or_default();
+    let model = predicted::rows(&one.cells, &predictions, statistic);
+    let paper = paper::against_reschke96(&one.cells, &model, statistic);
     let topologies = if one.info.manifest.topologies.is_empty() {
         let mut t: Vec<String> = one
             .cells
@@ -131,6 +140,8 @@ pub fn build(run: &RunDir, opts: &ReportOptions<'_>) -> Result<Report, ReportErr
         cells: one.cells,
         comparison,
         findings,
+        model,
+        paper,
         failures: one.failures,
         netpipe: import_netpipe(opts)?,
     })
@@ -193,6 +204,8 @@ pub fn compare(
         cells,
         comparison,
         findings,
+        model: Vec::new(),
+        paper: None,
         failures,
         netpipe: import_netpipe(opts)?,
         topology_drawings: Vec::new(),

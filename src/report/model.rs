@@ -186,6 +186,11 @@ pub struct Report {
     pub cells: Vec<CellSummary>,
     pub comparison: Vec<super::compare::ComparisonTable>,
     pub findings: Vec<String>,
+    /// Token-test cells beside the analytic model's prediction.
+    pub model: Vec<super::predicted::ModelRow>,
+    /// The 1996 study's findings against this run, when it measured the study's
+    /// configurations.
+    pub paper: Option<super::paper::PaperComparison>,
     /// Sorted.
     pub failures: Vec<Failure>,
     pub netpipe: Vec<NetpipeBaseline>,

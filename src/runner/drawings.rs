@@ -1,8 +1,12 @@
-//! Topology drawings for a run's report, from the topology copies in its directory.
+//! What a run directory tells its report beyond the records: topology drawings (from the
+//! topology copies) and the analytic model's predictions (from the copied experiment).
 
 use std::path::{Path, PathBuf};
 
-use crate::report::DrawTopology;
+use crate::plan::model::Bound;
+use crate::report::{DrawTopology, PredictThroughput, Prediction};
+use crate::results::Placement;
+use crate::spec::experiment::PlacementKind;
 
 /// Draws the topologies a run directory holds (`topologies/<name>.toml`).
 pub struct RunDrawings {
@@ -21,5 +25,56 @@ impl DrawTopology for RunDrawings {
     fn draw_svg(&self, topology: &str) -> Option<String> {
         let t = crate::topology::load(&self.dir.join(format!("{topology}.toml"))).ok()?;
         Some(crate::topology::draw::svg(&t))
+    }
+}
+
+/// The analytic model's predictions for a run, from the experiment copied into its directory
+/// (re-planned: the plan is deterministic, so the placements are the ones that ran).
+pub struct RunModel {
+    experiment: PathBuf,
+}
+
+impl RunModel {
+    pub fn new(run_dir: &Path) -> RunModel {
+        RunModel {
+            experiment: run_dir.join("experiment.toml"),
+        }
+    }
+}
+
+impl PredictThroughput for RunModel {
+    fn predictions(&self) -> Vec<Prediction> {
+        let Ok(e) = crate::plan::load(&self.experiment) else {
+            return Vec::new();
+        };
+        let Ok(plan) = crate::plan::expand(&e) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for c in &plan.configurations {
+            let bonding = c.bonding_label();
+            for entry in &c.placements {
+                let placement = match entry.placement.kind {
+                    PlacementKind::LocalWire => Placement::LocalWire,
+                    PlacementKind::RemoteWire => Placement::RemoteWire,
+                    PlacementKind::Explicit => Placement::Explicit,
+                };
+                for p in &entry.predictions {
+                    out.push(Prediction {
+                        topology: c.topology.name.to_string(),
+                        bonding: bonding.clone(),
+                        placement,
+                        pairs: entry.pairs,
+                        size_bytes: p.size_bytes,
+                        aggregate_mbit_s: p.aggregate_mbit_s,
+                        bound: match &p.bound {
+                            Bound::Latency => "latency".into(),
+                            Bound::Segment(s) => format!("segment {s}"),
+                        },
+                    });
+                }
+            }
+        }
+        out
     }
 }

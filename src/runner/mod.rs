@@ -29,7 +29,7 @@ use crate::spec::NodeName;
 use crate::topology::Topology;
 
 pub use agent::Agent;
-pub use drawings::RunDrawings;
+pub use drawings::{RunDrawings, RunModel};
 pub use rundir::{Ledger, RunWriter, read_ledger};
 
 /// Where scripts keep their ledger on the nodes.
@@ -190,8 +190,10 @@ pub async fn run(
     manifest.finished_unix_ns = Some(agent::now_ns());
     write_manifest(&writer, &manifest)?;
     let drawer = RunDrawings::new(writer.root());
+    let model = RunModel::new(writer.root());
     let report_opts = crate::report::ReportOptions {
         topology: Some(&drawer),
+        model: Some(&model),
         ..Default::default()
     };
     match crate::report::report_run(writer.root(), &report_opts) {

@@ -9,6 +9,7 @@ use crate::report::compare::ComparisonTable;
 use crate::report::figures::figures;
 use crate::report::format::{human, md_cell, percent, ratio, size, unix_ns};
 use crate::report::model::{CellSummary, Report, RunInfo};
+use crate::report::predicted::TOLERANCE;
 use crate::results::Statistic;
 use crate::results::schema::{pattern_str, protocol_str};
 
@@ -32,6 +33,8 @@ impl Exporter for Markdown {
         for t in &report.comparison {
             comparison(&mut s, t, report.statistic);
         }
+        against_model(&mut s, report);
+        against_paper(&mut s, report);
         latency(&mut s, report);
         figures_section(&mut s, report);
         failures(&mut s, report);
@@ -266,6 +269,107 @@ fn comparison(s: &mut String, t: &ComparisonTable, stat: Statistic) {
             "† [min, max] of too few repetitions for 95%; it covers the median with {}.\n",
             coverage.join(", ")
         );
+    }
+}
+
+/// The analytic model beside the measurement, cell by cell.
+fn against_model(s: &mut String, report: &Report) {
+    if report.model.is_empty() {
+        return;
+    }
+    let tol = percent(TOLERANCE);
+    let _ = write!(
+        s,
+        "## Measured against the model\n\n\
+         The analytic model (`orchestrate plan` prints it per placement) predicts each token-test \
+         cell's aggregate throughput from the wires alone: shared-bus capacity, Ethernet, IP and \
+         TCP framing per token size (acknowledgements included), store-and-forward hops and a \
+         fixed cost per hop, bonding as striping over the slaves. Measured is the {} over \
+         repetitions; a cell more than ±{tol} from the model gets the likely cause.\n\n",
+        report.statistic.as_str()
+    );
+    let count = |single: bool| {
+        let rows: Vec<_> = report
+            .model
+            .iter()
+            .filter(|r| r.single_segment() == single)
+            .collect();
+        let within = rows.iter().filter(|r| r.within_tolerance()).count();
+        (within, rows.len())
+    };
+    let (w1, n1) = count(true);
+    let (w2, n2) = count(false);
+    if n1 > 0 {
+        let _ = writeln!(
+            s,
+            "- Single-segment cells (every pair on one wire: a bus, a segment or a bond): {w1} of \
+             {n1} within ±{tol}."
+        );
+    }
+    if n2 > 0 {
+        let _ = writeln!(
+            s,
+            "- Cells whose pairs cross a forwarding node or a switch: {w2} of {n2} within ±{tol}."
+        );
+    }
+    s.push('\n');
+    let header: Vec<String> = [
+        "configuration",
+        "pairs",
+        "size",
+        "measured Mbit/s",
+        "model Mbit/s",
+        "measured/model",
+        "limited by",
+        "likely cause (outside the tolerance)",
+    ]
+    .map(String::from)
+    .to_vec();
+    let rows: Vec<Vec<String>> = report
+        .model
+        .iter()
+        .map(|r| {
+            vec![
+                md_cell(&r.key.config.label()),
+                r.key.pairs.to_string(),
+                size(r.key.size_bytes),
+                human(r.measured_mbit_s),
+                human(r.predicted_mbit_s),
+                format!("{:.2}", r.ratio()),
+                r.bound.clone(),
+                r.likely_cause.unwrap_or("").to_owned(),
+            ]
+        })
+        .collect();
+    table(
+        s,
+        &header,
+        &rows,
+        &[false, true, true, true, true, true, false, false],
+    );
+}
+
+/// The 1996 study's findings beside this run's.
+fn against_paper(s: &mut String, report: &Report) {
+    let Some(p) = &report.paper else {
+        return;
+    };
+    s.push_str(
+        "## Against the 1996 paper\n\n\
+         Reschke, Sterling, Ridge, Savarese, Becker and Merkey, \"A Design Study of Alternative \
+         Network Topologies for the Beowulf Parallel Workstation\", HPDC-5, 1996: 16 nodes \
+         (486 DX4-100) with two 10 Mbit/s Ethernet NICs each. Each finding with this run's \
+         figure beside it. Throughput counts the producer's tokens (tokens written × size / \
+         elapsed), in MB/s (10^6 bytes) as the paper gives it.\n\n",
+    );
+    for f in &p.findings {
+        let _ = writeln!(s, "### {} — {}\n", f.title, f.verdict.as_str());
+        let _ = writeln!(s, "- 1996: {}", f.paper);
+        let _ = writeln!(s, "- Here: {}", f.measured);
+        if !f.why.is_empty() {
+            let _ = writeln!(s, "- Why: {}", f.why);
+        }
+        s.push('\n');
     }
 }
 

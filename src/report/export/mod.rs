@@ -2,6 +2,7 @@
 
 mod comparison_csv;
 mod markdown;
+mod model_csv;
 mod netpipe;
 #[cfg(feature = "png")]
 mod png;
@@ -15,6 +16,7 @@ use super::model::Report;
 
 pub use comparison_csv::ComparisonCsv;
 pub use markdown::Markdown;
+pub use model_csv::ModelCsv;
 pub use netpipe::Netpipe;
 #[cfg(feature = "png")]
 pub use png::Png;
@@ -41,6 +43,7 @@ pub fn standard(png: bool) -> Result<Vec<Box<dyn Exporter>>, ReportError> {
         Box::new(SummaryCsv),
         Box::new(ComparisonCsv),
         Box::new(Markdown),
+        Box::new(ModelCsv),
         Box::new(Svg),
         Box::new(Netpipe),
     ];

@@ -1,0 +1,44 @@
+//! `model.csv`: each token-test cell beside the analytic model's prediction.
+
+use std::fmt::Write;
+
+use super::{Exporter, Output};
+use crate::report::ReportError;
+use crate::report::format::{csv_f64, csv_field};
+use crate::report::model::Report;
+
+pub struct ModelCsv;
+
+impl Exporter for ModelCsv {
+    fn export(&self, report: &Report) -> Result<Vec<Output>, ReportError> {
+        if report.model.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut s = String::from(
+            "topology,bonding,bond_driver,placement,pairs,size_bytes,measured_mbit_s,\
+             model_mbit_s,measured_over_model,within_tolerance,bound\n",
+        );
+        for r in &report.model {
+            let k = &r.key;
+            let _ = writeln!(
+                s,
+                "{},{},{},{},{},{},{},{},{},{},{}",
+                csv_field(&k.config.topology),
+                csv_field(&k.config.bonding),
+                k.config.bond_driver.map(|d| d.as_str()).unwrap_or(""),
+                k.config.placement.as_str(),
+                k.pairs,
+                k.size_bytes,
+                csv_f64(Some(r.measured_mbit_s)),
+                csv_f64(Some(r.predicted_mbit_s)),
+                csv_f64(Some(r.ratio())),
+                r.within_tolerance(),
+                csv_field(&r.bound),
+            );
+        }
+        Ok(vec![Output {
+            path: "model.csv".into(),
+            bytes: s.into_bytes(),
+        }])
+    }
+}

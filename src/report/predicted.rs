@@ -1,0 +1,130 @@
+//! The analytic model beside the measurement: for each token-test cell, what the wires allow
+//! (from `plan::model`) and the measured/predicted ratio, with a likely cause where the two
+//! differ by more than [`TOLERANCE`].
+//!
+//! The report does not know topologies; whoever does implements [`PredictThroughput`] (the
+//! runner re-plans the run directory's experiment) and hands it over in
+//! [`super::ReportOptions::model`].
+
+use super::model::{CellKey, CellSummary};
+use crate::results::{Placement, Statistic};
+use orchestrate_worker::record::Pattern;
+
+/// Measured within ±10% of the model counts as agreeing with it.
+pub const TOLERANCE: f64 = 0.10;
+
+/// What the model predicts for one token-test cell.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prediction {
+    pub topology: String,
+    pub bonding: String,
+    pub placement: Placement,
+    pub pairs: u32,
+    pub size_bytes: u64,
+    /// Sum over pairs of tokens × size / elapsed, Mbit/s.
+    pub aggregate_mbit_s: f64,
+    /// What limits the slowest pair: `latency` or `segment <name>`.
+    pub bound: String,
+}
+
+/// Gives the model's predictions for a run.
+pub trait PredictThroughput {
+    fn predictions(&self) -> Vec<Prediction>;
+}
+
+/// One cell measured and predicted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRow {
+    pub key: CellKey,
+    pub measured_mbit_s: f64,
+    pub predicted_mbit_s: f64,
+    pub bound: String,
+    /// Set when measured and predicted differ by more than [`TOLERANCE`].
+    pub likely_cause: Option<&'static str>,
+}
+
+impl ModelRow {
+    pub fn ratio(&self) -> f64 {
+        self.measured_mbit_s / self.predicted_mbit_s
+    }
+
+    pub fn within_tolerance(&self) -> bool {
+        (self.ratio() - 1.0).abs() <= TOLERANCE
+    }
+
+    /// Every pair shares one wire (a bus, a segment or a bond): the cases the model should
+    /// get right, with nothing between the ends but the medium.
+    pub fn single_segment(&self) -> bool {
+        self.key.config.placement == Placement::LocalWire
+    }
+}
+
+/// Token-test cells with a prediction, in cell order.
+pub fn rows(cells: &[CellSummary], predictions: &[Prediction], stat: Statistic) -> Vec<ModelRow> {
+    cells
+        .iter()
+        .filter(|c| c.key.measure.pattern == Pattern::Token)
+        .filter_map(|c| {
+            let measured = c.value(stat)?;
+            let k = &c.key;
+            let p = predictions.iter().find(|p| {
+                p.topology == k.config.topology
+                    && p.bonding == k.config.bonding
+                    && p.placement == k.config.placement
+                    && p.pairs == k.pairs
+                    && p.size_bytes == k.size_bytes
+            })?;
+            (p.aggregate_mbit_s > 0.0).then(|| {
+                let mut row = ModelRow {
+                    key: k.clone(),
+                    measured_mbit_s: measured,
+                    predicted_mbit_s: p.aggregate_mbit_s,
+                    bound: p.bound.clone(),
+                    likely_cause: None,
+                };
+                if !row.within_tolerance() {
+                    row.likely_cause = Some(likely_cause(&row));
+                }
+                row
+            })
+        })
+        .collect()
+}
+
+/// The usual reason a cell strays from the model, from what the model leaves out.
+fn likely_cause(r: &ModelRow) -> &'static str {
+    let below = r.ratio() < 1.0;
+    let bonded_rr = r.key.config.bonding.contains("balance-rr");
+    match (r.bound.as_str(), below) {
+        (_, true) if bonded_rr => {
+            "balance-rr stripes packets over the slaves, so segments arrive out of order: TCP \
+             answers with duplicate acknowledgements and retransmits, which the model leaves out"
+        }
+        ("latency", true) => {
+            "latency-bound: each exchange pays system calls, veth and bridge hops and the \
+             scheduling of many containers on few cores, more than the model's fixed cost per hop"
+        }
+        ("latency", false) => {
+            "latency-bound: the model's fixed cost per hop is larger than what this machine's \
+             stacks and bridges take for small messages"
+        }
+        (_, true) if r.key.pairs > 1 => {
+            "pairs contend for a shared bus: one FIFO queue per bus does not share it max-min \
+             fairly, and a bus idles while its pairs wait for their tokens to come back"
+        }
+        (_, true) => {
+            "one pair alternates directions on the wire: each token waits for the last one's \
+             acknowledgement and the shaper's burst allowance, leaving the wire idle between turns"
+        }
+        (_, false) if r.key.size_bytes < 1024 => {
+            "above the model with small frames: the emulated bus (tbf) charges a frame's length \
+             from the Ethernet header on, while a real 10 Mbit/s wire also spends preamble, \
+             inter-frame gap, checksum and padding to 64 bytes (up to 50 bytes more per frame), \
+             which the model counts"
+        }
+        (_, false) => {
+            "above the wire-time model: frames of consecutive tokens overlap on the path's \
+             separate segments (pipelining across hops), which the model counts one after another"
+        }
+    }
+}

@@ -105,8 +105,10 @@ fn likely_cause(r: &ModelRow) -> &'static str {
              scheduling of many containers on few cores, more than the model's fixed cost per hop"
         }
         ("latency", false) => {
-            "latency-bound: the model's fixed cost per hop is larger than what this machine's \
-             stacks and bridges take for small messages"
+            "latency-bound, the wire idle between tokens: an emulated bus is a token bucket, \
+             which limits the rate but lets a lone frame through at once, where a real 10 Mbit/s \
+             wire spends each frame's serialization time on every hop (75 µs for the smallest \
+             frame, 1.2 ms for a full one); the model counts that time"
         }
         (_, true) if r.key.pairs > 1 => {
             "pairs contend for a shared bus: one FIFO queue per bus does not share it max-min \

@@ -279,8 +279,39 @@ pub fn mirror_from_sources(texts: &[(bool, String)]) -> Option<String> {
         .map(|(u, _)| u.clone())
 }
 
+/// Installs debootstrap from the distribution's packages on a Debian-family host (apt-get
+/// refuses unless we are root): the quick start promises one command from a fresh machine to
+/// a run.
+fn install_debootstrap() -> bool {
+    if on_path("apt-get").is_none() {
+        return false;
+    }
+    tracing::info!(
+        "installing debootstrap (apt-get install debootstrap) to make the base image offline"
+    );
+    let apt = |args: &[&str]| {
+        std::process::Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let installed = || {
+        apt(&[
+            "install",
+            "-y",
+            "-q",
+            "--no-install-recommends",
+            "debootstrap",
+        ])
+    };
+    (installed() || (apt(&["update", "-q"]) && installed())) && on_path("debootstrap").is_some()
+}
+
 fn build_offline_base(tag: &str) -> Result<()> {
-    if on_path("debootstrap").is_none() {
+    if on_path("debootstrap").is_none() && !install_debootstrap() {
         return Err(Error::Host {
             problem: format!(
                 "no registry is reachable for {REGISTRY_BASE} and `debootstrap` is not installed"

@@ -178,10 +178,27 @@ pub async fn run(
             &mut interrupted,
         )
         .await;
+        let cluster_name = nodes.cluster.clone();
         let released = provider.release(nodes).await;
         write_manifest(&writer, &manifest)?;
         result?;
-        released?;
+        // The points are measured and on disk: a cluster that would not go down is reported,
+        // not allowed to cost the remaining configurations and the report.
+        if let Err(e) = released {
+            let msg = format!(
+                "taking down virtual cluster {} failed: {e:#}; `orchestrate cluster down --name {}` retries",
+                cluster_name
+                    .as_ref()
+                    .map(|c| c.to_string())
+                    .unwrap_or_default(),
+                cluster_name
+                    .as_ref()
+                    .map(|c| c.to_string())
+                    .unwrap_or_default(),
+            );
+            writer.log(&msg);
+            eprintln!("warning: {msg}");
+        }
         if summary.stopped.is_some() {
             break;
         }

@@ -39,11 +39,28 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
     wait_gone(&host_ports, Duration::from_secs(60));
     let networks = docker.cluster_networks(name)?;
     report.networks = networks.len();
-    docker.remove_networks(&networks)?;
+    // The engine can still hold a removed container's endpoint for a moment and refuses to
+    // remove its network ("has active endpoints"): retry what is left for a few seconds.
+    let mut left = networks;
+    let mut tries = 0;
+    let networks_removed = loop {
+        match docker.remove_networks(&left) {
+            Ok(()) => break Ok(()),
+            Err(e) if tries >= 20 => break Err(e),
+            Err(_) => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(500));
+                left = docker.cluster_networks(name)?;
+            }
+        }
+    };
     let mut ifbs: BTreeSet<String> = state.iter().flat_map(|s| s.ifbs.iter().cloned()).collect();
     ifbs.extend(emulation::find_ifbs(&name.ifb_prefix())?);
     let ifbs: Vec<String> = ifbs.into_iter().collect();
     report.ifbs = emulation::remove_ifbs(&ifbs)?;
+    // A network the engine will not let go of is the only thing left; the cluster's files
+    // stay, so that `cluster down` can retry it (a stale endpoint needs the engine restarted).
+    networks_removed?;
     // Files: the known ones only, then the directories if that left them empty.
     let mut nodes: BTreeSet<String> = state
         .iter()

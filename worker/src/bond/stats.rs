@@ -168,3 +168,42 @@ impl FlowTable {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(port: u16) -> FlowKey {
+        FlowKey {
+            src: "10.0.0.1".parse().unwrap(),
+            dst: "10.0.0.2".parse().unwrap(),
+            ports: Some((port, 5201)),
+        }
+    }
+
+    #[test]
+    fn flows_are_counted_per_slave_and_bounded() {
+        let t = FlowTable::new(2);
+        t.count(flow(1), 0);
+        t.count(flow(1), 0);
+        t.count(flow(2), 1);
+        let v = t.json();
+        let flows = v["flows"].as_array().unwrap();
+        assert_eq!(flows.len(), 2);
+        assert_eq!(flows[0]["sport"], 1);
+        assert_eq!(flows[0]["tx_packets"], json!([2, 0]));
+        assert_eq!(flows[1]["tx_packets"], json!([0, 1]));
+
+        // Two flows are known; ten more than the remaining room arrive.
+        let more = FlowTable::CAPACITY - 2 + 10;
+        for p in 0..more as u16 {
+            t.count(flow(100 + p), 1);
+        }
+        let v = t.json();
+        assert_eq!(v["flows"].as_array().unwrap().len(), FlowTable::CAPACITY);
+        // Flows past the capacity are summed, not dropped; known flows still count apart.
+        assert_eq!(v["other_packets"], json!([0, 10]));
+        t.count(flow(1), 1);
+        assert_eq!(t.json()["flows"][0]["tx_packets"], json!([2, 1]));
+    }
+}

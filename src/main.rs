@@ -56,7 +56,9 @@ enum Command {
     /// Aggregate a run's records into tables, findings and figures (CSV, Markdown, SVG).
     ///
     /// Runs automatically at the end of `run`; re-running it on the same directory gives
-    /// byte-identical files. `--compare` puts several runs side by side.
+    /// byte-identical files. `--compare` puts several runs side by side. Token-test cells are
+    /// set beside the analytic model (model.csv); a run of the study's configurations also
+    /// gets "Against the 1996 paper" in report.md.
     Report(orchestrate::report::cli::ReportArgs),
     /// The virtual cluster: a topology as docker containers with emulated wires, reached
     /// over SSH like real machines (image, up, status, verify, down).

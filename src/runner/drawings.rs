@@ -5,8 +5,6 @@ use std::path::{Path, PathBuf};
 
 use crate::plan::model::Bound;
 use crate::report::{DrawTopology, PredictThroughput, Prediction};
-use crate::results::Placement;
-use crate::spec::experiment::PlacementKind;
 
 /// Draws the topologies a run directory holds (`topologies/<name>.toml`).
 pub struct RunDrawings {
@@ -44,21 +42,29 @@ impl RunModel {
 
 impl PredictThroughput for RunModel {
     fn predictions(&self) -> Vec<Prediction> {
+        // Without a plan the report goes without the model section; say why.
         let Ok(e) = crate::plan::load(&self.experiment) else {
+            tracing::warn!(
+                "{}: cannot be loaded, so the report shows no model predictions",
+                self.experiment.display()
+            );
             return Vec::new();
         };
-        let Ok(plan) = crate::plan::expand(&e) else {
-            return Vec::new();
+        let plan = match crate::plan::expand(&e) {
+            Ok(p) => p,
+            Err(err) => {
+                tracing::warn!(
+                    "re-planning {} for the model: {err}",
+                    self.experiment.display()
+                );
+                return Vec::new();
+            }
         };
         let mut out = Vec::new();
         for c in &plan.configurations {
             let bonding = c.bonding_label();
             for entry in &c.placements {
-                let placement = match entry.placement.kind {
-                    PlacementKind::LocalWire => Placement::LocalWire,
-                    PlacementKind::RemoteWire => Placement::RemoteWire,
-                    PlacementKind::Explicit => Placement::Explicit,
-                };
+                let placement = super::point::placement(entry.placement.kind);
                 for p in &entry.predictions {
                     out.push(Prediction {
                         topology: c.topology.name.to_string(),

@@ -35,7 +35,7 @@ fn pattern(p: PatternKind) -> Pattern {
     }
 }
 
-fn placement(p: PlacementKind) -> Placement {
+pub(super) fn placement(p: PlacementKind) -> Placement {
     match p {
         PlacementKind::LocalWire => Placement::LocalWire,
         PlacementKind::RemoteWire => Placement::RemoteWire,

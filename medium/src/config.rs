@@ -1,0 +1,116 @@
+//! What the medium emulates: segments, the ports on them and the nodes behind the ports.
+//! Written by the virtual cluster as JSON and read by the emulator; the simulation builds one
+//! in memory.
+
+use serde::{Deserialize, Serialize};
+
+use crate::host::HostCosts;
+use crate::time::Nanos;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MediumKind {
+    /// A bus or hub: one half-duplex CSMA/CD medium for all stations.
+    Shared,
+    /// A full-duplex port per station into a store-and-forward switch.
+    Switched,
+}
+
+impl MediumKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MediumKind::Shared => "shared",
+            MediumKind::Switched => "switched",
+        }
+    }
+}
+
+/// Round trip of a signal on a lab segment of 10BASE2 (about 200 m of coax and the
+/// transceivers): stations that start within it collide.
+pub const DEFAULT_COLLISION_WINDOW_NS: Nanos = 2_000;
+/// A 1996 NIC's transmit buffer plus Linux's default txqueuelen of 100.
+pub const DEFAULT_QUEUE_LIMIT: usize = 100;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SegmentSpec {
+    pub name: String,
+    pub medium: MediumKind,
+    pub rate_bps: u64,
+    #[serde(default = "default_window")]
+    pub collision_window_ns: Nanos,
+    #[serde(default = "default_queue")]
+    pub queue_limit: usize,
+}
+
+fn default_window() -> Nanos {
+    DEFAULT_COLLISION_WINDOW_NS
+}
+
+fn default_queue() -> usize {
+    DEFAULT_QUEUE_LIMIT
+}
+
+/// One station of a segment: a node's interface, or a switch's port on it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortSpec {
+    /// The host-side interface the emulator reads and writes (real time only).
+    pub ifname: String,
+    /// Index into [`MediumConfig::segments`].
+    pub segment: usize,
+    /// Index into [`MediumConfig::nodes`]; `None` for a switch's port (no host costs).
+    pub node: Option<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub name: String,
+    #[serde(default)]
+    pub costs: HostCosts,
+    /// The node's own IPv4 addresses: a frame it sends from another source is one it
+    /// forwards.
+    #[serde(default)]
+    pub ipv4: Vec<[u8; 4]>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MediumConfig {
+    pub segments: Vec<SegmentSpec>,
+    pub ports: Vec<PortSpec>,
+    pub nodes: Vec<NodeSpec>,
+    /// Seeds every segment's backoff (each segment mixes in its index).
+    pub seed: u64,
+}
+
+impl MediumConfig {
+    /// Checks the indices point where they should; the emulator refuses a config that does
+    /// not hold together before it touches an interface.
+    pub fn check(&self) -> Result<(), String> {
+        for (i, p) in self.ports.iter().enumerate() {
+            if p.segment >= self.segments.len() {
+                return Err(format!(
+                    "port {i} ({}) names segment {}",
+                    p.ifname, p.segment
+                ));
+            }
+            if p.node.is_some_and(|n| n >= self.nodes.len()) {
+                return Err(format!(
+                    "port {i} ({}) names a node that is not listed",
+                    p.ifname
+                ));
+            }
+        }
+        for s in &self.segments {
+            if s.rate_bps == 0 {
+                return Err(format!("segment {} has a rate of zero", s.name));
+            }
+            if s.queue_limit == 0 {
+                return Err(format!("segment {} has a queue of zero frames", s.name));
+            }
+        }
+        Ok(())
+    }
+}

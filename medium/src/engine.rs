@@ -1,0 +1,345 @@
+//! The whole medium of a cluster in one place: every segment's MAC, every node's CPU, and the
+//! frames moving between them, in time order. The real-time emulator and the simulation both
+//! drive it the same way: hand it frames as they arrive ([`Engine::arrive`]), ask when it next
+//! has something to do ([`Engine::next_deadline`]), and let it catch up to the present
+//! ([`Engine::advance`]), which yields the frames due at ports.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::BinaryHeap;
+
+use crate::config::{MediumConfig, MediumKind};
+use crate::frame::Frame;
+use crate::host::{HostCounters, HostCpu};
+use crate::mac::BusParams;
+use crate::segment::{Delivery, Segment};
+use crate::stats::SegmentCounters;
+use crate::time::{Nanos, WireClock};
+
+/// A frame due at a port at `due`: write it to the port's interface then.
+#[derive(Debug, Clone)]
+pub struct Output<F> {
+    pub port: usize,
+    pub frame: F,
+    pub due: Nanos,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// The sending node's CPU is done with it: into the port's MAC.
+    ToMac,
+    /// The receiving node's CPU is done with it: out of the port.
+    ToPort,
+}
+
+#[derive(Debug)]
+struct Job<F> {
+    at: Nanos,
+    seq: u64,
+    step: Step,
+    port: usize,
+    frame: F,
+}
+
+impl<F> PartialEq for Job<F> {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.seq) == (o.at, o.seq)
+    }
+}
+impl<F> Eq for Job<F> {}
+impl<F> PartialOrd for Job<F> {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl<F> Ord for Job<F> {
+    fn cmp(&self, o: &Self) -> Ordering {
+        (self.at, self.seq).cmp(&(o.at, o.seq))
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct PortPlace {
+    segment: usize,
+    station: usize,
+    node: Option<usize>,
+}
+
+pub struct Engine<F> {
+    segments: Vec<Segment<F>>,
+    ports: Vec<PortPlace>,
+    /// Per segment, per station: the port.
+    stations: Vec<Vec<usize>>,
+    hosts: Vec<HostCpu>,
+    own_ipv4: Vec<Vec<[u8; 4]>>,
+    jobs: BinaryHeap<Reverse<Job<F>>>,
+    seq: u64,
+}
+
+impl<F: Frame> Engine<F> {
+    /// # Panics
+    /// On a config that does not pass [`MediumConfig::check`].
+    pub fn new(config: &MediumConfig) -> Engine<F> {
+        config.check().expect("a checked medium config");
+        let mut stations: Vec<Vec<usize>> = vec![Vec::new(); config.segments.len()];
+        let ports = config
+            .ports
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                stations[p.segment].push(i);
+                PortPlace {
+                    segment: p.segment,
+                    station: stations[p.segment].len() - 1,
+                    node: p.node,
+                }
+            })
+            .collect();
+        let segments = config
+            .segments
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let clock = WireClock::new(s.rate_bps);
+                let n = stations[i].len();
+                match s.medium {
+                    MediumKind::Shared => Segment::shared(
+                        n,
+                        BusParams {
+                            clock,
+                            collision_window: s.collision_window_ns,
+                            queue_limit: s.queue_limit,
+                            seed: config.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+                        },
+                    ),
+                    MediumKind::Switched => Segment::switched(n, clock, s.queue_limit),
+                }
+            })
+            .collect();
+        Engine {
+            segments,
+            ports,
+            stations,
+            hosts: config.nodes.iter().map(|n| HostCpu::new(n.costs)).collect(),
+            own_ipv4: config.nodes.iter().map(|n| n.ipv4.clone()).collect(),
+            jobs: BinaryHeap::new(),
+            seq: 0,
+        }
+    }
+
+    pub fn segment_counters(&self) -> Vec<SegmentCounters> {
+        self.segments.iter().map(Segment::counters).collect()
+    }
+
+    pub fn host_counters(&self) -> Vec<HostCounters> {
+        self.hosts.iter().map(|h| h.counters).collect()
+    }
+
+    /// The segment a port is on.
+    pub fn segment_of(&self, port: usize) -> usize {
+        self.ports[port].segment
+    }
+
+    fn schedule(&mut self, at: Nanos, step: Step, port: usize, frame: F) {
+        self.seq += 1;
+        self.jobs.push(Reverse(Job {
+            at,
+            seq: self.seq,
+            step,
+            port,
+            frame,
+        }));
+    }
+
+    /// A node sent `frame` out of `port` at `at`.
+    pub fn arrive(&mut self, port: usize, frame: F, at: Nanos) {
+        let place = self.ports[port];
+        if let Some(n) = place.node {
+            let host = &mut self.hosts[n];
+            if !host.costs.is_free() {
+                let forwarded = frame
+                    .ipv4_src()
+                    .is_some_and(|src| !self.own_ipv4[n].contains(&src));
+                let mut cost = host.costs.send_ns;
+                if forwarded {
+                    cost += host.costs.forward_ns;
+                    host.counters.forwarded += 1;
+                }
+                host.counters.sent += 1;
+                if let Some(done) = host.take(at, cost) {
+                    self.schedule(done, Step::ToMac, port, frame);
+                }
+                return;
+            }
+        }
+        self.segments[place.segment].enqueue(place.station, frame, at);
+    }
+
+    /// When something next happens, if anything is pending.
+    pub fn next_deadline(&self) -> Option<Nanos> {
+        let job = self.jobs.peek().map(|Reverse(j)| j.at);
+        let seg = self.segments.iter().filter_map(Segment::next_event).min();
+        match (job, seg) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Does everything due up to `now`, in time order; frames due at ports go to `out`.
+    pub fn advance(&mut self, now: Nanos, out: &mut Vec<Output<F>>) {
+        let mut delivered = Vec::new();
+        loop {
+            let job = self.jobs.peek().map(|Reverse(j)| j.at);
+            let seg = self
+                .segments
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| s.next_event().map(|t| (t, i)))
+                .min();
+            match (job, seg) {
+                // A job at the same time as a segment's event goes first: a frame that is
+                // ready at t takes part in what the segment decides at t.
+                (Some(j), s) if j <= now && s.is_none_or(|(t, _)| j <= t) => {
+                    let Reverse(job) = self.jobs.pop().expect("peeked");
+                    self.run_job(job, out);
+                }
+                (_, Some((t, i))) if t <= now => {
+                    self.segments[i].advance(t, &mut delivered);
+                    for d in delivered.drain(..) {
+                        self.deliver(i, d, out);
+                    }
+                }
+                _ => break,
+            }
+        }
+    }
+
+    fn run_job(&mut self, job: Job<F>, out: &mut Vec<Output<F>>) {
+        let place = self.ports[job.port];
+        if let Some(n) = place.node {
+            self.hosts[n].done();
+        }
+        match job.step {
+            Step::ToMac => {
+                self.segments[place.segment].enqueue(place.station, job.frame, job.at);
+            }
+            Step::ToPort => out.push(Output {
+                port: job.port,
+                frame: job.frame,
+                due: job.at,
+            }),
+        }
+    }
+
+    fn deliver(&mut self, segment: usize, d: Delivery<F>, out: &mut Vec<Output<F>>) {
+        let port = self.stations[segment][d.station];
+        if let Some(n) = self.ports[port].node {
+            let host = &mut self.hosts[n];
+            if !host.costs.is_free() {
+                host.counters.received += 1;
+                let cost = host.costs.receive_ns;
+                if let Some(done) = host.take(d.at, cost) {
+                    self.schedule(done, Step::ToPort, port, d.frame);
+                }
+                return;
+            }
+        }
+        out.push(Output {
+            port,
+            frame: d.frame,
+            due: d.at,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{NodeSpec, PortSpec, SegmentSpec};
+    use crate::host::HostCosts;
+
+    fn frame(dst: u8, src: u8, ip_src: [u8; 4]) -> Vec<u8> {
+        let mut f = vec![0u8; 60];
+        f[..6].copy_from_slice(&[2, 0, 0, 0, 0, dst]);
+        f[6..12].copy_from_slice(&[2, 0, 0, 0, 0, src]);
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14] = 0x45;
+        f[26..30].copy_from_slice(&ip_src);
+        f
+    }
+
+    /// Two buses joined by node 1, which forwards between them.
+    fn two_buses(costs: HostCosts) -> MediumConfig {
+        let seg = |name: &str| SegmentSpec {
+            name: name.into(),
+            medium: MediumKind::Shared,
+            rate_bps: 10_000_000,
+            collision_window_ns: 0,
+            queue_limit: 10,
+        };
+        let port = |ifname: &str, segment, node| PortSpec {
+            ifname: ifname.into(),
+            segment,
+            node: Some(node),
+        };
+        let node = |name: &str, ip: [u8; 4]| NodeSpec {
+            name: name.into(),
+            costs,
+            ipv4: vec![ip],
+        };
+        MediumConfig {
+            segments: vec![seg("a"), seg("b")],
+            ports: vec![
+                port("v0", 0, 0),
+                port("v1a", 0, 1),
+                port("v1b", 1, 1),
+                port("v2", 1, 2),
+            ],
+            nodes: vec![
+                node("n0", [10, 0, 0, 1]),
+                node("n1", [10, 0, 0, 2]),
+                node("n2", [10, 0, 1, 3]),
+            ],
+            seed: 1,
+        }
+    }
+
+    #[test]
+    fn host_costs_delay_what_a_node_sends_receives_and_forwards() {
+        let costs = HostCosts {
+            send_ns: 100_000,
+            receive_ns: 50_000,
+            forward_ns: 30_000,
+        };
+        let mut e: Engine<Vec<u8>> = Engine::new(&two_buses(costs));
+        let mut out = Vec::new();
+        // n0 -> n1 (own traffic): send cost, wire, receive cost.
+        e.arrive(0, frame(0xff, 1, [10, 0, 0, 1]), 0);
+        e.advance(1_000_000, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].port, out[0].due), (1, 100_000 + 57_600 + 50_000));
+        out.clear();
+        // n1 forwards n0's packet onto bus b: send + forward cost.
+        e.arrive(2, frame(0xff, 11, [10, 0, 0, 1]), 2_000_000);
+        e.advance(3_000_000, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].port, 3);
+        assert_eq!(out[0].due, 2_000_000 + 130_000 + 57_600 + 50_000);
+        let h = e.host_counters();
+        assert_eq!((h[1].forwarded, h[1].sent, h[1].received), (1, 1, 1));
+    }
+
+    #[test]
+    fn with_no_costs_only_the_wire_takes_time() {
+        let mut e: Engine<Vec<u8>> = Engine::new(&two_buses(HostCosts::default()));
+        let mut out = Vec::new();
+        e.arrive(3, frame(0xff, 3, [10, 0, 1, 3]), 500);
+        assert_eq!(e.next_deadline(), Some(500));
+        e.advance(500, &mut out);
+        assert_eq!(e.next_deadline(), Some(500 + 57_600));
+        e.advance(10_000_000, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!((out[0].port, out[0].due), (2, 500 + 57_600));
+        assert_eq!(e.segment_counters()[1].frames, 1);
+        assert_eq!(e.segment_counters()[0].frames, 0);
+    }
+}

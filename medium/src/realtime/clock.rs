@@ -1,0 +1,104 @@
+//! The event clock: CLOCK_MONOTONIC in ns, a timerfd armed at absolute deadlines, timer slack
+//! of 1 ns and SCHED_FIFO when permitted. The thread sleeps until shortly before a deadline
+//! and spins only for the last microseconds, so it does not starve the nodes on two cores.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+use crate::time::Nanos;
+
+fn clock(id: libc::clockid_t) -> Nanos {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid clock id and a live timespec.
+    unsafe { libc::clock_gettime(id, &raw mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub fn monotonic() -> Nanos {
+    clock(libc::CLOCK_MONOTONIC)
+}
+
+/// CLOCK_REALTIME minus CLOCK_MONOTONIC, to bring the kernel's receive stamps (real time)
+/// onto the event clock. Read it again often: the real-time clock may be slewed.
+pub fn realtime_offset() -> i128 {
+    let m = monotonic();
+    let r = clock(libc::CLOCK_REALTIME);
+    i128::from(r) - i128::from(m)
+}
+
+/// Asks for 1 ns timer slack (the default 50 µs would make every wake-up late) and
+/// SCHED_FIFO at a low priority. Returns whether the real-time priority was granted.
+pub fn tune_thread(fifo_priority: i32) -> bool {
+    // SAFETY: prctl and sched_setscheduler on the calling thread with valid arguments.
+    unsafe {
+        libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
+        if fifo_priority <= 0 {
+            return false;
+        }
+        let p = libc::sched_param {
+            sched_priority: fifo_priority,
+        };
+        libc::sched_setscheduler(0, libc::SCHED_FIFO, &raw const p) == 0
+    }
+}
+
+/// A timerfd on CLOCK_MONOTONIC, armed at absolute times.
+pub struct Timer {
+    fd: OwnedFd,
+}
+
+impl Timer {
+    pub fn new() -> io::Result<Timer> {
+        // SAFETY: plain timerfd creation; the result is checked.
+        let raw = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if raw < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a new descriptor we own.
+        Ok(Timer {
+            fd: unsafe { OwnedFd::from_raw_fd(raw) },
+        })
+    }
+
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Fires at `at` (monotonic ns).
+    pub fn arm(&self, at: Nanos) {
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: (at / 1_000_000_000) as libc::time_t,
+                tv_nsec: (at % 1_000_000_000) as libc::c_long,
+            },
+        };
+        // SAFETY: our timerfd and a valid itimerspec.
+        unsafe {
+            libc::timerfd_settime(
+                self.raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &raw const spec,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+
+    /// Clears a fired timer.
+    pub fn drain(&self) {
+        let mut n = 0u64;
+        // SAFETY: reading 8 bytes into a live u64 from our non-blocking timerfd.
+        unsafe { libc::read(self.raw_fd(), (&raw mut n).cast(), 8) };
+    }
+}

@@ -1,0 +1,171 @@
+//! The emulator's control socket: a Unix socket in the cluster's directory (mode 0600, in a
+//! directory only root can enter), one request per connection, one JSON answer. It is how the
+//! runner reads a segment's statistics around each point, and how `up` knows the emulator is
+//! ready.
+//!
+//! Requests are a single line: `interval` (statistics since the previous `interval`, which
+//! starts a new one), `total` (since the emulator started), `ping`.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::host::HostCounters;
+use crate::stats::SegmentReport;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Request {
+    Interval,
+    Total,
+    Ping,
+}
+
+impl Request {
+    fn as_str(self) -> &'static str {
+        match self {
+            Request::Interval => "interval",
+            Request::Total => "total",
+            Request::Ping => "ping",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Request> {
+        match s.trim() {
+            "interval" => Some(Request::Interval),
+            "total" => Some(Request::Total),
+            "ping" => Some(Request::Ping),
+            _ => None,
+        }
+    }
+}
+
+/// One node's CPU over the interval (only nodes with host costs).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HostReport {
+    pub node: String,
+    #[serde(flatten)]
+    pub counters: HostCounters,
+}
+
+/// The answer to `interval` and `total`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Snapshot {
+    pub segments: Vec<SegmentReport>,
+    pub hosts: Vec<HostReport>,
+    /// Whether the emulator's thread runs SCHED_FIFO (it tries; lateness is worse without).
+    pub realtime_priority: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ControlError {
+    #[error("the medium emulator's control socket {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the medium emulator answered {request:?} with something unreadable: {detail}")]
+    Answer {
+        request: &'static str,
+        detail: String,
+    },
+}
+
+/// Asks the emulator behind `socket`.
+pub fn query(socket: &Path, request: Request) -> Result<Option<Snapshot>, ControlError> {
+    let io = |source| ControlError::Io {
+        path: socket.display().to_string(),
+        source,
+    };
+    let mut s = UnixStream::connect(socket).map_err(io)?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))
+        .map_err(io)?;
+    s.write_all(format!("{}\n", request.as_str()).as_bytes())
+        .map_err(io)?;
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).map_err(io)?;
+    if request == Request::Ping {
+        return if answer.trim() == "pong" {
+            Ok(None)
+        } else {
+            Err(ControlError::Answer {
+                request: request.as_str(),
+                detail: answer,
+            })
+        };
+    }
+    serde_json::from_str(&answer)
+        .map(Some)
+        .map_err(|e| ControlError::Answer {
+            request: request.as_str(),
+            detail: e.to_string(),
+        })
+}
+
+/// Binds the control socket, readable and writable by the owner only.
+pub fn bind(socket: &Path) -> std::io::Result<UnixListener> {
+    match std::fs::remove_file(socket) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let listener = UnixListener::bind(socket)?;
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
+    Ok(listener)
+}
+
+/// Answers requests until the listener fails; `answer` builds the reply to each.
+pub fn serve(listener: UnixListener, answer: impl Fn(Request) -> Snapshot) {
+    for conn in listener.incoming() {
+        let Ok(mut conn) = conn else { continue };
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+        let mut line = String::new();
+        if BufReader::new(&conn).read_line(&mut line).is_err() {
+            continue;
+        }
+        let reply = match Request::parse(&line) {
+            Some(Request::Ping) => "pong".to_owned(),
+            Some(r) => serde_json::to_string(&answer(r)).expect("snapshots serialize"),
+            None => format!("unknown request {:?}", line.trim()),
+        };
+        let _ = conn.write_all(reply.as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_gets_the_servers_snapshot_and_the_socket_is_private() {
+        let dir = tempfile_dir();
+        let path = dir.join("medium.sock");
+        let listener = bind(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        std::thread::spawn(move || {
+            serve(listener, |r| Snapshot {
+                segments: Vec::new(),
+                hosts: vec![HostReport {
+                    node: format!("{r:?}"),
+                    counters: HostCounters::default(),
+                }],
+                realtime_priority: false,
+            })
+        });
+        assert_eq!(query(&path, Request::Ping).unwrap(), None);
+        let s = query(&path, Request::Interval).unwrap().unwrap();
+        assert_eq!(s.hosts[0].node, "Interval");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    fn tempfile_dir() -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("medium-control-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+}

@@ -1,0 +1,162 @@
+//! A port: one host-side veth of a segment, read and written raw through an AF_PACKET socket.
+//! The socket sees every frame the node sends (not the ones it is sent: those are ours),
+//! stamps each with the kernel's receive time, and writes around the host's qdiscs.
+
+use std::ffi::CString;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+/// Linux's `PACKET_QDISC_BYPASS` and `PACKET_IGNORE_OUTGOING` (not in every libc version).
+const PACKET_QDISC_BYPASS: libc::c_int = 20;
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+/// Big enough for anything a veth can carry, offloads or not.
+const MAX_FRAME: usize = 65_536;
+
+pub struct Port {
+    fd: OwnedFd,
+    pub ifname: String,
+}
+
+fn check(ret: libc::c_int, what: &str, ifname: &str) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        let e = io::Error::last_os_error();
+        Err(io::Error::new(e.kind(), format!("{what} on {ifname}: {e}")))
+    } else {
+        Ok(ret)
+    }
+}
+
+fn set_int(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> libc::c_int {
+    // SAFETY: a valid socket and a pointer to a live c_int of the size given.
+    unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            opt,
+            (&raw const v).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    }
+}
+
+impl Port {
+    pub fn open(ifname: &str) -> io::Result<Port> {
+        let name = CString::new(ifname).map_err(|_| io::Error::other("interface name with NUL"))?;
+        // SAFETY: a NUL-terminated name.
+        let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
+        if ifindex == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no interface {ifname}"),
+            ));
+        }
+        let proto = (libc::ETH_P_ALL as u16).to_be();
+        // SAFETY: plain socket creation; the result is checked.
+        let raw = unsafe {
+            libc::socket(
+                libc::AF_PACKET,
+                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                libc::c_int::from(proto),
+            )
+        };
+        check(raw, "opening a packet socket", ifname)?;
+        // SAFETY: `raw` is a socket we own from here on.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let f = fd.as_raw_fd();
+        check(
+            set_int(f, libc::SOL_PACKET, PACKET_IGNORE_OUTGOING, 1),
+            "PACKET_IGNORE_OUTGOING",
+            ifname,
+        )?;
+        check(
+            set_int(f, libc::SOL_PACKET, PACKET_QDISC_BYPASS, 1),
+            "PACKET_QDISC_BYPASS",
+            ifname,
+        )?;
+        check(
+            set_int(f, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1),
+            "SO_TIMESTAMPNS",
+            ifname,
+        )?;
+        // Room for a burst while the event thread is busy elsewhere; root may exceed rmem_max.
+        set_int(f, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 4 << 20);
+        set_int(f, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, 4 << 20);
+        // SAFETY: zeroed sockaddr_ll is valid; we fill the fields bind needs.
+        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+        sll.sll_family = libc::AF_PACKET as u16;
+        sll.sll_protocol = proto;
+        sll.sll_ifindex = ifindex as i32;
+        // SAFETY: a valid socket and address of the size given.
+        let r = unsafe {
+            libc::bind(
+                f,
+                (&raw const sll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            )
+        };
+        check(r, "binding a packet socket", ifname)?;
+        Ok(Port {
+            fd,
+            ifname: ifname.to_owned(),
+        })
+    }
+
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// The next frame the node sent, and the kernel's receive time (CLOCK_REALTIME, ns), or
+    /// `None` when there is none waiting.
+    pub fn recv(&self, buf: &mut Vec<u8>) -> io::Result<Option<(Vec<u8>, Option<u64>)>> {
+        buf.resize(MAX_FRAME, 0);
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        let mut cmsg = [0u64; 16];
+        // SAFETY: zeroed msghdr is valid; pointers below outlive the call.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &raw mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = cmsg.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&cmsg);
+        // SAFETY: the socket is ours and msg points at live buffers.
+        let n = unsafe { libc::recvmsg(self.raw_fd(), &raw mut msg, libc::MSG_DONTWAIT) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.kind() {
+                io::ErrorKind::WouldBlock => Ok(None),
+                io::ErrorKind::Interrupted => Ok(None),
+                _ => Err(e),
+            };
+        }
+        let frame = buf[..n as usize].to_vec();
+        Ok(Some((frame, timestamp(&msg))))
+    }
+
+    /// Writes a frame out to the node (as if it came off the wire).
+    pub fn send(&self, frame: &[u8]) -> io::Result<()> {
+        // SAFETY: the socket is ours; the buffer is live for the call.
+        let n = unsafe { libc::send(self.raw_fd(), frame.as_ptr().cast(), frame.len(), 0) };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    }
+}
+
+fn timestamp(msg: &libc::msghdr) -> Option<u64> {
+    // SAFETY: walking the control messages the kernel wrote, with the libc macros.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+            }
+            c = libc::CMSG_NXTHDR(msg, c);
+        }
+    }
+    None
+}

@@ -39,6 +39,19 @@ impl ClusterDir {
     pub fn state_file(&self) -> PathBuf {
         self.root.join("state.toml")
     }
+    /// The medium emulator's configuration (segments, ports, nodes' host costs).
+    pub fn medium_config(&self) -> PathBuf {
+        self.root.join("medium.json")
+    }
+    /// The medium emulator's control socket: statistics per segment (see
+    /// `orchestrate_medium::realtime::control`). Present while the emulator runs.
+    pub fn medium_socket(&self) -> PathBuf {
+        self.root.join("medium.sock")
+    }
+    /// What the medium emulator prints (its errors, and its totals when it stops).
+    pub fn medium_log(&self) -> PathBuf {
+        self.root.join("medium.log")
+    }
     pub fn inventory(&self) -> PathBuf {
         self.root.join("inventory.toml")
     }
@@ -74,6 +87,9 @@ impl ClusterDir {
             self.identity(),
             with_pub(&self.identity()),
             self.authorized_keys(),
+            self.medium_config(),
+            self.medium_socket(),
+            self.medium_log(),
         ];
         for n in nodes {
             f.push(self.host_key(n));

@@ -5,8 +5,9 @@
 //! |---|---|
 //! | `summary.csv` | one row per cell (measure × configuration × pairs × size): n, failures, best, median, mean, the median's CI and its coverage, per-pair mean and minimum, latency percentiles |
 //! | `model.csv` | token-test cells beside the analytic model: measured, predicted, their ratio, what limits the pairs |
+//! | `media.csv` | only for runs on the medium emulator: one row per cell with the medium during its points — collisions per frame, the busiest segment and its utilisation, excess-collision and queue drops, the emulator's lateness p99 and flagged points ([`media`]) |
 //! | `comparison.csv` | the pivot: a row per (measure, pairs, size), a column group per configuration (value, CI, n, ratio to baseline), winner, runner-up, whether the win is clear |
-//! | `report.md` | setup, method, findings, the pivot tables, latency, figures, failed points, NetPIPE baselines, environment |
+//! | `report.md` | setup, method, findings, the pivot tables, the model beside each token-test cell (with the medium's statistics when recorded), "The medium" per configuration, latency, figures, failed points, NetPIPE baselines, environment |
 //! | `figures/*.svg` | throughput vs size (a panel per pair count), throughput vs pairs at the largest size, latency vs size (log-log), NetPIPE-style throughput vs block size; `*.png` copies with `--png` |
 //!
 //! The pipeline: [`aggregate`] (Polars, over `records.parquet`) → [`cells`] (statistics per
@@ -26,6 +27,7 @@ pub mod export;
 pub mod figures;
 pub mod findings;
 pub mod format;
+pub mod media;
 pub mod model;
 pub mod netpipe;
 pub mod paper;
@@ -153,7 +155,8 @@ pub fn report_run(dir: &Path, opts: &ReportOptions<'_>) -> Result<Vec<PathBuf>, 
     let run = RunDir::new(dir);
     let exporters = export::standard(opts.png)?;
     let report = build(&run, opts)?;
-    export::write_all(dir, &report, &exporters)
+    let media = media::load(&run)?;
+    export::write_all(dir, &report, &media, &exporters)
 }
 
 /// `orchestrate report --compare <dir>...`: the same tables across runs, each configuration
@@ -210,7 +213,8 @@ pub fn compare(
         netpipe: import_netpipe(opts)?,
         topology_drawings: Vec::new(),
     };
-    export::write_all(out, &report, &exporters)
+    // The medium's statistics are per run; a comparison across runs leaves them out.
+    export::write_all(out, &report, &media::MediaReport::default(), &exporters)
 }
 
 struct LoadedRun {

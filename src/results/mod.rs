@@ -9,6 +9,13 @@
 //! | `points.jsonl` | runner | one [`PointRow`] per point attempt, with its status and overlap window |
 //! | `records.parquet`, `records.csv` | [`ingest`] | the same records, typed columns, for Polars and for people |
 //! | `bonds.jsonl` | runner | userspace bonds' final counters, one line per bond and configuration: per slave, per flow (which wire each flow took), failovers |
+//! | `media.jsonl` | runner | the medium emulator's statistics of one segment during one point's traffic ([`MediaRow`]): the point's keys, frames, bytes, utilisation, collisions, drops, deferrals, lateness percentiles and flag; only on emulated media |
+//! | `hosts.jsonl` | runner | the emulator's host costs of one node during one point ([`HostRow`]): frames sent, received, forwarded, backlog drops, CPU busy time; only nodes with a host profile |
+//! | `media-total.jsonl` | runner | per configuration, every segment and host from the emulator's start to the configuration's end, or why statistics are missing ([`MediaTotal`]) |
+//!
+//! A point measured again (`--resume` after a failure) appends new lines to the media files;
+//! readers keep the last line per (point, segment) and (point, node). [`RunDir::media_frame`]
+//! gives the `media` Polars frame.
 //!
 //! # Record columns
 //!
@@ -51,6 +58,7 @@
 
 mod error;
 mod manifest;
+pub mod media;
 mod run_dir;
 pub mod schema;
 mod store;
@@ -58,6 +66,7 @@ pub mod synthetic;
 
 pub use error::ResultsError;
 pub use manifest::{Manifest, Statistic, ToolInfo};
+pub use media::{HostRow, HostStats, MediaContext, MediaRow, MediaTotal, SegmentStats};
 pub use run_dir::RunDir;
 pub use schema::{BondDriver, Placement, PointRow, PointStatus, RecordRow};
 pub use store::{RecordWriter, ingest};

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
 
+use super::media::{self, HostRow, MediaRow, MediaTotal};
 use super::schema::PointRow;
 use super::{Manifest, ResultsError, store};
 
@@ -38,6 +39,43 @@ impl RunDir {
     }
     pub fn records_csv(&self) -> PathBuf {
         self.root.join("records.csv")
+    }
+    pub fn media_jsonl(&self) -> PathBuf {
+        self.root.join("media.jsonl")
+    }
+    pub fn hosts_jsonl(&self) -> PathBuf {
+        self.root.join("hosts.jsonl")
+    }
+    pub fn media_total_jsonl(&self) -> PathBuf {
+        self.root.join("media-total.jsonl")
+    }
+
+    /// The medium's statistics per (point, rep, segment), the last line of each (see
+    /// [`media`](super::media)); `None` when the run has no `media.jsonl` (no emulator, or a
+    /// run from before it).
+    pub fn media(&self) -> Result<Option<Vec<MediaRow>>, ResultsError> {
+        Ok(media::read_jsonl(&self.media_jsonl())?.map(media::last_per_segment))
+    }
+
+    /// The `media` Polars frame (one row per point and segment), when the run has one.
+    pub fn media_frame(&self) -> Result<Option<DataFrame>, ResultsError> {
+        match self.media()? {
+            Some(rows) => Ok(Some(media::media_frame(&rows)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Host costs per (point, rep, node), the last line of each; empty without `hosts.jsonl`.
+    pub fn hosts(&self) -> Result<Vec<HostRow>, ResultsError> {
+        Ok(media::read_jsonl(&self.hosts_jsonl())?
+            .map(media::last_per_host)
+            .unwrap_or_default())
+    }
+
+    /// Each configuration's totals (or why they are missing), in file order; empty without
+    /// `media-total.jsonl`.
+    pub fn media_totals(&self) -> Result<Vec<MediaTotal>, ResultsError> {
+        Ok(media::read_jsonl(&self.media_total_jsonl())?.unwrap_or_default())
     }
 
     /// The manifest, or an empty one when the run has none.

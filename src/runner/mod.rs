@@ -10,6 +10,7 @@
 
 mod agent;
 mod drawings;
+mod media;
 mod nodes;
 mod point;
 mod rundir;
@@ -453,6 +454,7 @@ async fn run_configuration(
             started,
             interrupted,
             bond_driver,
+            nodes.medium_socket.as_deref(),
         )
         .await
     };
@@ -526,9 +528,12 @@ async fn measure(
     started: Instant,
     interrupted: &mut watch::Receiver<bool>,
     bond_driver: Option<BondDriver>,
+    medium_socket: Option<&Path>,
 ) -> anyhow::Result<()> {
     let t = &config.topology;
     verify_paths(t, config, cluster).await?;
+    let mut medium = media::Sampler::open(medium_socket);
+    let mut medium_warned = false;
     let names: Vec<NodeName> = t.nodes.iter().map(|n| n.name.clone()).collect();
 
     // One agent and one server per node for the whole configuration.
@@ -570,7 +575,7 @@ async fn measure(
             let w = &exp.workloads[p.workload];
             let t0 = Instant::now();
             let mut outcome = tokio::select! {
-                o = point::run(p, entry, w, &agents, port, &offsets, bond_driver) => o,
+                o = point::run(p, entry, w, &agents, port, &offsets, bond_driver, medium.as_mut()) => o,
                 _ = interrupted.wait_for(|stop| *stop) => {
                     summary.stopped = Some("interrupted".into());
                     writer.log(&format!("point {} interrupted; its partial results are not kept", p.id));
@@ -585,6 +590,19 @@ async fn measure(
                     let names: Vec<String> = silent.iter().map(|n| n.to_string()).collect();
                     let err = outcome.row.error.take().unwrap_or_default();
                     outcome.row.error = Some(format!("{} stopped answering ({err})", names.join(", ")));
+                }
+            }
+            if let Some(m) = medium.as_mut() {
+                let (lines, hosts) = m.take(&media_context(config, &outcome.row));
+                writer.append_media(&lines, &hosts)?;
+                if let Some(e) = m.error().filter(|_| !medium_warned) {
+                    medium_warned = true;
+                    let msg = format!(
+                        "the medium emulator's statistics are unavailable from point {} on ({e}); the run goes on without them",
+                        p.id
+                    );
+                    writer.log(&msg);
+                    eprintln!("warning: {msg}");
                 }
             }
             writer.append_point(&outcome.records, &outcome.row)?;
@@ -618,8 +636,37 @@ async fn measure(
         Ok(())
     }
     .await;
+    // The configuration's totals, before anything is torn down (the emulator goes with the
+    // cluster).
+    if let Some(m) = medium.as_mut() {
+        let total = m
+            .total(config.id as u32, t.name.as_str(), &config.bonding_label())
+            .await;
+        if let Err(e) = writer.append_media_total(&total) {
+            writer.log(&format!("writing media-total.jsonl: {e:#}"));
+        }
+    }
     close_all(&agents).await;
     result
+}
+
+/// The keys a `media.jsonl` line shares with the point's records.
+fn media_context(
+    config: &Configuration,
+    row: &crate::results::PointRow,
+) -> crate::results::MediaContext {
+    crate::results::MediaContext {
+        configuration: config.id as u32,
+        point: row.point,
+        topology: row.topology.clone(),
+        bonding: row.bonding.clone(),
+        placement: row.placement,
+        pairs: row.pairs,
+        pattern: row.pattern,
+        protocol: row.protocol,
+        size_bytes: row.size_bytes,
+        rep: row.rep,
+    }
 }
 
 /// Reads an inventory and connects to `nodes`; every problem is listed under `what`.

@@ -13,6 +13,9 @@ pub struct Nodes {
     pub inventory: PathBuf,
     /// The virtual cluster the nodes belong to, if any.
     pub cluster: Option<vc::ClusterName>,
+    /// The medium emulator's control socket, for per-segment statistics: the virtual
+    /// cluster's (it exists only while an emulator runs); `None` for real machines.
+    pub medium_socket: Option<PathBuf>,
     /// Whether this run brought the cluster up (and so takes it down).
     created: bool,
 }
@@ -33,6 +36,7 @@ impl Provider {
             ClusterSpec::Inventory { path } => Ok(Nodes {
                 inventory: path.clone(),
                 cluster: None,
+                medium_socket: None,
                 created: false,
             }),
             ClusterSpec::Docker => {
@@ -58,8 +62,10 @@ impl Provider {
                         );
                     }
                     tracing::info!("using virtual cluster {name}, which is already up");
+                    let dir = vc::ClusterDir::new(&self.state_dir, &name);
                     return Ok(Nodes {
-                        inventory: vc::ClusterDir::new(&self.state_dir, &name).inventory(),
+                        inventory: dir.inventory(),
+                        medium_socket: Some(dir.medium_socket()),
                         cluster: Some(name),
                         created: false,
                     });
@@ -79,6 +85,7 @@ impl Provider {
                 );
                 Ok(Nodes {
                     inventory: report.dir.inventory(),
+                    medium_socket: Some(report.dir.medium_socket()),
                     cluster: Some(name),
                     created: true,
                 })

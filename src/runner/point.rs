@@ -15,6 +15,7 @@ use crate::spec::NodeName;
 use crate::spec::experiment::{PatternKind, PlacementKind, ProtocolKind};
 
 use super::agent::{Agent, Task};
+use super::media::Sampler;
 
 /// How long a client may take to connect and say it is ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -96,6 +97,9 @@ struct Running<'a> {
 }
 
 /// Runs `point`. Never returns an error: a failure is an outcome, with the node and cause.
+/// `medium`, when given, is asked for its statistics just before the clients are released
+/// and right after the last one exits.
+#[allow(clippy::too_many_arguments)]
 pub async fn run(
     point: &Point,
     entry: &PlacementEntry,
@@ -104,6 +108,7 @@ pub async fn run(
     port: u16,
     offsets: &BTreeMap<NodeName, i64>,
     bond_driver: Option<BondDriver>,
+    medium: Option<&mut Sampler>,
 ) -> Outcome {
     let mut row = PointRow {
         point: point.id as u32,
@@ -125,7 +130,7 @@ pub async fn run(
         skew_ns: None,
     };
     let mut records = Vec::new();
-    let result = measure(point, entry, w, agents, port, &mut records).await;
+    let result = measure(point, entry, w, agents, port, &mut records, medium).await;
     if let Err(e) = result {
         row.status = PointStatus::Failed;
         row.error = Some(e);
@@ -204,6 +209,7 @@ async fn measure(
     agents: &BTreeMap<NodeName, Agent>,
     port: u16,
     records: &mut Vec<(usize, Record)>,
+    mut medium: Option<&mut Sampler>,
 ) -> Result<(), String> {
     let mut running: Vec<Running> = Vec::new();
     for (i, pair) in entry.placement.pairs.iter().enumerate() {
@@ -261,6 +267,9 @@ async fn measure(
             }
         }
     }
+    if let Some(m) = medium.as_deref_mut() {
+        m.begin().await;
+    }
     let releases = running.iter().map(|r| r.agent.input(r.task.id, "go"));
     for res in futures_util::future::join_all(releases).await {
         if let Err(e) = res {
@@ -301,6 +310,9 @@ async fn measure(
                 }
             }
         }
+    }
+    if let Some(m) = medium {
+        m.end().await;
     }
     if failure.is_some() {
         stop(&running).await;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::plan::{Experiment, Plan};
-use crate::results::{PointRow, PointStatus, RecordRow, RunDir};
+use crate::results::{HostRow, MediaRow, MediaTotal, PointRow, PointStatus, RecordRow, RunDir};
 use crate::spec::NodeName;
 
 /// The controller's ledger: which nodes have a configuration applied and not yet torn down.
@@ -139,6 +139,19 @@ impl RunWriter {
         Ok(())
     }
 
+    /// Appends one point's medium statistics to `media.jsonl` and `hosts.jsonl`, synced.
+    /// Called before [`RunWriter::append_point`]: a point re-measured after a crash between
+    /// the two only adds lines, and readers keep the last per (point, segment).
+    pub fn append_media(&mut self, media: &[MediaRow], hosts: &[HostRow]) -> anyhow::Result<()> {
+        append_lines(&self.dir.media_jsonl(), media)?;
+        append_lines(&self.dir.hosts_jsonl(), hosts)
+    }
+
+    /// Appends a configuration's totals from the medium emulator to `media-total.jsonl`.
+    pub fn append_media_total(&mut self, total: &MediaTotal) -> anyhow::Result<()> {
+        append_lines(&self.dir.media_total_jsonl(), std::slice::from_ref(total))
+    }
+
     /// Appends a point's records, then its outcome, and syncs both: the outcome line is what
     /// marks a point done, so it goes last.
     pub fn append_point(&mut self, records: &[RecordRow], point: &PointRow) -> anyhow::Result<()> {
@@ -192,6 +205,22 @@ impl RunWriter {
             let _ = writeln!(f, "{stamp} {line}");
         }
     }
+}
+
+/// Appends `rows` as JSON lines and syncs; nothing (not even an empty file) without rows.
+fn append_lines<T: Serialize>(path: &Path, rows: &[T]) -> anyhow::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let mut buf = String::new();
+    for r in rows {
+        buf += &serde_json::to_string(r)?;
+        buf.push('\n');
+    }
+    let mut f = append(path)?;
+    f.write_all(buf.as_bytes()).map_err(|e| io(path, e))?;
+    f.sync_data().map_err(|e| io(path, e))?;
+    Ok(())
 }
 
 pub fn read_ledger(dir: &Path) -> anyhow::Result<Option<Ledger>> {

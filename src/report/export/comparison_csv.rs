@@ -6,13 +6,14 @@ use std::fmt::Write;
 use super::{Exporter, Output};
 use crate::report::ReportError;
 use crate::report::format::{csv_f64, csv_field};
+use crate::report::media::MediaReport;
 use crate::report::model::{Config, Report};
 use crate::results::schema::{pattern_str, protocol_str};
 
 pub struct ComparisonCsv;
 
 impl Exporter for ComparisonCsv {
-    fn export(&self, report: &Report) -> Result<Vec<Output>, ReportError> {
+    fn export(&self, report: &Report, _media: &MediaReport) -> Result<Vec<Output>, ReportError> {
         // Columns: every configuration of every table, in first-seen order.
         let mut configs: Vec<&Config> = Vec::new();
         for t in &report.comparison {

@@ -8,6 +8,7 @@ use crate::report::ReportError;
 use crate::report::compare::ComparisonTable;
 use crate::report::figures::figures;
 use crate::report::format::{human, md_cell, percent, ratio, size, unix_ns};
+use crate::report::media::{LatenessSource, MediaReport};
 use crate::report::model::{CellSummary, Report, RunInfo};
 use crate::report::predicted::TOLERANCE;
 use crate::results::Statistic;
@@ -16,7 +17,7 @@ use crate::results::schema::{pattern_str, protocol_str};
 pub struct Markdown;
 
 impl Exporter for Markdown {
-    fn export(&self, report: &Report) -> Result<Vec<Output>, ReportError> {
+    fn export(&self, report: &Report, media: &MediaReport) -> Result<Vec<Output>, ReportError> {
         let mut s = String::new();
         let title = match report.runs.as_slice() {
             [one] => one.label.clone(),
@@ -33,7 +34,8 @@ impl Exporter for Markdown {
         for t in &report.comparison {
             comparison(&mut s, t, report.statistic);
         }
-        against_model(&mut s, report);
+        against_model(&mut s, report, media);
+        the_medium(&mut s, report, media);
         against_paper(&mut s, report);
         latency(&mut s, report);
         figures_section(&mut s, report);
@@ -272,8 +274,9 @@ fn comparison(s: &mut String, t: &ComparisonTable, stat: Statistic) {
     }
 }
 
-/// The analytic model beside the measurement, cell by cell.
-fn against_model(s: &mut String, report: &Report) {
+/// The analytic model beside the measurement, cell by cell, with what the medium did during
+/// the cell's points when the run recorded it.
+fn against_model(s: &mut String, report: &Report, media: &MediaReport) {
     if report.model.is_empty() {
         return;
     }
@@ -313,7 +316,7 @@ fn against_model(s: &mut String, report: &Report) {
         );
     }
     s.push('\n');
-    let header: Vec<String> = [
+    let mut header: Vec<String> = [
         "configuration",
         "pairs",
         "size",
@@ -325,11 +328,17 @@ fn against_model(s: &mut String, report: &Report) {
     ]
     .map(String::from)
     .to_vec();
+    let mut right = vec![false, true, true, true, true, true, false, false];
+    if media.present {
+        header.extend(MEDIA_COLUMNS.map(String::from));
+        right.extend([true, false, true, true]);
+        s.push_str(MEDIA_LEGEND);
+    }
     let rows: Vec<Vec<String>> = report
         .model
         .iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 md_cell(&r.key.config.label()),
                 r.key.pairs.to_string(),
                 size(r.key.size_bytes),
@@ -338,15 +347,204 @@ fn against_model(s: &mut String, report: &Report) {
                 format!("{:.2}", r.ratio()),
                 r.bound.clone(),
                 r.likely_cause.unwrap_or("").to_owned(),
-            ]
+            ];
+            if media.present {
+                row.extend(media_cells(media, &r.key));
+            }
+            row
         })
         .collect();
-    table(
-        s,
-        &header,
-        &rows,
-        &[false, true, true, true, true, true, false, false],
+    table(s, &header, &rows, &right);
+}
+
+const MEDIA_COLUMNS: [&str; 4] = [
+    "collisions/frame",
+    "busiest segment",
+    "drops excess/queue",
+    "lateness p99 [µs]",
+];
+
+const MEDIA_LEGEND: &str = "The medium during each cell's points, from the emulator: collisions per frame \
+     carried (all segments), the busiest segment and its utilisation, frames dropped after 16 \
+     collisions / on a full transmit queue, and the emulator's worst p99 lateness (⚠ when it \
+     flagged a point).\n\n";
+
+/// The medium's columns of a cell's row; empty cells when its points have no statistics.
+fn media_cells(media: &MediaReport, key: &crate::report::model::CellKey) -> [String; 4] {
+    match media.cell(key) {
+        Some(m) => [
+            format!("{:.3}", m.collisions_per_frame()),
+            format!(
+                "{} {}",
+                md_cell(&m.busiest_segment),
+                percent_util(m.busiest_utilisation)
+            ),
+            format!("{}/{}", m.excess_collision_drops, m.queue_drops),
+            format!(
+                "{}{}",
+                human(m.lateness_p99_us),
+                if m.flagged_points > 0 { " ⚠" } else { "" }
+            ),
+        ],
+        None => Default::default(),
+    }
+}
+
+/// A utilisation as a percentage with one decimal: `87.5%`.
+fn percent_util(u: f64) -> String {
+    format!("{:.1}%", u * 100.0)
+}
+
+/// "The medium": per configuration, each segment over the configuration's points, the points
+/// whose timing the emulator flagged, and where statistics are missing.
+fn the_medium(s: &mut String, report: &Report, media: &MediaReport) {
+    if !media.present {
+        return;
+    }
+    s.push_str(
+        "## The medium
+
+\
+         What the emulated wires did while the points ran, from the medium emulator's counters: \
+         frames carried, utilisation (wire time carried over the points' time), collisions per \
+         frame, frames dropped after 16 collisions (excess) or on a full transmit queue, and \
+         the emulator's lateness (how late it sent frames against their deadlines). A point \
+         whose p99 lateness exceeds a tenth of a minimum frame's wire time is flagged: its \
+         timing is not that of the wire.\n\n",
     );
+    for c in &media.configs {
+        let _ = writeln!(
+            s,
+            "### {} (configuration {})\n",
+            md_cell(&c.label()),
+            c.configuration
+        );
+        if !c.missing_points.is_empty() || c.error.is_some() {
+            let points = if c.missing_points.is_empty() {
+                String::new()
+            } else {
+                let list: Vec<String> = c.missing_points.iter().map(|p| p.to_string()).collect();
+                format!(" for point(s) {}", list.join(", "))
+            };
+            let _ = writeln!(
+                s,
+                "**⚠ Medium statistics missing{points}**: {}.\n",
+                md_cell(c.error.as_deref().unwrap_or("the emulator did not answer"))
+            );
+        }
+        if c.realtime_priority == Some(false) {
+            s.push_str(
+                "The emulator ran without real-time priority (SCHED_FIFO was refused): expect \
+                 more lateness.\n\n",
+            );
+        }
+        for f in &c.flagged {
+            let _ = writeln!(
+                s,
+                "**⚠ Lateness flagged**: point {} (rep {}, {} {}×, {}) segment {}: p99 {} µs over \
+                 the limit of {} µs.\n",
+                f.point,
+                f.rep,
+                crate::results::schema::pattern_str(f.pattern),
+                f.pairs,
+                size(f.size_bytes),
+                md_cell(&f.segment),
+                human(f.p99_us),
+                human(f.limit_us)
+            );
+        }
+        if c.segments.is_empty() {
+            continue;
+        }
+        let total = c
+            .segments
+            .iter()
+            .any(|g| g.lateness_source == LatenessSource::Total);
+        let rows: Vec<Vec<String>> = c
+            .segments
+            .iter()
+            .map(|g| {
+                vec![
+                    md_cell(&g.segment),
+                    g.medium.clone(),
+                    human(g.rate_bps as f64 / 1e6),
+                    g.frames.to_string(),
+                    percent_util(g.utilisation()),
+                    format!("{:.3}", g.collisions_per_frame()),
+                    g.excess_collision_drops.to_string(),
+                    g.queue_drops.to_string(),
+                    g.deferrals.to_string(),
+                    human(g.lateness_p50_us),
+                    human(g.lateness_p99_us),
+                    human(g.lateness_max_us),
+                ]
+            })
+            .collect();
+        table(
+            s,
+            &[
+                "segment",
+                "medium",
+                "Mbit/s",
+                "frames",
+                "utilisation",
+                "collisions/frame",
+                "excess drops",
+                "queue drops",
+                "deferrals",
+                "lateness p50 [µs]",
+                "lateness p99 [µs]",
+                "lateness max [µs]",
+            ]
+            .map(String::from),
+            &rows,
+            &[
+                false, false, true, true, true, true, true, true, true, true, true, true,
+            ],
+        );
+        let _ = writeln!(
+            s,
+            "Lateness {}.\n",
+            if total {
+                "over the whole configuration, from the emulator's own histogram"
+            } else {
+                "of the worst point (no total was recorded)"
+            }
+        );
+    }
+    // Without the model's table the token-test cells still get their medium beside them.
+    if report.model.is_empty() {
+        let rows: Vec<Vec<String>> = report
+            .cells
+            .iter()
+            .filter(|c| c.key.measure.pattern == orchestrate_worker::record::Pattern::Token)
+            .filter(|c| media.cell(&c.key).is_some())
+            .map(|c| {
+                let mut r = vec![
+                    md_cell(&c.key.config.label()),
+                    c.key.pairs.to_string(),
+                    size(c.key.size_bytes),
+                    c.value(report.statistic).map(human).unwrap_or_default(),
+                ];
+                r.extend(media_cells(media, &c.key));
+                r
+            })
+            .collect();
+        if !rows.is_empty() {
+            s.push_str("### Token-test cells\n\n");
+            s.push_str(MEDIA_LEGEND);
+            let mut header: Vec<String> = ["configuration", "pairs", "size", "Mbit/s"]
+                .map(String::from)
+                .to_vec();
+            header.extend(MEDIA_COLUMNS.map(String::from));
+            table(
+                s,
+                &header,
+                &rows,
+                &[false, true, true, true, true, false, true, true],
+            );
+        }
+    }
 }
 
 /// The 1996 study's findings beside this run's.
@@ -442,7 +640,9 @@ fn figures_section(s: &mut String, report: &Report) {
         let _ = writeln!(s, "![topology {name}](figures/topology-{name}.svg)\n");
     }
     // Listing what the NetPIPE exporter writes keeps the two from drifting apart.
-    let curves = super::Netpipe.export(report).unwrap_or_default();
+    let curves = super::Netpipe
+        .export(report, &MediaReport::default())
+        .unwrap_or_default();
     if !curves.is_empty() {
         s.push_str("One-pair curves in NetPIPE's format, to compare with NetPIPE runs or to use as a baseline:\n\n");
         for c in curves {

@@ -2,6 +2,7 @@
 
 mod comparison_csv;
 mod markdown;
+mod media_csv;
 mod model_csv;
 mod netpipe;
 #[cfg(feature = "png")]
@@ -12,10 +13,12 @@ pub mod svg;
 use std::path::{Path, PathBuf};
 
 use super::ReportError;
+use super::media::MediaReport;
 use super::model::Report;
 
 pub use comparison_csv::ComparisonCsv;
 pub use markdown::Markdown;
+pub use media_csv::MediaCsv;
 pub use model_csv::ModelCsv;
 pub use netpipe::Netpipe;
 #[cfg(feature = "png")]
@@ -30,13 +33,15 @@ pub struct Output {
     pub bytes: Vec<u8>,
 }
 
-/// Turns a report into files. Implementations must be deterministic: the same report gives
-/// the same bytes, so re-running a report changes nothing on disk.
+/// Turns a report, and the medium's statistics beside it, into files. Implementations must be
+/// deterministic: the same report gives the same bytes, so re-running a report changes
+/// nothing on disk. A report without medium statistics (`media.present` false) must come out
+/// exactly as it would without them.
 pub trait Exporter {
-    fn export(&self, report: &Report) -> Result<Vec<Output>, ReportError>;
+    fn export(&self, report: &Report, media: &MediaReport) -> Result<Vec<Output>, ReportError>;
 }
 
-/// The outputs of a report: CSVs, Markdown, SVG figures and NetPIPE-format curves, plus PNG
+/// The outputs of a report: CSVs (`media.csv` only when the run has medium statistics), Markdown, SVG figures and NetPIPE-format curves, plus PNG
 /// copies when asked for.
 pub fn standard(png: bool) -> Result<Vec<Box<dyn Exporter>>, ReportError> {
     let mut all: Vec<Box<dyn Exporter>> = vec![
@@ -44,6 +49,7 @@ pub fn standard(png: bool) -> Result<Vec<Box<dyn Exporter>>, ReportError> {
         Box::new(ComparisonCsv),
         Box::new(Markdown),
         Box::new(ModelCsv),
+        Box::new(MediaCsv),
         Box::new(Svg),
         Box::new(Netpipe),
     ];
@@ -68,11 +74,12 @@ fn png_exporter() -> Result<Box<dyn Exporter>, ReportError> {
 pub fn write_all(
     dir: &Path,
     report: &Report,
+    media: &MediaReport,
     exporters: &[Box<dyn Exporter>],
 ) -> Result<Vec<PathBuf>, ReportError> {
     let mut written = Vec::new();
     for e in exporters {
-        for out in e.export(report)? {
+        for out in e.export(report, media)? {
             let path = dir.join(&out.path);
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| ReportError::Io {

@@ -5,12 +5,13 @@ use std::fmt::Write;
 use super::{Exporter, Output};
 use crate::report::ReportError;
 use crate::report::format::{csv_f64, csv_field};
+use crate::report::media::MediaReport;
 use crate::report::model::Report;
 
 pub struct ModelCsv;
 
 impl Exporter for ModelCsv {
-    fn export(&self, report: &Report) -> Result<Vec<Output>, ReportError> {
+    fn export(&self, report: &Report, _media: &MediaReport) -> Result<Vec<Output>, ReportError> {
         if report.model.is_empty() {
             return Ok(Vec::new());
         }

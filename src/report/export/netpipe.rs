@@ -12,13 +12,14 @@ use std::fmt::Write;
 
 use super::{Exporter, Output};
 use crate::report::ReportError;
+use crate::report::media::MediaReport;
 use crate::report::model::Report;
 use orchestrate_worker::record::Pattern;
 
 pub struct Netpipe;
 
 impl Exporter for Netpipe {
-    fn export(&self, report: &Report) -> Result<Vec<Output>, ReportError> {
+    fn export(&self, report: &Report, _media: &MediaReport) -> Result<Vec<Output>, ReportError> {
         let stat = report.statistic;
         let mut out = Vec::new();
         for t in &report.comparison {

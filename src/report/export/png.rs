@@ -10,6 +10,7 @@ use resvg::usvg::{Options, Tree};
 use super::{Exporter, Output, svg};
 use crate::report::ReportError;
 use crate::report::figures::figures;
+use crate::report::media::MediaReport;
 use crate::report::model::Report;
 
 /// Pixels per SVG unit: print-friendly without huge files.
@@ -18,7 +19,7 @@ const SCALE: f32 = 2.0;
 pub struct Png;
 
 impl Exporter for Png {
-    fn export(&self, report: &Report) -> Result<Vec<Output>, ReportError> {
+    fn export(&self, report: &Report, _media: &MediaReport) -> Result<Vec<Output>, ReportError> {
         let mut opt = Options::default();
         let db = opt.fontdb_mut();
         db.load_system_fonts();

@@ -5,13 +5,14 @@ use std::fmt::Write;
 use super::{Exporter, Output};
 use crate::report::ReportError;
 use crate::report::format::{csv_f64, csv_field};
+use crate::report::media::MediaReport;
 use crate::report::model::Report;
 use crate::results::schema::{pattern_str, protocol_str};
 
 pub struct SummaryCsv;
 
 impl Exporter for SummaryCsv {
-    fn export(&self, report: &Report) -> Result<Vec<Output>, ReportError> {
+    fn export(&self, report: &Report, _media: &MediaReport) -> Result<Vec<Output>, ReportError> {
         let with_run = report.cells.iter().any(|c| c.key.config.run.is_some());
         let mut s = String::new();
         if with_run {

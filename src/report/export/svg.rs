@@ -8,12 +8,13 @@ use super::{Exporter, Output};
 use crate::report::ReportError;
 use crate::report::figures::{Figure, Panel, figures};
 use crate::report::format::{human, size_tick};
+use crate::report::media::MediaReport;
 use crate::report::model::Report;
 
 pub struct Svg;
 
 impl Exporter for Svg {
-    fn export(&self, report: &Report) -> Result<Vec<Output>, ReportError> {
+    fn export(&self, report: &Report, _media: &MediaReport) -> Result<Vec<Output>, ReportError> {
         let mut out = Vec::new();
         for f in figures(report) {
             out.push(Output {

@@ -1,40 +1,53 @@
 //! An analytic model of the token test: what aggregate throughput a placement should reach on
-//! its wires, from shared-bus capacity, Ethernet/IP/TCP framing per message size, forwarding
-//! hops and bonding. The report puts it beside the measurement, so a reader sees at once
-//! whether the emulated cluster behaves as the wires allow.
+//! its wires and hosts. It describes the machine the medium emulator (`orchestrate-medium`)
+//! builds, so the report can put the two side by side and a reader sees at once whether the
+//! emulated cluster behaves as the wires allow.
 //!
 //! Assumptions, all stated in the report:
-//! - a message of S bytes travels as ceil(S / MSS) TCP segments, each costing
-//!   [`FRAME_OVERHEAD`] bytes of Ethernet (with preamble and gap), IP and TCP (with timestamps)
-//!   headers on the wire; the receiver sends a pure ACK for every second segment of a
-//!   multi-segment message (delayed ACK), and otherwise piggybacks on the reply;
-//! - a shared segment carries every frame of every pair that crosses it, both directions, at
-//!   its rate; a switched segment gives every port its own rate each way and never limits a
-//!   pair more than its own wire time does;
+//! - a message of S bytes travels as ceil(S / MSS) TCP segments; a segment with p payload
+//!   bytes is a frame of kernel length L = 14 + 20 + 32 + p (Ethernet, IP, TCP with
+//!   timestamps), which holds the wire for (max(L + 4, 64) + 8) × 8 bits (FCS, padding,
+//!   preamble) and reaches the receiver when its last bit does; the next frame may start
+//!   96 bit-times later. The receiver sends a pure ACK (L = 66) for every second segment
+//!   (delayed ACK), and otherwise piggybacks on the reply;
+//! - a shared segment is one half-duplex CSMA/CD medium: every frame of every pair crossing
+//!   it, both directions, takes its wire time from everyone; under saturation it carries
+//!   [`bus_efficiency`] of its time (the medium's own simulation, so collisions count exactly
+//!   as the emulator has them). A switched segment is a full-duplex link per port into a
+//!   store-and-forward switch: a frame is serialized twice (into the switch and out of it),
+//!   and never shares a direction with another pair's frames in the model. A switch joining
+//!   segments is a station on each, so crossing it costs one more serialization per segment;
+//! - each node is one FIFO server (its host costs): a frame it originates costs `send`, one it
+//!   forwards `receive + send + forward`, one delivered to it `receive`, before it moves on;
+//! - on an idle path a message's frames pipeline through these servers and wires (computed
+//!   exactly, frame by frame), plus a fixed [`ModelParams::hop_latency`] per hop for the
+//!   nodes' real (modern) stacks;
 //! - a balance-rr bond stripes frames over its slaves, so each slave's bus carries 1/n of the
-//!   bits and a message is on the wires 1/n as long (reordering costs are not modelled: the
-//!   measured/predicted ratio shows them);
-//! - each hop adds a fixed latency for the stacks and forwarding ([`ModelParams::hop_latency`]),
-//!   and a switch between two segments stores and forwards each frame;
-//! - pairs share a bus max-min fairly (the real FIFO is less fair; the aggregate is what the
-//!   model predicts well).
+//!   frames (reordering costs are not modelled: the measured/predicted ratio shows them);
+//! - pairs share buses and hosts max-min fairly (the real FIFO is less fair; the aggregate is
+//!   what the model predicts well).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
 use std::time::Duration;
 
+use orchestrate_medium::config::{DEFAULT_COLLISION_WINDOW_NS, DEFAULT_TURNAROUND_NS};
+use orchestrate_medium::sim::{Saturation, saturate};
+use orchestrate_medium::time::WireClock;
 use serde::Serialize;
 
-use crate::spec::Name;
 use crate::spec::topology::{BondMode, Medium};
-use crate::topology::Topology;
+use crate::spec::{Name, NodeName};
 use crate::topology::paths::Hop;
+use crate::topology::{HostCosts, Topology};
 
 use super::placement::Placement;
 
-/// Ethernet 14 + FCS 4 + preamble 8 + inter-frame gap 12, IP 20, TCP 20 + timestamps 12.
-pub const FRAME_OVERHEAD: u64 = 38 + 20 + 32;
-/// The smallest Ethernet frame (64) with preamble and gap: what a pure ACK costs.
-pub const ACK_WIRE_BYTES: u64 = 64 + 20;
+/// Ethernet header, IP header, TCP header with timestamps: a frame's kernel length beyond its
+/// payload.
+pub const HEADERS: u64 = 14 + 20 + 32;
+/// A pure ACK's kernel length.
+pub const ACK_LEN: u32 = HEADERS as u32;
 
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct ModelParams {
@@ -66,6 +79,15 @@ pub enum Bound {
     Segment(Name),
 }
 
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bound::Latency => f.write_str("latency"),
+            Bound::Segment(s) => write!(f, "segment {s}"),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Prediction {
     pub size_bytes: u64,
@@ -74,18 +96,112 @@ pub struct Prediction {
     pub per_pair_mbit_s: Vec<f64>,
     /// What limits the slowest pair.
     pub bound: Bound,
+    /// The node whose CPU (its host costs per frame) saturates and limits the slowest pair,
+    /// when that is what limits it; `bound` then stays [`Bound::Latency`] for consumers that
+    /// know only wires. [`Prediction::limit`] names all three.
+    pub host_bound: Option<NodeName>,
+    /// The slowest pair's token, one way on an idle path (request direction), µs.
+    pub one_way_us: f64,
 }
 
-/// Bytes on the wire for one message of `size` bytes, acks included.
+impl Prediction {
+    /// What limits the slowest pair: `latency`, `segment <name>` or `host <node>`.
+    pub fn limit(&self) -> String {
+        match &self.host_bound {
+            Some(n) => format!("host {n}"),
+            None => self.bound.to_string(),
+        }
+    }
+}
+
+/// Payload bytes of each TCP segment of a message of `size` bytes.
+fn payloads(size: u64, mss: u64) -> impl Iterator<Item = u64> {
+    let frames = size.div_ceil(mss).max(1);
+    (0..frames).map(move |k| (size - k * mss).min(mss))
+}
+
+/// Pure ACKs for a message of `frames` segments: one after every second segment (delayed
+/// ACK), except that the last segment's is carried by the reply.
+fn pure_acks(frames: u64) -> u64 {
+    frames.saturating_sub(1) / 2
+}
+
+/// Whether segment `k` of `frames` is followed by a pure ACK.
+fn acked(k: usize, frames: usize) -> bool {
+    k % 2 == 1 && k + 1 < frames
+}
+
+/// A data frame's kernel length.
+pub fn frame_len(payload: u64) -> u32 {
+    u32::try_from(HEADERS + payload).unwrap_or(u32::MAX)
+}
+
+/// Byte-times on the wire for one message of `size` bytes, gaps and acks included.
 pub fn wire_bytes(size: u64, p: &ModelParams) -> u64 {
-    let frames = size.div_ceil(p.mss).max(1);
-    size + frames * FRAME_OVERHEAD + (frames / 2) * ACK_WIRE_BYTES
+    let gap = orchestrate_medium::time::IFG_BITS / 8;
+    let frames: Vec<u64> = payloads(size, p.mss).collect();
+    let data: u64 = frames
+        .iter()
+        .map(|&x| WireClock::frame_bytes(frame_len(x)) + gap)
+        .sum();
+    data + pure_acks(frames.len() as u64) * (WireClock::frame_bytes(ACK_LEN) + gap)
 }
 
-/// A hop's wires: the segments it crosses and how many ways a bond splits it.
+/// The fraction of its time a shared segment carries frames when `stations` stations keep it
+/// saturated with frames of kernel length `len`: the medium's own CSMA/CD simulation
+/// (deterministic), remembered per case. 1 for a single station.
+pub fn bus_efficiency(stations: usize, len: u32, rate_bps: u64) -> f64 {
+    static CACHE: Mutex<BTreeMap<(usize, u32, u64), f64>> = Mutex::new(BTreeMap::new());
+    if stations <= 1 {
+        return 1.0;
+    }
+    let key = (stations, len, rate_bps);
+    if let Some(e) = CACHE.lock().expect("not poisoned").get(&key) {
+        return *e;
+    }
+    // About 20 000 frames' worth of wire time: enough for the mean past the first collisions,
+    // tens of ms of CPU.
+    let duration = WireClock::new(rate_bps).wire_time(len) * 20_000;
+    let r = saturate(&Saturation {
+        stations,
+        frame_lens: vec![len],
+        rate_bps,
+        collision_window_ns: DEFAULT_COLLISION_WINDOW_NS,
+        turnaround_ns: DEFAULT_TURNAROUND_NS,
+        queue_limit: 4,
+        duration,
+        seed: 1996,
+    });
+    let e = r.utilisation().clamp(0.01, 1.0);
+    CACHE.lock().expect("not poisoned").insert(key, e);
+    e
+}
+
+/// One wire a frame is serialized on.
+#[derive(Debug, Clone)]
+struct Wire {
+    segment: Name,
+    clock: WireClock,
+    /// Half duplex, shared with every station (the frame's ACKs too).
+    shared: bool,
+}
+
+/// A hop's wires: per physical slave, the wires crossed in order, and how many ways a bond
+/// stripes the hop's frames.
 struct HopWires {
-    segments: Vec<(Name, u64, Medium)>,
-    stripes: u64,
+    lanes: Vec<Vec<Wire>>,
+    stripes: usize,
+}
+
+fn wires_of(seg: &crate::topology::Segment, out: &mut Vec<Wire>) {
+    let w = Wire {
+        segment: seg.name.clone(),
+        clock: WireClock::new(seg.rate.bits_per_s().max(1)),
+        shared: seg.medium == Medium::Shared,
+    };
+    // A switched segment: into the switch, stored, then out of it.
+    let times = if w.shared { 1 } else { 2 };
+    out.extend(std::iter::repeat_n(w, times));
 }
 
 fn hop_wires(t: &Topology, hop: &Hop) -> HopWires {
@@ -93,32 +209,193 @@ fn hop_wires(t: &Topology, hop: &Hop) -> HopWires {
     let (physical, stripes) = match from.bonds.iter().find(|b| b.name == hop.dev) {
         // Only balance-rr stripes one flow over several slaves; the other modes keep a flow on
         // one (xor), send it on all (broadcast) or on the active one (active-backup).
-        Some(b) if b.mode == BondMode::BalanceRr => (b.slaves.clone(), b.slaves.len() as u64),
+        Some(b) if b.mode == BondMode::BalanceRr => (b.slaves.clone(), b.slaves.len()),
         Some(b) if b.mode == BondMode::Broadcast => (b.slaves.clone(), 1),
         Some(b) => (b.slaves.iter().take(1).cloned().collect(), 1),
         None => (vec![hop.dev.clone()], 1),
     };
     let to = t.node(&hop.to).expect("path nodes exist");
-    let mut segments = Vec::new();
+    let mut lanes = Vec::new();
     for ifname in &physical {
         let Some(seg) = from.interface(ifname).and_then(|i| t.segment(&i.segment)) else {
             continue;
         };
-        segments.push((seg.name.clone(), seg.rate.bits_per_s(), seg.medium));
+        let mut lane = Vec::new();
+        wires_of(seg, &mut lane);
         // The receiver's segment on the same network, if another (a switch joins them).
         for other in &to.interfaces {
             if let Some(o) = t.segment(&other.segment)
                 && o.network == seg.network
                 && o.name != seg.name
             {
-                segments.push((o.name.clone(), o.rate.bits_per_s(), o.medium));
+                wires_of(o, &mut lane);
             }
         }
+        lanes.push(lane);
     }
     HopWires {
-        segments,
-        stripes: stripes.max(1),
+        stripes: stripes.clamp(1, lanes.len().max(1)),
+        lanes,
     }
+}
+
+/// A server a message's frames pass through on an idle path.
+enum Stage {
+    /// A node's CPU: `data` per data frame; `ack` more busy time for every second frame (the
+    /// pure ACK it handles for it).
+    Host { data: u64, ack: u64 },
+    /// One wire (per striped lane). Shared wires also carry the ACKs.
+    Wire { lanes: Vec<Wire> },
+    /// Fixed latency, no queueing.
+    Delay(u64),
+}
+
+/// Per direction: the stages in order, and what each frame costs every resource.
+struct Direction {
+    stages: Vec<Stage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Resource {
+    Segment(Name),
+    Host(NodeName),
+}
+
+fn costs_of(t: &Topology, n: &NodeName) -> HostCosts {
+    t.node(n).map(|n| n.host.costs).unwrap_or_default()
+}
+
+/// Builds a direction's stages from its hops and adds its demand per message (seconds of
+/// wire or CPU) to `demand`, and marks the shared segments it crosses in `crossed`.
+fn direction(
+    t: &Topology,
+    hops: &[Hop],
+    payload: &[u64],
+    p: &ModelParams,
+    demand: &mut BTreeMap<Resource, f64>,
+    crossed: &mut BTreeSet<Name>,
+) -> Direction {
+    let mut stages = Vec::new();
+    let acks = pure_acks(payload.len() as u64);
+    let frames = payload.len() as u64;
+    let host = |node: &NodeName,
+                data: u64,
+                ack: u64,
+                stages: &mut Vec<Stage>,
+                demand: &mut BTreeMap<Resource, f64>| {
+        let cpu = (frames * data + acks * ack) as f64 * 1e-9;
+        if cpu > 0.0 {
+            *demand.entry(Resource::Host(node.clone())).or_default() += cpu;
+            stages.push(Stage::Host { data, ack });
+        }
+    };
+    for (i, hop) in hops.iter().enumerate() {
+        let c = costs_of(t, &hop.from);
+        if i == 0 {
+            // The source sends the data and receives the ACKs.
+            host(&hop.from, c.send_ns, c.receive_ns, &mut stages, demand);
+        } else {
+            // A forwarder receives, routes and sends every frame, ACKs too.
+            let f = c.receive_ns + c.send_ns + c.forward_ns;
+            host(&hop.from, f, f, &mut stages, demand);
+        }
+        let w = hop_wires(t, hop);
+        let lanes = w.lanes.len().max(1) as f64;
+        for lane in &w.lanes {
+            for wire in lane {
+                if !wire.shared {
+                    continue;
+                }
+                let busy: u64 = payload
+                    .iter()
+                    .map(|&x| wire.clock.wire_time(frame_len(x)))
+                    .sum::<u64>()
+                    + acks * wire.clock.wire_time(ACK_LEN);
+                *demand
+                    .entry(Resource::Segment(wire.segment.clone()))
+                    .or_default() += busy as f64 * 1e-9 / lanes;
+                crossed.insert(wire.segment.clone());
+            }
+        }
+        // Striped lanes run side by side; the model follows the first lane's wires (a bond's
+        // slaves are alike) with `stripes` of each.
+        let lane = w.lanes.first().cloned().unwrap_or_default();
+        for wire in lane {
+            stages.push(Stage::Wire {
+                lanes: vec![wire; w.stripes],
+            });
+        }
+        stages.push(Stage::Delay(
+            u64::try_from(p.hop_latency.as_nanos()).unwrap_or(u64::MAX),
+        ));
+    }
+    if let Some(last) = hops.last() {
+        // The destination receives the data and sends the ACKs.
+        let c = costs_of(t, &last.to);
+        host(&last.to, c.receive_ns, c.send_ns, &mut stages, demand);
+    }
+    Direction { stages }
+}
+
+/// When the last frame of a message that is all ready at 0 has reached the application at
+/// the far end, ns: the frames pipeline through the stages, each a FIFO server.
+fn transit(d: &Direction, payload: &[u64]) -> u64 {
+    let mut free: Vec<Vec<u64>> = d
+        .stages
+        .iter()
+        .map(|s| match s {
+            Stage::Wire { lanes } => vec![0; lanes.len()],
+            _ => vec![0],
+        })
+        .collect();
+    let mut done = 0;
+    for (k, &x) in payload.iter().enumerate() {
+        let acked = acked(k, payload.len());
+        let len = frame_len(x);
+        let mut at = 0u64;
+        for (stage, free) in d.stages.iter().zip(free.iter_mut()) {
+            match stage {
+                Stage::Delay(ns) => at += ns,
+                Stage::Host { data, ack } => {
+                    let start = at.max(free[0]);
+                    at = start + data;
+                    free[0] = at + if acked { *ack } else { 0 };
+                }
+                Stage::Wire { lanes } => {
+                    let lane = k % lanes.len();
+                    let w = &lanes[lane];
+                    let start = at.max(free[lane]);
+                    at = start + w.clock.frame(len);
+                    // The wire is free for this sender's next frame one gap after the
+                    // frame, or after the ACK a shared wire carries in between, but not
+                    // before its transmitter has turned around (the medium's rule).
+                    let after = if w.shared {
+                        let ack = if acked { w.clock.wire_time(ACK_LEN) } else { 0 };
+                        (w.clock.gap() + ack).max(DEFAULT_TURNAROUND_NS)
+                    } else {
+                        w.clock.gap()
+                    };
+                    free[lane] = start + w.clock.frame(len) + after;
+                }
+            }
+        }
+        done = done.max(at);
+    }
+    done
+}
+
+/// The one-way time of a message of `size` bytes along `hops` on an idle path, alone.
+pub fn one_way(t: &Topology, hops: &[Hop], size: u64, p: &ModelParams) -> Duration {
+    let payload: Vec<u64> = payloads(size, p.mss).collect();
+    let d = direction(
+        t,
+        hops,
+        &payload,
+        p,
+        &mut BTreeMap::new(),
+        &mut BTreeSet::new(),
+    );
+    Duration::from_nanos(transit(&d, &payload))
 }
 
 /// Predicted token-test throughput of `placement` at `size`.
@@ -128,70 +405,70 @@ pub fn predict_token(
     size: u64,
     p: &ModelParams,
 ) -> Prediction {
-    let msg_bits = (wire_bytes(size, p) * 8) as f64;
-    let first_frame_bits = (wire_bytes(size.min(p.mss), p) * 8) as f64;
-    // Per pair: the fastest exchange rate its round trip allows, and the bits per exchange it
-    // puts on each shared segment.
+    let payload: Vec<u64> = payloads(size, p.mss).collect();
+    // Per pair: the fastest exchange rate its idle round trip allows, and the seconds of wire
+    // and CPU per exchange it takes from each shared segment and host.
     let mut max_rate = Vec::new();
-    let mut demand: Vec<BTreeMap<Name, f64>> = Vec::new();
-    let mut capacity: BTreeMap<Name, f64> = BTreeMap::new();
+    let mut one_way_ns = Vec::new();
+    let mut demand: Vec<BTreeMap<Resource, f64>> = Vec::new();
+    // Per shared segment, how many pairs cross it: a pair's two ends take turns, so it
+    // contends like one saturated station.
+    let mut contenders: BTreeMap<Name, usize> = BTreeMap::new();
     for pair in &placement.pairs {
-        let mut one_way = |hops: &[Hop], d: &mut BTreeMap<Name, f64>| -> f64 {
-            let mut time = 0.0;
-            for (i, hop) in hops.iter().enumerate() {
-                let w = hop_wires(t, hop);
-                let rate = w.segments.iter().map(|s| s.1).min().unwrap_or(10_000_000) as f64
-                    * w.stripes as f64;
-                // The whole message on the first wire; later hops, and a switch forwarding
-                // between two segments, overlap all but one frame (store and forward).
-                time += if i == 0 {
-                    msg_bits / rate
-                } else {
-                    first_frame_bits / rate
-                };
-                let switched_over = (w.segments.len() as u64 / w.stripes).saturating_sub(1);
-                time += switched_over as f64 * first_frame_bits / rate;
-                time += p.hop_latency.as_secs_f64();
-                for (name, bits_per_s, medium) in &w.segments {
-                    if *medium == Medium::Shared {
-                        *d.entry(name.clone()).or_default() += msg_bits / w.stripes as f64;
-                        capacity.insert(name.clone(), *bits_per_s as f64);
-                    }
-                }
-            }
-            time
-        };
         let mut d = BTreeMap::new();
-        let rtt = one_way(&pair.path.hops, &mut d) + one_way(&pair.path.reply, &mut d);
-        max_rate.push(1.0 / rtt);
+        let mut crossed = BTreeSet::new();
+        let out = direction(t, &pair.path.hops, &payload, p, &mut d, &mut crossed);
+        let back = direction(t, &pair.path.reply, &payload, p, &mut d, &mut crossed);
+        for s in crossed {
+            *contenders.entry(s).or_default() += 1;
+        }
+        let out = transit(&out, &payload);
+        let rtt = out + transit(&back, &payload);
+        max_rate.push(1e9 / rtt.max(1) as f64);
+        one_way_ns.push(out);
         demand.push(d);
+    }
+    // What each resource can give per second: a host all of its time, a bus what CSMA/CD
+    // leaves of it with this many stations contending.
+    let full_len = frame_len(size.min(p.mss));
+    let mut capacity: BTreeMap<Resource, f64> = BTreeMap::new();
+    for r in demand.iter().flat_map(|d| d.keys()) {
+        let cap = match r {
+            Resource::Host(_) => 1.0,
+            Resource::Segment(s) => {
+                let rate = t.segment(s).map_or(10_000_000, |x| x.rate.bits_per_s());
+                let k = contenders.get(s).copied().unwrap_or(1);
+                bus_efficiency(k, full_len, rate)
+            }
+        };
+        capacity.insert(r.clone(), cap);
     }
 
     // Max-min fair progressive filling in exchanges per second.
     let n = placement.pairs.len();
     let mut rate = vec![0.0f64; n];
     let mut frozen = vec![false; n];
-    let mut bound_of = vec![Bound::Latency; n];
+    let mut bound_of: Vec<Option<Resource>> = vec![None; n];
     while frozen.iter().any(|f| !f) {
         // The largest equal increase every unfrozen pair can take.
         let mut step = f64::INFINITY;
-        let mut limiter: Option<Name> = None;
+        let mut limiter: Option<Resource> = None;
         for i in (0..n).filter(|i| !frozen[*i]) {
             step = step.min(max_rate[i] - rate[i]);
         }
-        for (seg, cap) in &capacity {
+        for (res, cap) in &capacity {
             let used: f64 = (0..n)
-                .map(|i| rate[i] * demand[i].get(seg).unwrap_or(&0.0))
+                .map(|i| rate[i] * demand[i].get(res).unwrap_or(&0.0))
                 .sum();
             let growing: f64 = (0..n)
                 .filter(|i| !frozen[*i])
-                .map(|i| demand[i].get(seg).unwrap_or(&0.0))
+                .map(|i| demand[i].get(res).unwrap_or(&0.0))
                 .sum();
             if growing > 0.0 {
                 let s = (cap - used) / growing;
                 if s < step {
                     step = s;
-                    limiter = Some(seg.clone());
+                    limiter = Some(res.clone());
                 }
             }
         }
@@ -199,18 +476,18 @@ pub fn predict_token(
         for i in (0..n).filter(|i| !frozen[*i]) {
             rate[i] += step;
         }
-        // Freeze pairs at their round-trip limit or on the saturated segment.
+        // Freeze pairs at their round-trip limit or on the saturated resource.
         for i in 0..n {
             if frozen[i] {
                 continue;
             }
             if rate[i] >= max_rate[i] * (1.0 - 1e-9) {
                 frozen[i] = true;
-            } else if let Some(seg) = &limiter
-                && demand[i].contains_key(seg)
+            } else if let Some(res) = &limiter
+                && demand[i].contains_key(res)
             {
                 frozen[i] = true;
-                bound_of[i] = Bound::Segment(seg.clone());
+                bound_of[i] = Some(res.clone());
             }
         }
     }
@@ -219,13 +496,19 @@ pub fn predict_token(
         .iter()
         .enumerate()
         .min_by(|a, b| a.1.total_cmp(b.1))
-        .map(|(i, _)| bound_of[i].clone())
-        .unwrap_or(Bound::Latency);
+        .map(|(i, _)| i);
+    let (bound, host_bound) = match slowest.and_then(|i| bound_of[i].clone()) {
+        Some(Resource::Segment(s)) => (Bound::Segment(s), None),
+        Some(Resource::Host(h)) => (Bound::Latency, Some(h)),
+        None => (Bound::Latency, None),
+    };
     Prediction {
         size_bytes: size,
         aggregate_mbit_s: per_pair.iter().sum(),
         per_pair_mbit_s: per_pair,
-        bound: slowest,
+        bound,
+        host_bound,
+        one_way_us: slowest.map_or(0.0, |i| one_way_ns[i] as f64 / 1e3),
     }
 }
 
@@ -244,10 +527,29 @@ mod tests {
         .unwrap()
     }
 
+    fn name(s: &str) -> NodeName {
+        s.parse().unwrap()
+    }
+
     const BUS: &str = "[generator]\nkind = \"single\"\nnodes = 16\n";
 
     #[test]
-    fn one_pair_on_a_bus_is_latency_bound_near_half_the_rate() {
+    fn a_small_token_on_an_idle_bus_costs_its_serialization_and_the_hop() {
+        // 64 B payload: L = 14 + 20 + 32 + 64 = 130, on the wire (134 + 8) × 8 bits at
+        // 10 Mbit/s = 113.6 µs until its last bit arrives; plus 60 µs for the stacks.
+        let t = topo(BUS);
+        let p = ModelParams::default();
+        let pl = place(&t, PlacementKind::LocalWire, 1, &[]).unwrap();
+        let pr = predict_token(&t, &pl, 64, &p);
+        assert_eq!(pr.bound, Bound::Latency);
+        assert_eq!(pr.host_bound, None);
+        assert!((pr.one_way_us - 173.6).abs() < 1e-6, "{}", pr.one_way_us);
+        let exchange_s = 2.0 * 173.6e-6;
+        assert!((pr.aggregate_mbit_s - 512.0 / exchange_s / 1e6).abs() < 1e-6);
+    }
+
+    #[test]
+    fn one_pair_on_a_bus_is_latency_bound_under_half_the_rate() {
         let t = topo(BUS);
         let pl = place(&t, PlacementKind::LocalWire, 1, &[]).unwrap();
         let p = predict_token(&t, &pl, 8192, &ModelParams::default());
@@ -262,13 +564,135 @@ mod tests {
     }
 
     #[test]
+    fn one_bulk_stream_gets_1448_of_1538_of_the_wire_less_its_acks() {
+        let p = ModelParams::default();
+        let size = 1448 * 1000;
+        let mbit = |t: &Topology| {
+            let pl = place(t, PlacementKind::LocalWire, 1, &[]).unwrap();
+            let d = one_way(t, &pl.pairs[0].path.hops, size, &p);
+            size as f64 * 8.0 / d.as_secs_f64() / 1e6
+        };
+        // Full duplex: the ACKs go the other way, the data gets 1448 of every 1538 byte-times.
+        let switched = topo("[generator]\nkind = \"single\"\nnodes = 4\nmedium = \"switched\"\n");
+        let sw = mbit(&switched);
+        assert!((sw - 9.4148).abs() < 0.01, "{sw}");
+        // A shared bus also carries an ACK (62.4 µs and a gap) after every second segment, and
+        // a sender turns its transmitter around before its next frame: per two segments
+        // 1220.8 + max(turnaround, 9.6) + 1220.8 + max(turnaround, 9.6 + 62.4 + 9.6) µs.
+        let bus = mbit(&topo(BUS));
+        let turn = DEFAULT_TURNAROUND_NS as f64 / 1e3;
+        let pair_us = 2.0 * 1220.8 + turn.max(9.6) + turn.max(81.6);
+        let expect = 2.0 * 1448.0 * 8.0 / pair_us;
+        assert!((9.0..9.5).contains(&bus), "{bus}");
+        assert!((bus - expect).abs() < 0.01, "{bus} vs {expect}");
+    }
+
+    #[test]
+    fn a_switch_serializes_a_frame_twice() {
+        let p = ModelParams::default();
+        let switched = topo("[generator]\nkind = \"single\"\nnodes = 4\nmedium = \"switched\"\n");
+        let pl = place(&switched, PlacementKind::LocalWire, 1, &[]).unwrap();
+        let d = one_way(&switched, &pl.pairs[0].path.hops, 64, &p);
+        assert_eq!(d, Duration::from_nanos(60_000 + 2 * 113_600));
+    }
+
+    #[test]
+    fn host_costs_add_to_the_path() {
+        let p = ModelParams::default();
+        let t = topo(&format!("host = \"486dx4\"\n{BUS}"));
+        let pl = place(&t, PlacementKind::LocalWire, 1, &[]).unwrap();
+        let d = one_way(&t, &pl.pairs[0].path.hops, 64, &p);
+        // send 300 + wire 113.6 + hop 60 + receive 300 µs.
+        assert_eq!(
+            d,
+            Duration::from_nanos(300_000 + 113_600 + 60_000 + 300_000)
+        );
+    }
+
+    /// Two buses joined by `r`, which forwards; three nodes on each side.
+    const ROUTED: &str = r#"
+host = "486dx4"
+nodes = ["a[1-3]", "r", "b[1-3]"]
+[[segment]]
+name = "bus-a"
+rate = "10mbit"
+members = ["a[1-3]:eth1", "r:eth1"]
+[[segment]]
+name = "bus-b"
+rate = "10mbit"
+members = ["b[1-3]:eth1", "r:eth2"]
+"#;
+
+    #[test]
+    fn a_forwarding_486_saturates() {
+        let t = topo(ROUTED);
+        let p = ModelParams::default();
+        let pairs: Vec<(NodeName, NodeName)> = (1..=3)
+            .map(|i| (name(&format!("a{i}")), name(&format!("b{i}"))))
+            .collect();
+        // One pair alone: send 300 + (wire 113.6 + hop 60) + forward at r 750 + (wire 113.6
+        // + hop 60) + receive 300 µs each way; the forwarder is busy 1.5 ms per exchange,
+        // less than the 3.39 ms round trip.
+        let one = predict_token(
+            &t,
+            &place(&t, PlacementKind::Explicit, 1, &pairs).unwrap(),
+            64,
+            &p,
+        );
+        assert!((one.one_way_us - 1697.2).abs() < 1e-6, "{}", one.one_way_us);
+        assert_eq!(
+            (one.bound.clone(), one.host_bound.clone()),
+            (Bound::Latency, None)
+        );
+        // Three pairs need 4.5 ms of r's CPU per round: r limits them, to one 64 B token per
+        // 2 × 750 µs in all.
+        let three = predict_token(
+            &t,
+            &place(&t, PlacementKind::Explicit, 3, &pairs).unwrap(),
+            64,
+            &p,
+        );
+        assert_eq!(three.host_bound, Some(name("r")));
+        assert_eq!(three.limit(), "host r");
+        let expect = 512.0 / 1.5e-3 / 1e6;
+        assert!(
+            (three.aggregate_mbit_s - expect).abs() < 1e-9,
+            "{} vs {expect}",
+            three.aggregate_mbit_s
+        );
+        // Without host costs the same three pairs would fill the buses instead (a 64 B token
+        // takes 123.2 µs of each bus each way, 3 pairs × 1440 exchanges/s × 246.4 µs > 1).
+        let none = topo(&ROUTED.replace("host = \"486dx4\"", ""));
+        let pr = predict_token(
+            &none,
+            &place(&none, PlacementKind::Explicit, 3, &pairs).unwrap(),
+            64,
+            &p,
+        );
+        assert_eq!(pr.host_bound, None);
+        assert!(matches!(pr.bound, Bound::Segment(_)), "{:?}", pr.bound);
+    }
+
+    #[test]
+    fn csma_cd_leaves_a_saturated_bus_most_of_its_time() {
+        assert_eq!(bus_efficiency(1, 60, 10_000_000), 1.0);
+        for k in [2, 8, 24] {
+            let e = bus_efficiency(k, 60, 10_000_000);
+            assert!((0.9..=1.0).contains(&e), "{k}: {e}");
+            let e = bus_efficiency(k, 1514, 10_000_000);
+            assert!((0.98..=1.0).contains(&e), "{k}: {e}");
+        }
+    }
+
+    #[test]
     fn many_pairs_on_one_bus_share_its_capacity() {
         let t = topo(BUS);
         let p = ModelParams::default();
         for pairs in [2, 4, 7] {
             let pl = place(&t, PlacementKind::LocalWire, pairs, &[]).unwrap();
             let pr = predict_token(&t, &pl, 8192, &p);
-            let ceiling = 10.0 * 8192.0 / (2.0 * wire_bytes(8192, &p) as f64);
+            let e = bus_efficiency(pairs, frame_len(1448), 10_000_000);
+            let ceiling = e * 10.0 * 8192.0 / (2.0 * wire_bytes(8192, &p) as f64);
             assert!(
                 (pr.aggregate_mbit_s - ceiling).abs() < 1e-6,
                 "{pairs}: {} vs {ceiling}",

@@ -108,6 +108,39 @@ fn configuration(s: &mut String, c: &Configuration) {
         t.subnets.len(),
         t.forwarding_nodes().len()
     );
+    // Host profiles and emulation, grouped: most topologies give every node the same.
+    let mut hosts: Vec<(String, Vec<&str>)> = Vec::new();
+    for n in &t.nodes {
+        let d = n.host.describe();
+        match hosts.iter_mut().find(|(h, _)| *h == d) {
+            Some((_, v)) => v.push(n.name.as_str()),
+            None => hosts.push((d, vec![n.name.as_str()])),
+        }
+    }
+    for (d, nodes) in &hosts {
+        let who = if nodes.len() == t.nodes.len() {
+            "every node".to_string()
+        } else {
+            nodes.join(", ")
+        };
+        let _ = writeln!(s, "  host: {who}: {d}");
+    }
+    let mut emulations: Vec<(String, Vec<&str>)> = Vec::new();
+    for seg in &t.segments {
+        let e = seg.emulation.to_string();
+        match emulations.iter_mut().find(|(x, _)| *x == e) {
+            Some((_, v)) => v.push(seg.name.as_str()),
+            None => emulations.push((e, vec![seg.name.as_str()])),
+        }
+    }
+    for (e, segs) in &emulations {
+        let which = if segs.len() == t.segments.len() {
+            "every segment".to_string()
+        } else {
+            segs.join(", ")
+        };
+        let _ = writeln!(s, "  emulation: {which}: {e}");
+    }
     // Reachability, grouped: most topologies give every node the same profile.
     let mut profiles: Vec<(ReachProfile, Vec<&NodeName>)> = Vec::new();
     for n in &t.nodes {
@@ -154,9 +187,10 @@ fn configuration(s: &mut String, c: &Configuration) {
                 .iter()
                 .map(|x| {
                     format!(
-                        "{} {:.2}",
+                        "{} {:.2} ({})",
                         crate::spec::ByteSize(x.size_bytes),
-                        x.aggregate_mbit_s
+                        x.aggregate_mbit_s,
+                        x.limit()
                     )
                 })
                 .collect();

@@ -2,11 +2,13 @@
 //! that every error points at file:line:column.
 
 pub mod experiment;
+pub mod host;
 pub mod names;
 pub mod source;
 pub mod topology;
 
 pub use experiment::ExperimentSpec;
+pub use host::{HostProfile, HostSpec};
 pub use names::{ByteSize, IfName, InvalidValue, Name, NodeName, Rate};
 pub use source::{Location, SourceFile, SpecError, SpecErrors, best_match};
 pub use topology::TopologySpec;

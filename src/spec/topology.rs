@@ -10,6 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use super::host::HostSpec;
 use super::names::{IfName, Name, NodeName, Rate};
 
 /// A topology file.
@@ -29,10 +30,18 @@ pub struct TopologySpec {
     /// Build the nodes and wires from a pattern instead of listing them.
     #[schemars(with = "Option<GeneratorSpec>")]
     pub generator: Option<Spanned<GeneratorSpec>>,
-    /// Node names; Slurm-style ranges such as `n[01-16]` are expanded.
+    /// Host costs of every node (default `none`); `[generator]` and node entries may say
+    /// otherwise. See [`super::host`] for the profiles and where their figures come from.
+    #[schemars(with = "Option<HostSpec>")]
+    pub host: Option<Spanned<HostSpec>>,
+    /// How every segment is emulated (default `frames`); `[generator]` and `[[segment]]` may
+    /// say otherwise.
+    pub emulation: Option<Emulation>,
+    /// Node names, or tables `{ name = "n[01-04]", host = "486dx4" }`; Slurm-style ranges such
+    /// as `n[01-16]` are expanded.
     #[serde(default)]
-    #[schemars(with = "Vec<String>")]
-    pub nodes: Vec<Spanned<String>>,
+    #[schemars(with = "Vec<NodeEntry>")]
+    pub nodes: Vec<Spanned<NodeEntry>>,
     #[serde(default)]
     pub segment: Vec<SegmentSpec>,
     #[serde(default)]
@@ -99,6 +108,8 @@ pub struct SegmentSpec {
     pub rate: Spanned<Rate>,
     #[serde(default)]
     pub medium: Medium,
+    /// How the virtual cluster emulates the wire; the topology's `emulation` when absent.
+    pub emulation: Option<Emulation>,
     /// Attached interfaces as `node:interface`; ranges expand: `n[01-04]:eth1`.
     #[schemars(with = "Vec<String>")]
     pub members: Vec<Spanned<String>>,
@@ -112,6 +123,97 @@ pub enum Medium {
     Shared,
     /// A switch: every port has its own rate in each direction.
     Switched,
+}
+
+/// How the virtual cluster emulates a segment's wire.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Emulation {
+    /// Frame by frame (the medium emulator): serialization and framing on every frame,
+    /// CSMA/CD on a shared segment, store and forward at a switch, host costs. Faithful.
+    #[default]
+    Frames,
+    /// A token bucket (tbf) per segment: limits the rate only; a lone frame passes at once and
+    /// frames never collide. Fast and approximate.
+    Rate,
+}
+
+impl Emulation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Emulation::Frames => "frames",
+            Emulation::Rate => "rate",
+        }
+    }
+}
+
+impl std::fmt::Display for Emulation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An entry of `nodes`: a name or range, or a table giving those nodes host costs.
+#[derive(Debug, Clone, PartialEq, JsonSchema)]
+#[schemars(untagged)]
+pub enum NodeEntry {
+    Names(String),
+    Table(NodeTable),
+}
+
+/// `{ name = "n[01-04]", host = "486dx4" }`.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NodeTable {
+    /// A node name or range.
+    pub name: String,
+    /// These nodes' host costs, instead of the topology's.
+    pub host: Option<HostSpec>,
+}
+
+impl NodeEntry {
+    /// The names or range as written.
+    pub fn names(&self) -> &str {
+        match self {
+            NodeEntry::Names(s) => s,
+            NodeEntry::Table(t) => &t.name,
+        }
+    }
+
+    pub fn host(&self) -> Option<HostSpec> {
+        match self {
+            NodeEntry::Names(_) => None,
+            NodeEntry::Table(t) => t.host,
+        }
+    }
+}
+
+/// A string is names, a table names with settings; serde's own messages are kept for the
+/// table's keys (unknown field, did you mean).
+impl<'de> Deserialize<'de> for NodeEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = NodeEntry;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(
+                    "a node name or range such as \"n[01-16]\", or a table \
+                     { name = \"n[01-04]\", host = \"486dx4\" }",
+                )
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<NodeEntry, E> {
+                Ok(NodeEntry::Names(v.to_owned()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<NodeEntry, A::Error> {
+                NodeTable::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(NodeEntry::Table)
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 /// A switch joining several segments into one network (one broadcast domain, one subnet).
@@ -266,6 +368,11 @@ pub struct GeneratorSpec {
     pub rate: Option<Rate>,
     /// Medium of every segment (default shared).
     pub medium: Option<Medium>,
+    /// How every segment is emulated (default: the topology's `emulation`, else `frames`).
+    pub emulation: Option<Emulation>,
+    /// Host costs of every node (default: the topology's `host`, else `none`).
+    #[schemars(with = "Option<HostSpec>")]
+    pub host: Option<HostSpec>,
     /// Node name prefix (default "n"); names are zero-padded: n01..n16.
     #[schemars(with = "Option<NodeName>")]
     pub prefix: Option<NodeName>,

@@ -7,7 +7,8 @@ use std::ops::Range;
 
 use ipnet::Ipv4Net;
 
-use crate::spec::topology::{BondDriver, BondMode, Medium, RoutingMode, XmitHashPolicy};
+use crate::spec::HostSpec;
+use crate::spec::topology::{BondDriver, BondMode, Emulation, Medium, RoutingMode, XmitHashPolicy};
 use crate::spec::{IfName, Name, NodeName, Rate};
 
 pub type Span = Range<usize>;
@@ -20,6 +21,12 @@ pub struct Draft {
     pub prefix: (u8, Span),
     pub routing: RoutingMode,
     pub nodes: Vec<(NodeName, Span)>,
+    /// Host costs of nodes without their own.
+    pub host: HostSpec,
+    /// Nodes given their own host costs.
+    pub node_hosts: Vec<(NodeName, HostSpec)>,
+    /// Emulation of segments that do not name theirs.
+    pub emulation: Emulation,
     pub segments: Vec<DraftSegment>,
     pub switches: Vec<DraftSwitch>,
     pub bonds: Vec<DraftBond>,
@@ -32,6 +39,7 @@ pub struct DraftSegment {
     pub name: (Name, Span),
     pub rate: Rate,
     pub medium: Medium,
+    pub emulation: Emulation,
     pub members: Vec<DraftPort>,
 }
 

@@ -2,7 +2,7 @@
 //! switch) rather than listed node by node. Each fills a [`Draft`] exactly as the explicit
 //! form would, so both resolve through the same checks.
 
-use crate::spec::topology::{GeneratorKind, GeneratorSpec, Interconnect, Medium};
+use crate::spec::topology::{Emulation, GeneratorKind, GeneratorSpec, Interconnect, Medium};
 use crate::spec::{IfName, Name, NodeName, Rate};
 
 use super::draft::{Draft, DraftBond, DraftPort, DraftSegment, DraftSwitch, Span};
@@ -42,6 +42,10 @@ pub fn generate(spec: &GeneratorSpec, span: &Span, draft: &mut Draft) -> Result<
     };
     let rate = spec.rate.unwrap_or(DEFAULT_RATE);
     let medium = spec.medium.unwrap_or_default();
+    let emulation = spec.emulation.unwrap_or(draft.emulation);
+    if let Some(host) = spec.host {
+        draft.host = host;
+    }
     let prefix = spec
         .prefix
         .clone()
@@ -50,6 +54,7 @@ pub fn generate(spec: &GeneratorSpec, span: &Span, draft: &mut Draft) -> Result<
         span: span.clone(),
         rate,
         medium,
+        emulation,
     };
 
     match spec.kind {
@@ -155,6 +160,7 @@ struct Gen {
     span: Span,
     rate: Rate,
     medium: Medium,
+    emulation: Emulation,
 }
 
 impl Gen {
@@ -170,6 +176,7 @@ impl Gen {
             name: (self.name::<Name>(name), self.span.clone()),
             rate: self.rate,
             medium: self.medium,
+            emulation: self.emulation,
             members: members
                 .into_iter()
                 .map(|(node, ifname)| DraftPort {

@@ -41,6 +41,9 @@ pub fn draft(source: &SourceFile) -> Result<Draft, SpecErrors> {
         ),
         routing: spec.routing,
         nodes: Vec::new(),
+        host: spec.host.as_ref().map(|h| *h.get_ref()).unwrap_or_default(),
+        node_hosts: Vec::new(),
+        emulation: spec.emulation.unwrap_or_default(),
         segments: Vec::new(),
         switches: Vec::new(),
         bonds: Vec::new(),
@@ -67,11 +70,19 @@ pub fn draft(source: &SourceFile) -> Result<Draft, SpecErrors> {
             errors.push(source.error(generator.span(), e, None));
         }
     } else {
-        for expr in &spec.nodes {
-            match expand::<NodeName>(expr, "node") {
-                Ok(names) => draft
-                    .nodes
-                    .extend(names.into_iter().map(|n| (n, expr.span()))),
+        for entry in &spec.nodes {
+            let expr = Spanned::new(entry.span(), entry.get_ref().names().to_owned());
+            match expand::<NodeName>(&expr, "node") {
+                Ok(names) => {
+                    if let Some(host) = entry.get_ref().host() {
+                        draft
+                            .node_hosts
+                            .extend(names.iter().map(|n| (n.clone(), host)));
+                    }
+                    draft
+                        .nodes
+                        .extend(names.into_iter().map(|n| (n, expr.span())));
+                }
                 Err(e) => errors.push(source.error(expr.span(), e, None)),
             }
         }
@@ -96,6 +107,7 @@ pub fn draft(source: &SourceFile) -> Result<Draft, SpecErrors> {
             name: spanned(&seg.name),
             rate: *seg.rate.get_ref(),
             medium: seg.medium,
+            emulation: seg.emulation.unwrap_or(draft.emulation),
             members,
         });
     }

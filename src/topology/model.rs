@@ -7,8 +7,9 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 use serde::Serialize;
 
-pub use crate::spec::topology::{BondDriver, BondMode, Medium, XmitHashPolicy};
+pub use crate::spec::topology::{BondDriver, BondMode, Emulation, Medium, XmitHashPolicy};
 use crate::spec::{IfName, Name, NodeName, Rate};
+pub use orchestrate_medium::host::HostCosts;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Topology {
@@ -31,6 +32,53 @@ pub struct Node {
     pub routes: Vec<Route>,
     /// Whether the node forwards packets between its networks (some route goes through it).
     pub forwarding: bool,
+    /// What the node's CPU spends per frame, as the medium emulator charges it.
+    pub host: Host,
+}
+
+/// A node's host costs and the name they go by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Host {
+    /// The profile (`none`, `486dx4`), or `custom` for costs given by hand.
+    pub profile: String,
+    pub costs: HostCosts,
+}
+
+impl Host {
+    pub fn from_spec(spec: &crate::spec::HostSpec) -> Host {
+        Host {
+            profile: spec.name().to_owned(),
+            costs: spec.costs(),
+        }
+    }
+
+    /// "486dx4 (send 300 µs, receive 300 µs, forward 150 µs per frame)", or "none".
+    pub fn describe(&self) -> String {
+        if self.costs.is_free() {
+            return self.profile.clone();
+        }
+        let us = |ns: u64| {
+            let v = ns as f64 / 1000.0;
+            if v.fract() == 0.0 {
+                format!("{v:.0} µs")
+            } else {
+                format!("{v} µs")
+            }
+        };
+        format!(
+            "{} (send {}, receive {}, forward {} per frame)",
+            self.profile,
+            us(self.costs.send_ns),
+            us(self.costs.receive_ns),
+            us(self.costs.forward_ns)
+        )
+    }
+}
+
+impl Default for Host {
+    fn default() -> Self {
+        Host::from_spec(&crate::spec::HostSpec::default())
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -75,6 +123,8 @@ pub struct Segment {
     pub name: Name,
     pub rate: Rate,
     pub medium: Medium,
+    /// How the virtual cluster emulates this wire.
+    pub emulation: Emulation,
     pub members: Vec<Port>,
     /// The network this segment belongs to.
     pub network: Name,

@@ -12,7 +12,7 @@ use crate::spec::{IfName, Name, NodeName, SourceFile, SpecError, SpecErrors, bes
 
 use super::draft::{Draft, Span};
 use super::model::{
-    Attachment, Bond, Interface, Link, Network, Node, Port, Route, Segment, Subnet, Topology,
+    Attachment, Bond, Host, Interface, Link, Network, Node, Port, Route, Segment, Subnet, Topology,
 };
 use super::{paths, routing};
 
@@ -563,6 +563,14 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
                 .collect(),
             routes: Vec::new(),
             forwarding: false,
+            host: Host::from_spec(
+                draft
+                    .node_hosts
+                    .iter()
+                    .rev()
+                    .find(|(n, _)| n == name)
+                    .map_or(&draft.host, |(_, h)| h),
+            ),
         })
         .collect();
 
@@ -573,6 +581,7 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
             name: s.name.0.clone(),
             rate: s.rate,
             medium: s.medium,
+            emulation: s.emulation,
             members: s
                 .members
                 .iter()

@@ -1,5 +1,7 @@
 //! `orchestrate`: the command line. Each subcommand only wires the library's parts together.
 
+mod medium_cmd;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -100,6 +102,15 @@ enum Command {
         /// Where virtual clusters keep their files.
         #[arg(long, default_value = orchestrate::vcluster::DEFAULT_STATE_DIR, value_name = "DIR")]
         state_dir: PathBuf,
+    },
+    /// The Ethernet medium emulator: simulate a saturated segment in simulated time.
+    ///
+    /// Virtual clusters emulate shared segments frame by frame (serialization, CSMA/CD,
+    /// host costs); `simulate` runs the same MAC model with synthetic stations, e.g.
+    /// `orchestrate medium simulate --stations 1,8,24 --frames 64,1536`.
+    Medium {
+        #[command(subcommand)]
+        action: medium_cmd::MediumCommand,
     },
     /// Undo what a crashed or interrupted run left configured, from its ledger.json.
     Teardown {
@@ -257,6 +268,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             rt.block_on(orchestrate::runner::teardown_from_ledger(&run_dir))?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Medium { action } => medium_cmd::run(action),
         Command::Schema => {
             println!(
                 "{}",
@@ -543,6 +555,7 @@ fn cluster(action: ClusterCommand) -> anyhow::Result<ExitCode> {
                     image: image.options(),
                     source: file.display().to_string(),
                     keep_on_failure,
+                    medium_seed: vc::DEFAULT_MEDIUM_SEED,
                 },
             )?;
             let steps: Vec<String> = report
@@ -551,10 +564,14 @@ fn cluster(action: ClusterCommand) -> anyhow::Result<ExitCode> {
                 .map(|(s, d)| format!("{s} {:.1}s", d.as_secs_f64()))
                 .collect();
             println!(
-                "cluster {name} is up: {} nodes, {} switches, {} ifb devices in {:.1} s ({})",
+                "cluster {name} is up: {} nodes, {} switches, {} ifb devices, {} in {:.1} s ({})",
                 report.nodes,
                 report.switches,
                 report.ifbs,
+                match report.medium_pid {
+                    Some(pid) => format!("medium emulator pid {pid}"),
+                    None => "no medium emulator".into(),
+                },
                 report.elapsed.as_secs_f64(),
                 steps.join(", ")
             );
@@ -621,8 +638,9 @@ fn cluster(action: ClusterCommand) -> anyhow::Result<ExitCode> {
             let name = name_or_only(name)?;
             let r = vc::down(&name, &state.state_dir)?;
             println!(
-                "cluster {name} removed: {} containers, {} networks, {} ifb devices, {} files",
-                r.containers, r.networks, r.ifbs, r.files
+                "cluster {name} removed: {} containers, {} networks, {} ifb devices, {} medium \
+                 emulator(s), {} files",
+                r.containers, r.networks, r.ifbs, r.media, r.files
             );
             Ok(ExitCode::SUCCESS)
         }

@@ -10,6 +10,9 @@ fn main() {
                 frame_lens: vec![len],
                 rate_bps: 10_000_000,
                 collision_window_ns: 2_000,
+                turnaround_ns: std::env::args()
+                    .nth(1)
+                    .map_or(19_200, |a| a.parse().unwrap()),
                 queue_limit: 4,
                 duration: 5_000_000_000,
                 seed: 1,

@@ -30,6 +30,11 @@ impl MediumKind {
 pub const DEFAULT_COLLISION_WINDOW_NS: Nanos = 2_000;
 /// A 1996 NIC's transmit buffer plus Linux's default txqueuelen of 100.
 pub const DEFAULT_QUEUE_LIMIT: usize = 100;
+/// A transmitter's turnaround between two of its own frames: 128 bit-times. Longer than the
+/// gap plus the collision window, so a station that deferred wins the next gap alone; short
+/// enough to cost a sender that has the wire to itself 0.26% of its rate with full frames
+/// (4.8% with minimum frames).
+pub const DEFAULT_TURNAROUND_NS: Nanos = 12_800;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -41,6 +46,12 @@ pub struct SegmentSpec {
     pub collision_window_ns: Nanos,
     #[serde(default = "default_queue")]
     pub queue_limit: usize,
+    #[serde(default = "default_turnaround")]
+    pub turnaround_ns: Nanos,
+}
+
+fn default_turnaround() -> Nanos {
+    DEFAULT_TURNAROUND_NS
 }
 
 fn default_window() -> Nanos {

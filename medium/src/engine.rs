@@ -108,6 +108,7 @@ impl<F: Frame> Engine<F> {
                             clock,
                             collision_window: s.collision_window_ns,
                             queue_limit: s.queue_limit,
+                            turnaround: s.turnaround_ns,
                             seed: config.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
                         },
                     ),
@@ -275,6 +276,7 @@ mod tests {
             rate_bps: 10_000_000,
             collision_window_ns: 0,
             queue_limit: 10,
+            turnaround_ns: 0,
         };
         let port = |ifname: &str, segment, node| PortSpec {
             ifname: ifname.into(),

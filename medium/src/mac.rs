@@ -15,7 +15,9 @@
 //!   `r` slots, `r` uniform in `[0, 2^min(n,10) − 1]` after its `n`-th collision, drawn from
 //!   the segment's seeded generator. After 16 attempts the frame is dropped and counted.
 //! - A lone starter holds the medium for its frame; the frame reaches every other station
-//!   when its last bit does, and the next start can come one gap later.
+//!   when its last bit does, and the next start can come one gap later — from another
+//!   station; the sender itself needs its transmitter's turnaround first
+//!   ([`BusParams::turnaround`]).
 
 use std::collections::VecDeque;
 
@@ -41,6 +43,11 @@ pub struct BusParams {
     /// Frames a station holds before it drops new ones (a NIC's buffer and the driver's
     /// transmit queue).
     pub queue_limit: usize,
+    /// After its own frame, how long a station's transmitter needs before its next frame can
+    /// start (the controller's end-of-frame handling and its fetch of the next buffer). Longer
+    /// than the gap, it lets a station that deferred (a TCP receiver's ACK) take the wire
+    /// alone instead of colliding with the sender's next frame at every gap.
+    pub turnaround: Nanos,
     pub seed: u64,
 }
 
@@ -237,7 +244,7 @@ impl<F> Bus<F> {
                 let s = &mut self.stations[station];
                 let q = s.queue.pop_front().expect("a sending station has a frame");
                 s.attempts = 0;
-                s.backoff_until = 0;
+                s.backoff_until = end + self.params.turnaround;
                 self.counters.frames += 1;
                 self.counters.bytes += u64::from(q.len);
                 self.counters.carried_ns += clock.wire_time(q.len);
@@ -283,6 +290,7 @@ mod tests {
                 clock: WireClock::new(10_000_000),
                 collision_window: 0,
                 queue_limit: 4,
+                turnaround: 0,
                 seed: 7,
             },
         )
@@ -330,6 +338,23 @@ mod tests {
         assert!(c.collisions >= 1);
         assert!(c.deferrals >= 2);
         assert_eq!(c.excess_collision_drops, 0);
+    }
+
+    #[test]
+    fn a_waiter_takes_the_wire_alone_while_the_sender_turns_around() {
+        let mut b = bus(2);
+        b.params.turnaround = 20_000;
+        // Station 0 has two frames back to back; station 1's frame (an ACK) comes up while
+        // the first is on the wire.
+        b.enqueue(0, q(1, 1514, 0)).unwrap();
+        b.enqueue(0, q(2, 1514, 0)).unwrap();
+        b.enqueue(1, q(3, 60, 500_000)).unwrap();
+        let mut out = Vec::new();
+        b.advance(100_000_000, &mut out);
+        let order: Vec<u32> = out.iter().map(|c| c.frame).collect();
+        assert_eq!(order, [1, 3, 2]);
+        assert_eq!(b.counters().collisions, 0);
+        assert_eq!(out[1].at, 1_220_800 + 9_600 + 57_600);
     }
 
     #[test]

@@ -233,6 +233,7 @@ mod tests {
             clock: WireClock::new(10_000_000),
             collision_window: 0,
             queue_limit: 10,
+            turnaround: 0,
             seed: 1,
         };
         let mut s: Segment<Vec<u8>> = Segment::shared(3, params);

@@ -16,6 +16,7 @@ pub struct Saturation {
     pub frame_lens: Vec<u32>,
     pub rate_bps: u64,
     pub collision_window_ns: Nanos,
+    pub turnaround_ns: Nanos,
     /// Frames each station keeps queued (saturation needs at least one).
     pub queue_limit: usize,
     pub duration: Nanos,
@@ -59,6 +60,7 @@ pub fn saturate(s: &Saturation) -> SimResult {
             rate_bps: s.rate_bps,
             collision_window_ns: s.collision_window_ns,
             queue_limit: s.queue_limit.max(1),
+            turnaround_ns: s.turnaround_ns,
         }],
         // One more port than senders: a silent monitor that sees every frame once.
         ports: (0..=s.stations)
@@ -129,6 +131,7 @@ mod tests {
             frame_lens: vec![len],
             rate_bps: 10_000_000,
             collision_window_ns: crate::config::DEFAULT_COLLISION_WINDOW_NS,
+            turnaround_ns: crate::config::DEFAULT_TURNAROUND_NS,
             queue_limit: 4,
             duration: 2_000_000_000,
             seed: 42,
@@ -136,10 +139,17 @@ mod tests {
     }
 
     #[test]
-    fn one_station_alone_fills_the_wire_without_collisions() {
+    fn one_station_alone_fills_the_wire_but_for_its_turnaround() {
         let r = run(1, 1514);
         assert_eq!(r.counters.collisions, 0);
-        assert!((r.utilisation() - 1.0).abs() < 0.001, "{}", r.utilisation());
+        // Each frame: 1230.4 µs with its gap, of which the turnaround takes 12.8 instead of
+        // the gap's 9.6.
+        let expected = 1_230_400.0 / (1_220_800.0 + 12_800.0);
+        assert!(
+            (r.utilisation() - expected).abs() < 0.001,
+            "{}",
+            r.utilisation()
+        );
     }
 
     #[test]

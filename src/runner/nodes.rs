@@ -76,6 +76,7 @@ impl Provider {
                     image: vc::ImageOptions::default(),
                     source: source.display().to_string(),
                     keep_on_failure: false,
+                    medium_seed: vc::DEFAULT_MEDIUM_SEED,
                 };
                 tracing::info!("bringing up virtual cluster {name} for {}", t.name);
                 let report = tokio::task::spawn_blocking(move || vc::up(&wiring, &opts)).await??;

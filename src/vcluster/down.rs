@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use super::docker::{ContainerInfo, Docker};
 use super::emulation;
 use super::error::{Error, Result};
+use super::medium;
 use super::names::ClusterName;
 use super::netns::{self, Ns};
 use super::paths::ClusterDir;
@@ -19,6 +20,8 @@ pub struct DownReport {
     pub networks: usize,
     pub ifbs: usize,
     pub files: usize,
+    /// Medium emulator processes stopped.
+    pub media: usize,
 }
 
 /// Removes everything `up` made for the cluster: containers and networks (found by label),
@@ -31,7 +34,14 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
         tracing::warn!("{e}");
         None
     });
-    let mut report = DownReport::default();
+    let mut report = DownReport {
+        // The emulator first: it holds the ports the containers' removal takes away.
+        media: medium::stop(&medium::find(
+            &dir,
+            state.as_ref().and_then(|s| s.medium_pid),
+        )),
+        ..DownReport::default()
+    };
     let containers = docker.cluster_containers(name)?;
     report.containers = containers.len();
     let host_ports = host_side_of(&docker.inspect_containers(&containers)?);

@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use super::cmd::Cmd;
 use super::error::Result;
 use super::kernel::KernelConfig;
-use super::model::{Medium, SegmentId, Wiring};
+use super::model::{Emulation, Medium, SegmentId, Wiring};
 use super::names::ClusterName;
 use super::netns::{self, Ns};
 
@@ -44,6 +44,9 @@ pub struct Plan {
     pub ip: Vec<String>,
     /// `tc -batch` lines (host).
     pub tc: Vec<String>,
+    /// Host-side ports of segments the medium emulator carries: taken off their bridge so
+    /// that the emulator is the only way across.
+    pub detach: Vec<String>,
 }
 
 /// A token bucket at `rate_bps`; the bucket holds 4 ms of traffic but at least 16 KiB, a few
@@ -81,6 +84,11 @@ pub fn plan(
     let mut p = Plan::default();
     for id in wiring.segment_ids() {
         let seg = wiring.segment(id);
+        if seg.emulation == Emulation::Frames {
+            p.detach
+                .extend(ports.get(&id).into_iter().flatten().cloned());
+            continue;
+        }
         let shaped = tbf(seg.rate_bps);
         let imp = netem(seg.delay, seg.loss_percent);
         let empty = Vec::new();
@@ -135,14 +143,27 @@ pub fn check_kernel(wiring: &Wiring) -> Result<()> {
     for (sym, what) in [
         ("VETH", "veth devices"),
         ("BRIDGE", "the Linux bridge"),
-        ("IFB", "ifb devices"),
-        ("NET_SCH_TBF", "the tbf qdisc"),
-        ("NET_SCH_INGRESS", "the ingress qdisc"),
-        ("NET_CLS_U32", "the u32 classifier"),
-        ("NET_ACT_MIRRED", "the mirred action"),
         ("TUN", "/dev/net/tun"),
     ] {
         k.require(sym, what, base)?;
+    }
+    if wiring.emulated_segments().next().is_some() {
+        k.require(
+            "PACKET",
+            "AF_PACKET sockets",
+            "the medium emulator (or set `emulation = \"rate\"` in the topology)",
+        )?;
+    }
+    if wiring.segment_ids().count() > wiring.emulated_segments().count() {
+        for (sym, what) in [
+            ("IFB", "ifb devices"),
+            ("NET_SCH_TBF", "the tbf qdisc"),
+            ("NET_SCH_INGRESS", "the ingress qdisc"),
+            ("NET_CLS_U32", "the u32 classifier"),
+            ("NET_ACT_MIRRED", "the mirred action"),
+        ] {
+            k.require(sym, what, "`emulation = \"rate\"` segments")?;
+        }
     }
     if let Some(seg) = wiring.needs_netem().first() {
         k.require(
@@ -160,6 +181,26 @@ pub fn check_kernel(wiring: &Wiring) -> Result<()> {
 
 pub fn apply(plan: &Plan) -> Result<()> {
     netns::ip_batch(Ns::Host, "creating the segments' ifb devices", &plan.ip)?;
+    let detach: Vec<String> = plan
+        .detach
+        .iter()
+        .map(|port| format!("link set dev {port} nomaster"))
+        .collect();
+    netns::ip_batch(
+        Ns::Host,
+        "taking the emulated segments' ports off their bridges",
+        &detach,
+    )?;
+    for port in &plan.detach {
+        // The host must not speak on a port (IPv6 router solicitations and the like): every
+        // frame on an emulated wire is a node's.
+        let knob = format!("/proc/sys/net/ipv6/conf/{port}/disable_ipv6");
+        if std::path::Path::new(&knob).exists() {
+            std::fs::write(&knob, "1").map_err(|e| {
+                super::error::Error::io("turning IPv6 off on an emulated port", &knob, e)
+            })?;
+        }
+    }
     if plan.tc.is_empty() {
         return Ok(());
     }
@@ -208,7 +249,25 @@ pub fn remove_ifbs(names: &[String]) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vcluster::model::tests::mesh;
+    use crate::vcluster::model::{Emulation, tests::mesh};
+
+    /// The token-bucket path: every segment `rate`.
+    fn rate(mut w: Wiring) -> Wiring {
+        for s in &mut w.segments {
+            s.emulation = Emulation::Rate;
+        }
+        w
+    }
+
+    #[test]
+    fn frame_emulated_segments_get_no_shaping_and_lose_their_bridge() {
+        let c = ClusterName::parse("f").unwrap();
+        let w = mesh(true);
+        let ports = ports_of(&w);
+        let p = plan(&c, &w, &ports);
+        assert!(p.ifbs.is_empty() && p.tc.is_empty() && p.ip.is_empty());
+        assert_eq!(p.detach.len(), ports.values().map(Vec::len).sum::<usize>());
+    }
 
     fn ports_of(w: &Wiring) -> BTreeMap<SegmentId, Vec<String>> {
         w.segment_ids()
@@ -229,7 +288,7 @@ mod tests {
     #[test]
     fn a_shared_bus_funnels_every_port_into_one_shaped_ifb() {
         let c = ClusterName::parse("m").unwrap();
-        let w = mesh(true);
+        let w = rate(mesh(true));
         let p = plan(&c, &w, &ports_of(&w));
         // One ifb per bus, 8 buses.
         assert_eq!(p.ifbs.len(), 8);
@@ -256,6 +315,7 @@ mod tests {
         let c = ClusterName::parse("s").unwrap();
         let w = Wiring::builder("t")
             .segment("sw", 100_000_000, Medium::Switched)
+            .emulation(Emulation::Rate)
             .node("a", [("eth1", "sw")])
             .node("b", [("eth1", "sw")])
             .build()
@@ -275,6 +335,7 @@ mod tests {
         let w = Wiring::builder("t")
             .segment("a", 10_000_000, Medium::Shared)
             .impairment(Some(std::time::Duration::from_millis(2)), Some(0.5))
+            .emulation(Emulation::Rate)
             .node("x", [("eth1", "a")])
             .build()
             .unwrap();

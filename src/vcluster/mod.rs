@@ -26,6 +26,7 @@ mod image;
 mod inventory;
 mod kernel;
 mod keys;
+mod medium;
 mod meter;
 mod model;
 mod names;
@@ -46,13 +47,19 @@ pub use image::{
 };
 pub use inventory::{Host, Inventory};
 pub use meter::Flow;
-pub use model::{Medium, Node, Port, Segment, SegmentId, Switch, Wiring, WiringBuilder};
+pub use model::{
+    Emulation, HostCosts, Medium, Node, Port, Segment, SegmentId, Switch, Wiring, WiringBuilder,
+};
 pub use names::{ClusterName, LABEL_CLUSTER, MGMT_IFNAME};
 pub use paths::ClusterDir;
 pub use ssh::command as ssh_command;
 pub use status::{MemberStatus, Status, list_clusters, status};
 pub use up::{NODE_USER, UpOptions, UpReport, up};
 pub use verify::{Check, TCP_GOODPUT_RATIO, VerifyOptions, table as verify_table, verify};
+
+/// Seeds the medium emulator's backoff draws (the study's year): the same seed, the same
+/// sequence of draws for the same sequence of contentions.
+pub const DEFAULT_MEDIUM_SEED: u64 = 1996;
 
 /// The default root of the clusters' directories, relative to the working directory.
 pub const DEFAULT_STATE_DIR: &str = ".orchestrate";

@@ -12,6 +12,9 @@ use super::error::{Error, Result};
 use super::names::MGMT_IFNAME;
 
 pub use crate::topology::Medium;
+pub use orchestrate_medium::host::HostCosts;
+
+pub use crate::spec::topology::Emulation;
 
 /// Index of a segment in [`Wiring::segments`]. Only [`WiringBuilder`] makes them, so every
 /// index in a built [`Wiring`] is valid.
@@ -35,6 +38,14 @@ pub struct Segment {
     pub delay: Option<Duration>,
     /// Random loss in percent (needs netem).
     pub loss_percent: Option<f64>,
+    /// State files written before the medium emulator existed have no field: their
+    /// segments were token buckets.
+    #[serde(default = "rate_emulation")]
+    pub emulation: Emulation,
+}
+
+fn rate_emulation() -> Emulation {
+    Emulation::Rate
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +63,13 @@ pub struct Node {
     /// and leave it alone.
     #[serde(default)]
     pub forwarding: bool,
+    /// What the node's CPU spends per frame; applied by the medium emulator.
+    #[serde(default)]
+    pub host: HostCosts,
+    /// The node's own IPv4 addresses (the controller assigns them over SSH): the medium
+    /// emulator charges a frame sent from any other source as forwarded.
+    #[serde(default)]
+    pub own_ipv4: Vec<std::net::Ipv4Addr>,
 }
 
 /// A store-and-forward switch with one port on each of its segments.
@@ -102,7 +120,9 @@ impl Wiring {
     pub fn from_topology(t: &crate::topology::Topology) -> Result<Wiring> {
         let mut b = Wiring::builder(t.name.as_str());
         for s in &t.segments {
-            b = b.segment(s.name.as_str(), s.rate.bits_per_s(), s.medium);
+            b = b
+                .segment(s.name.as_str(), s.rate.bits_per_s(), s.medium)
+                .emulation(s.emulation);
         }
         for n in &t.nodes {
             b = b.node(
@@ -119,12 +139,20 @@ impl Wiring {
         }
         let mut w = b.build()?;
         for node in &mut w.nodes {
-            node.forwarding = t
-                .nodes
-                .iter()
-                .any(|n| n.name.as_str() == node.name && n.forwarding);
+            let Some(n) = t.nodes.iter().find(|n| n.name.as_str() == node.name) else {
+                continue;
+            };
+            node.forwarding = n.forwarding;
+            node.host = n.host.costs;
+            node.own_ipv4 = own_addresses(n);
         }
         Ok(w)
+    }
+
+    /// Segments the medium emulator carries.
+    pub fn emulated_segments(&self) -> impl Iterator<Item = SegmentId> + '_ {
+        self.segment_ids()
+            .filter(|&id| self.segment(id).emulation == Emulation::Frames)
     }
 
     /// Does any segment ask for delay or loss (and so need netem)?
@@ -134,6 +162,22 @@ impl Wiring {
             .filter(|s| s.delay.is_some() || s.loss_percent.is_some())
             .collect()
     }
+}
+
+/// Every address the topology gives a node, on its interfaces and its bonds.
+fn own_addresses(n: &crate::topology::Node) -> Vec<std::net::Ipv4Addr> {
+    let mut out: Vec<std::net::Ipv4Addr> = n
+        .interfaces
+        .iter()
+        .filter_map(|i| match &i.attachment {
+            crate::topology::Attachment::Address(net) => Some(net.addr()),
+            crate::topology::Attachment::BondSlave(_) => None,
+        })
+        .collect();
+    out.extend(n.bonds.iter().map(|b| b.address.addr()));
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Collects segments, nodes and switches by name and checks them in [`WiringBuilder::build`].
@@ -152,7 +196,16 @@ impl WiringBuilder {
             medium,
             delay: None,
             loss_percent: None,
+            emulation: Emulation::default(),
         });
+        self
+    }
+
+    /// Sets how the segment added last is emulated.
+    pub fn emulation(mut self, emulation: Emulation) -> Self {
+        if let Some(s) = self.segments.last_mut() {
+            s.emulation = emulation;
+        }
         self
     }
 
@@ -253,6 +306,8 @@ impl WiringBuilder {
                 name,
                 ports: out,
                 forwarding: false,
+                host: HostCosts::default(),
+                own_ipv4: Vec::new(),
             });
         }
         let mut switches = Vec::new();

@@ -59,15 +59,17 @@ pub fn ip_batch(ns: Ns, what: &str, lines: &[String]) -> Result<()> {
         .map(drop)
 }
 
-/// Turns TCP segmentation offload and GSO off on a container's interfaces, with the image's
-/// own ethtool (the host may have none), so that every packet leaving a node is one frame.
+/// Turns TCP segmentation offload, GSO and transmit checksum offload off on a container's
+/// interfaces, with the image's own ethtool (the host may have none), so that every packet
+/// leaving a node is one frame with its checksums filled in (the medium emulator copies
+/// frames as bytes; a checksum left to the hardware would arrive wrong).
 pub fn offloads_off(pid: u32, ifnames: &[&str], what: &str) -> Result<()> {
     if ifnames.is_empty() {
         return Ok(());
     }
     let script = ifnames
         .iter()
-        .map(|i| format!("ethtool -K {i} tso off gso off"))
+        .map(|i| format!("ethtool -K {i} tso off gso off tx off"))
         .collect::<Vec<_>>()
         .join(" && ");
     Cmd::new("nsenter", what)

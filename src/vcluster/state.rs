@@ -22,6 +22,9 @@ pub struct State {
     /// Host ifb devices made for link emulation (they outlive the containers; the qdiscs on
     /// the containers' host-side veths do not).
     pub ifbs: Vec<String>,
+    /// The medium emulator's process, while it runs.
+    #[serde(default)]
+    pub medium_pid: Option<u32>,
     /// The wires, as built: `status` and `verify` read them from here.
     pub wiring: Wiring,
 }
@@ -73,6 +76,7 @@ mod tests {
             image: "orchestrate-node:abc".into(),
             source: "topologies/switched-mesh-4x4.toml".into(),
             created_unix_s: 1,
+            medium_pid: Some(4242),
             ifbs: vec!["oc123456s0".into()],
             wiring: mesh(true),
         };

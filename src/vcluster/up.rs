@@ -12,6 +12,7 @@ use super::error::{Error, Result};
 use super::image::{self, ImageOptions, NodeImage};
 use super::inventory::{Host, Inventory};
 use super::keys;
+use super::medium;
 use super::model::{SegmentId, Wiring, switch_service};
 use super::names::{ClusterName, LABEL_NAME, LABEL_ROLE, MGMT_IFNAME};
 use super::netns::{self, Ns, Wanted};
@@ -33,6 +34,8 @@ pub struct UpOptions {
     /// Leave a half-made cluster in place when `up` fails (for debugging); by default it is
     /// taken down again.
     pub keep_on_failure: bool,
+    /// Seeds the medium emulator's backoff draws.
+    pub medium_seed: u64,
 }
 
 #[derive(Debug)]
@@ -42,6 +45,8 @@ pub struct UpReport {
     pub nodes: usize,
     pub switches: usize,
     pub ifbs: usize,
+    /// The medium emulator's process, when a segment is emulated frame by frame.
+    pub medium_pid: Option<u32>,
     /// Wall time of each step, in order.
     pub steps: Vec<(&'static str, Duration)>,
     pub elapsed: Duration,
@@ -81,12 +86,13 @@ pub fn up(wiring: &Wiring, opts: &UpOptions) -> Result<UpReport> {
         step(n, &mut t)
     });
     match result {
-        Ok(ifbs) => Ok(UpReport {
+        Ok((ifbs, medium_pid)) => Ok(UpReport {
             dir,
             image,
             nodes: wiring.nodes.len(),
             switches: wiring.switches.len(),
             ifbs,
+            medium_pid,
             steps,
             elapsed: start.elapsed(),
         }),
@@ -108,7 +114,7 @@ fn bring_up(
     dir: &ClusterDir,
     image: &NodeImage,
     step: &mut dyn FnMut(&'static str),
-) -> Result<usize> {
+) -> Result<(usize, Option<u32>)> {
     let c = &opts.name;
     for n in &wiring.nodes {
         mkdir(&dir.node_dir(&n.name))?;
@@ -124,6 +130,7 @@ fn bring_up(
             .map(|d| d.as_secs())
             .unwrap_or(0),
         ifbs: Vec::new(),
+        medium_pid: None,
         wiring: wiring.clone(),
     };
     state.save(&dir.state_file())?;
@@ -243,6 +250,10 @@ fn bring_up(
     state.ifbs = plan.ifbs.clone();
     state.save(&dir.state_file())?;
     emulation::apply(&plan)?;
+    if let Some(config) = medium::config(wiring, &ports, opts.medium_seed) {
+        state.medium_pid = Some(medium::start(dir, &config)?);
+        state.save(&dir.state_file())?;
+    }
     step("emulation");
 
     let mut known_hosts = String::new();
@@ -272,7 +283,7 @@ fn bring_up(
     write(&dir.ssh_config(), &ssh_config(&inventory))?;
     wait_all_ready(&inventory)?;
     step("ssh");
-    Ok(plan.ifbs.len())
+    Ok((plan.ifbs.len(), state.medium_pid))
 }
 
 /// `compose up`. docker-compose 1.29 has been seen to hang now and then on this engine right

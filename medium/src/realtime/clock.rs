@@ -7,26 +7,14 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use crate::time::Nanos;
 
-fn clock(id: libc::clockid_t) -> Nanos {
+pub fn monotonic() -> Nanos {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: a valid clock id and a live timespec.
-    unsafe { libc::clock_gettime(id, &raw mut ts) };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-pub fn monotonic() -> Nanos {
-    clock(libc::CLOCK_MONOTONIC)
-}
-
-/// CLOCK_REALTIME minus CLOCK_MONOTONIC, to bring the kernel's receive stamps (real time)
-/// onto the event clock. Read it again often: the real-time clock may be slewed.
-pub fn realtime_offset() -> i128 {
-    let m = monotonic();
-    let r = clock(libc::CLOCK_REALTIME);
-    i128::from(r) - i128::from(m)
 }
 
 /// Asks for 1 ns timer slack (the default 50 µs would make every wake-up late) and

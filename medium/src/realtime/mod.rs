@@ -18,7 +18,7 @@ use crate::engine::{Engine, Output};
 use crate::stats::{LatenessHistogram, SegmentCounters, SegmentReport};
 use crate::time::Nanos;
 
-use clock::{Timer, monotonic, realtime_offset};
+use clock::{Timer, monotonic};
 use control::{HostReport, Request, Snapshot};
 use port::Port;
 
@@ -257,7 +257,6 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
     let mut buf = Vec::new();
     let mut out: Vec<Output<Vec<u8>>> = Vec::new();
     let mut lateness = vec![LatenessHistogram::default(); segments];
-    let mut offset = realtime_offset();
     let mut last_publish = monotonic();
     let mut send_errors = 0u64;
     loop {
@@ -283,12 +282,8 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
                 }
                 i => {
                     let port = &ports[i as usize];
-                    while let Some((frame, stamp)) = port.recv(&mut buf)? {
-                        let now = monotonic();
-                        let at = stamp
-                            .map(|s| (i128::from(s) - offset).clamp(0, i128::from(now)) as Nanos)
-                            .unwrap_or(now);
-                        engine.arrive(i as usize, frame, at);
+                    while let Some(frame) = port.recv(&mut buf)? {
+                        engine.arrive(i as usize, frame, monotonic());
                     }
                 }
             }
@@ -304,7 +299,6 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
         }
         if now - last_publish >= PUBLISH_EVERY {
             publish(&published, &engine, &mut lateness, &costly);
-            offset = realtime_offset();
             last_publish = now;
         }
     }

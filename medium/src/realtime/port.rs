@@ -1,6 +1,11 @@
 //! A port: one host-side veth of a segment, read and written raw through an AF_PACKET socket.
-//! The socket sees every frame the node sends (not the ones it is sent: those are ours),
-//! stamps each with the kernel's receive time, and writes around the host's qdiscs.
+//! The socket sees every frame the node sends (not the ones it is sent: those are ours) and
+//! writes around the host's qdiscs.
+//!
+//! Frames are stamped when the event thread reads them, not with the kernel's receive time:
+//! a frame that crossed a veth keeps the timestamp its sender's stack put on it (TCP's
+//! departure time, on another clock), so kernel stamps here are not arrival times. The event
+//! thread reads as soon as epoll wakes it, a few µs after arrival.
 
 use std::ffi::CString;
 use std::io;
@@ -73,11 +78,6 @@ impl Port {
             "PACKET_QDISC_BYPASS",
             ifname,
         )?;
-        check(
-            set_int(f, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1),
-            "SO_TIMESTAMPNS",
-            ifname,
-        )?;
         // Room for a burst while the event thread is busy elsewhere; root may exceed rmem_max.
         set_int(f, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 4 << 20);
         set_int(f, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, 4 << 20);
@@ -105,23 +105,18 @@ impl Port {
         self.fd.as_raw_fd()
     }
 
-    /// The next frame the node sent, and the kernel's receive time (CLOCK_REALTIME, ns), or
-    /// `None` when there is none waiting.
-    pub fn recv(&self, buf: &mut Vec<u8>) -> io::Result<Option<(Vec<u8>, Option<u64>)>> {
+    /// The next frame the node sent, or `None` when there is none waiting.
+    pub fn recv(&self, buf: &mut Vec<u8>) -> io::Result<Option<Vec<u8>>> {
         buf.resize(MAX_FRAME, 0);
-        let mut iov = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
+        // SAFETY: the socket is ours and the buffer is live and as long as given.
+        let n = unsafe {
+            libc::recv(
+                self.raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_DONTWAIT,
+            )
         };
-        let mut cmsg = [0u64; 16];
-        // SAFETY: zeroed msghdr is valid; pointers below outlive the call.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &raw mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cmsg.as_mut_ptr().cast();
-        msg.msg_controllen = std::mem::size_of_val(&cmsg);
-        // SAFETY: the socket is ours and msg points at live buffers.
-        let n = unsafe { libc::recvmsg(self.raw_fd(), &raw mut msg, libc::MSG_DONTWAIT) };
         if n < 0 {
             let e = io::Error::last_os_error();
             return match e.kind() {
@@ -130,8 +125,7 @@ impl Port {
                 _ => Err(e),
             };
         }
-        let frame = buf[..n as usize].to_vec();
-        Ok(Some((frame, timestamp(&msg))))
+        Ok(Some(buf[..n as usize].to_vec()))
     }
 
     /// Writes a frame out to the node (as if it came off the wire).
@@ -144,19 +138,4 @@ impl Port {
             Ok(())
         }
     }
-}
-
-fn timestamp(msg: &libc::msghdr) -> Option<u64> {
-    // SAFETY: walking the control messages the kernel wrote, with the libc macros.
-    unsafe {
-        let mut c = libc::CMSG_FIRSTHDR(msg);
-        while !c.is_null() {
-            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
-                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
-                return Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
-            }
-            c = libc::CMSG_NXTHDR(msg, c);
-        }
-    }
-    None
 }

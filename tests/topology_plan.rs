@@ -381,3 +381,38 @@ fn plan_graph_draws_every_topology_as_svg_and_dot() {
         );
     }
 }
+
+#[test]
+fn an_experiments_host_profile_replaces_every_nodes_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let topo = common::root().join("topologies/routed-mesh-4x4.toml");
+    let exp = dir.path().join("e.toml");
+    std::fs::write(
+        &exp,
+        format!(
+            "name = \"e\"\nhost = \"486dx4\"\ntopologies = [{:?}]\n\
+             [[workload]]\npattern = \"token\"\nsizes = [64]\npairs = [1]\n\
+             placement = [\"local-wire\"]\nexchanges = 10\n",
+            topo.display().to_string()
+        ),
+    )
+    .unwrap();
+    let e = orchestrate::plan::load(&exp).unwrap();
+    let nodes = &e.topologies[0].nodes;
+    assert_eq!(nodes.len(), 16);
+    for n in nodes {
+        assert_eq!(n.host.profile, "486dx4");
+        assert_eq!(n.host.costs.send_ns, 300_000);
+        assert_eq!(n.host.costs.forward_ns, 150_000);
+    }
+    // Without the line, the topology's own (none) holds.
+    std::fs::write(
+        &exp,
+        std::fs::read_to_string(&exp)
+            .unwrap()
+            .replace("host = \"486dx4\"\n", ""),
+    )
+    .unwrap();
+    let e = orchestrate::plan::load(&exp).unwrap();
+    assert!(e.topologies[0].nodes.iter().all(|n| n.host.costs.is_free()));
+}

@@ -111,7 +111,13 @@ pub fn load(path: &Path) -> Result<Experiment, SpecErrors> {
             continue;
         }
         match topology::load(&tpath) {
-            Ok(topo) => {
+            Ok(mut topo) => {
+                if let Some(host) = &spec.host {
+                    let host = topology::Host::from_spec(host);
+                    for n in &mut topo.nodes {
+                        n.host = host.clone();
+                    }
+                }
                 if topologies.iter().any(|x| x.name == topo.name) {
                     err(
                         &mut errors,

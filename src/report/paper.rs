@@ -712,6 +712,7 @@ mod tests {
             size_bytes: 8192,
             aggregate_mbit_s: v,
             bound: "segment bus-a".into(),
+            token_bucket: false,
         };
         let model = rows(
             &cells,

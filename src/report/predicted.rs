@@ -23,8 +23,11 @@ pub struct Prediction {
     pub size_bytes: u64,
     /// Sum over pairs of tokens × size / elapsed, Mbit/s.
     pub aggregate_mbit_s: f64,
-    /// What limits the slowest pair: `latency` or `segment <name>`.
+    /// What limits the slowest pair: `latency`, `segment <name>` or `host <node>`.
     pub bound: String,
+    /// The configuration's wires were token buckets (`emulation = "rate"`), not the
+    /// frame-by-frame medium: small frames and idle wires then cost less than on Ethernet.
+    pub token_bucket: bool,
 }
 
 /// Gives the model's predictions for a run.
@@ -83,7 +86,7 @@ pub fn rows(cells: &[CellSummary], predictions: &[Prediction], stat: Statistic) 
                     likely_cause: None,
                 };
                 if !row.within_tolerance() {
-                    row.likely_cause = Some(likely_cause(&row));
+                    row.likely_cause = Some(likely_cause(&row, p.token_bucket));
                 }
                 row
             })
@@ -92,33 +95,45 @@ pub fn rows(cells: &[CellSummary], predictions: &[Prediction], stat: Statistic) 
 }
 
 /// The usual reason a cell strays from the model, from what the model leaves out.
-fn likely_cause(r: &ModelRow) -> &'static str {
+fn likely_cause(r: &ModelRow, token_bucket: bool) -> &'static str {
     let below = r.ratio() < 1.0;
     let bonded_rr = r.key.config.bonding.contains("balance-rr");
+    let host_bound = r.bound.starts_with("host ");
     match (r.bound.as_str(), below) {
         (_, true) if bonded_rr => {
             "balance-rr stripes packets over the slaves, so segments arrive out of order: TCP \
              answers with duplicate acknowledgements and retransmits, which the model leaves out"
         }
+        (_, true) if host_bound => {
+            "host-bound: a forwarding node's CPU is the bottleneck, and its queue of frames \
+             also delays the acknowledgements, so TCP's window stalls more than the model's \
+             steady flow assumes"
+        }
         ("latency", true) => {
             "latency-bound: each exchange pays system calls, veth and bridge hops and the \
              scheduling of many containers on few cores, more than the model's fixed cost per hop"
         }
-        ("latency", false) => {
+        ("latency", false) if token_bucket => {
             "latency-bound, the wire idle between tokens: an emulated bus is a token bucket, \
              which limits the rate but lets a lone frame through at once, where a real 10 Mbit/s \
              wire spends each frame's serialization time on every hop (75 µs for the smallest \
              frame, 1.2 ms for a full one); the model counts that time"
         }
+        ("latency", false) => {
+            "latency-bound and faster than the model: the nodes' own stacks took less than the \
+             model's fixed cost per hop on this run (the wire's time the emulator charges \
+             exactly)"
+        }
         (_, true) if r.key.pairs > 1 => {
-            "pairs contend for a shared bus: one FIFO queue per bus does not share it max-min \
-             fairly, and a bus idles while its pairs wait for their tokens to come back"
+            "pairs contend for a shared bus: CSMA/CD's capture effect lets one station keep the \
+             wire while others back off (and drop frames after 16 collisions), and a bus idles \
+             while its pairs wait for their tokens to come back"
         }
         (_, true) => {
             "one pair alternates directions on the wire: each token waits for the last one's \
-             acknowledgement and the shaper's burst allowance, leaving the wire idle between turns"
+             acknowledgement, leaving the wire idle between turns"
         }
-        (_, false) if r.key.size_bytes < 1024 => {
+        (_, false) if r.key.size_bytes < 1024 && token_bucket => {
             "above the model with small frames: the emulated bus (tbf) charges a frame's length \
              from the Ethernet header on, while a real 10 Mbit/s wire also spends preamble, \
              inter-frame gap, checksum and padding to 64 bytes (up to 50 bytes more per frame), \

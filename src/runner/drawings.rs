@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::plan::model::Bound;
 use crate::report::{DrawTopology, PredictThroughput, Prediction};
 
 /// Draws the topologies a run directory holds (`topologies/<name>.toml`).
@@ -63,6 +62,11 @@ impl PredictThroughput for RunModel {
         let mut out = Vec::new();
         for c in &plan.configurations {
             let bonding = c.bonding_label();
+            let token_bucket = c
+                .topology
+                .segments
+                .iter()
+                .any(|s| s.emulation == crate::spec::topology::Emulation::Rate);
             for entry in &c.placements {
                 let placement = super::point::placement(entry.placement.kind);
                 for p in &entry.predictions {
@@ -73,10 +77,8 @@ impl PredictThroughput for RunModel {
                         pairs: entry.pairs,
                         size_bytes: p.size_bytes,
                         aggregate_mbit_s: p.aggregate_mbit_s,
-                        bound: match &p.bound {
-                            Bound::Latency => "latency".into(),
-                            Bound::Segment(s) => format!("segment {s}"),
-                        },
+                        bound: p.limit(),
+                        token_bucket,
                     });
                 }
             }

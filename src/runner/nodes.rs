@@ -52,6 +52,15 @@ impl Provider {
                         .filter(|m| m.state != "running")
                         .map(|m| format!("{} ({})", m.name, m.state))
                         .collect();
+                    // A cluster built with other wires (another emulation or host profile, say)
+                    // would measure something else than the plan says.
+                    if status.wiring.as_ref().is_some_and(|w| *w != wiring) {
+                        anyhow::bail!(
+                            "virtual cluster {name} is up with other wires than {} asks for                              (emulation, host costs or members differ); take it down                              (`orchestrate cluster down --name {name} --state-dir {}`) so the run                              can bring it up as planned",
+                            t.name,
+                            self.state_dir.display()
+                        );
+                    }
                     if !stopped.is_empty() {
                         anyhow::bail!(
                             "virtual cluster {name} exists but {} not running; take it down \

@@ -30,6 +30,11 @@ pub struct ExperimentSpec {
     /// Bonding modes to sweep on topologies that have bonds.
     #[serde(default)]
     pub bonding: BondingSpec,
+    /// Host costs for every node of every topology, in place of the topologies' own: a
+    /// profile (`"none"`, `"486dx4"`) or `{ send = "300us", receive = "300us", forward =
+    /// "150us" }`. Runs the same wires with the hosts of another era.
+    #[serde(default)]
+    pub host: Option<super::host::HostSpec>,
     /// What traffic to measure; several tables give several workloads.
     #[schemars(with = "Vec<WorkloadSpec>")]
     pub workload: Spanned<Vec<WorkloadSpec>>,

@@ -32,6 +32,8 @@ pub struct Status {
     pub members: Vec<MemberStatus>,
     pub networks: usize,
     pub ifbs: Vec<String>,
+    /// The wires the cluster was built with, if its state file is readable.
+    pub wiring: Option<super::model::Wiring>,
 }
 
 pub fn status(name: &ClusterName, state_dir: &Path) -> Result<Status> {
@@ -59,6 +61,7 @@ pub fn status(name: &ClusterName, state_dir: &Path) -> Result<Status> {
         cluster: name.to_string(),
         directory: dir.root().to_owned(),
         topology: state.as_ref().map(|s| s.wiring.topology.clone()),
+        wiring: state.as_ref().map(|s| s.wiring.clone()),
         source: state.as_ref().map(|s| s.source.clone()),
         image: state.as_ref().map(|s| s.image.clone()),
         members,

@@ -1,5 +1,6 @@
 //! Three up/down cycles of a cluster with every kind of wire leave the host exactly as it
-//! was: the same interfaces, qdiscs, docker networks and containers. `down` also works twice,
+//! was: the same interfaces, qdiscs, docker networks, containers and processes (the medium
+//! emulator included). `down` also works twice,
 //! without the compose file, and without the cluster's directory at all.
 
 #[path = "vcluster_support.rs"]
@@ -42,12 +43,20 @@ fn cycles(before: &[String], topo_s: &str, state_s: &str, name: &str, dir: &std:
             .iter()
             .filter(|l| l.contains("qdisc tbf") && l.contains(" dev oc"))
             .count();
-        // One ifb for the bus, one per port of the two switched segments (2 nodes + 1 switch
-        // port each).
+        // One per port of the two token-bucket switched segments (2 nodes + 1 switch port
+        // each); the bus is the medium emulator's.
         assert_eq!(
             ifbs,
-            1 + 3 + 3,
+            3 + 3,
             "tbf-shaped ifbs during cycle {cycle}: {during:#?}"
+        );
+        let emulators = during
+            .iter()
+            .filter(|l| l.starts_with("process ") && l.contains(name))
+            .count();
+        assert_eq!(
+            emulators, 1,
+            "medium emulators during cycle {cycle}: {during:#?}"
         );
         let (status, _) =
             support::orchestrate_ok(&["cluster", "status", "--name", name, "--state-dir", state_s]);
@@ -64,7 +73,8 @@ fn cycles(before: &[String], topo_s: &str, state_s: &str, name: &str, dir: &std:
         let (again, _) =
             support::orchestrate_ok(&["cluster", "down", "--name", name, "--state-dir", state_s]);
         assert!(
-            again.contains("0 containers, 0 networks, 0 ifb devices, 0 files"),
+            again
+                .contains("0 containers, 0 networks, 0 ifb devices, 0 medium emulator(s), 0 files"),
             "{again}"
         );
         assert!(!dir.exists(), "{} left behind", dir.display());

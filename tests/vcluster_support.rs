@@ -76,8 +76,9 @@ pub fn orchestrate_ok(args: &[&str]) -> (String, Duration) {
     )
 }
 
-/// A four-node topology with every kind of wire: a shared bus over all four nodes, and two
-/// switched segments joined by a switch.
+/// A four-node topology with every kind of wire: a shared bus over all four nodes, emulated
+/// frame by frame by the medium emulator, and two switched segments joined by a switch, shaped
+/// by token buckets (`emulation = "rate"`).
 pub const FOUR_NODES: &str = r#"
 name = "vc-four"
 nodes = ["n[1-4]"]
@@ -92,12 +93,14 @@ members = ["n[1-4]:eth1"]
 name = "left"
 rate = "10mbit"
 medium = "switched"
+emulation = "rate"
 members = ["n[1-2]:eth2"]
 
 [[segment]]
 name = "right"
 rate = "10mbit"
 medium = "switched"
+emulation = "rate"
 members = ["n[3-4]:eth2"]
 
 [[switch]]
@@ -168,6 +171,12 @@ pub fn host_snapshot() -> Vec<String> {
     }
     for l in run("docker", &["ps", "-aq", "--no-trunc"]).lines() {
         lines.push(format!("container {l}"));
+    }
+    // Medium emulators (`orchestrate medium serve`), by pid and command line.
+    for l in run("pgrep", &["-af", "medium serve"]).lines() {
+        if !l.contains("pgrep") {
+            lines.push(format!("process {l}"));
+        }
     }
     lines.sort();
     lines

@@ -15,6 +15,13 @@
 //! - switch: one stream from a node on one of its segments to a node on another within 5% of
 //!   `g`; with four segments or more, two such streams between disjoint segments each get `g`.
 //!
+//! On a segment the medium emulator carries (`emulation = "frames"`), also:
+//! - idle wire: the shortest ping round trip is at least two 98-byte frames' time on the wire
+//!   (176 µs at 10 Mbit/s): a lone frame spends its serialization time, which a token bucket
+//!   would not;
+//! - shared segment, two pairs at once: the emulator counted collisions (four stations with
+//!   data and ACKs to send cannot all go without one on a CSMA/CD bus).
+//!
 //! A check that fails is measured once more and the second result stands (a busy host can
 //! starve one run); the table says when a check passed only the second time.
 
@@ -26,7 +33,7 @@ use serde::Serialize;
 use super::error::{Error, Result};
 use super::inventory::Inventory;
 use super::meter::{Flow, Station, measure};
-use super::model::{Medium, SegmentId, Wiring};
+use super::model::{Emulation, Medium, SegmentId, Wiring};
 use super::names::ClusterName;
 use super::paths::ClusterDir;
 use super::ssh;
@@ -91,7 +98,14 @@ pub fn verify(name: &ClusterName, state_dir: &Path, opts: &VerifyOptions) -> Res
         if !opts.segments.is_empty() && !opts.segments.contains(&seg.name) {
             continue;
         }
-        checks.extend(verify_segment(w, id, &inventory, opts)?);
+        let emulator = (seg.emulation == Emulation::Frames).then(|| dir.medium_socket());
+        checks.extend(verify_segment(
+            w,
+            id,
+            &inventory,
+            opts,
+            emulator.as_deref(),
+        )?);
     }
     if opts.segments.is_empty() {
         for k in 0..w.switches.len() {
@@ -117,6 +131,7 @@ fn verify_segment(
     id: SegmentId,
     inv: &Inventory,
     opts: &VerifyOptions,
+    emulator: Option<&Path>,
 ) -> Result<Vec<Check>> {
     let seg = w.segment(id);
     let rate = seg.rate_bps as f64 / 1e6;
@@ -184,15 +199,36 @@ fn verify_segment(
         } else {
             rate * TCP_GOODPUT_RATIO_WITH_ACKS
         };
+        if emulator.is_some() {
+            out.push(retried(|| {
+                let (min_us, floor_us) = idle_wire(&stations[0], &stations[1], seg.rate_bps)?;
+                Ok(check(
+                    "idle wire",
+                    vec![],
+                    format!("ping min rtt {min_us:.0} µs >= {floor_us:.0} µs"),
+                    Some(min_us >= floor_us),
+                ))
+            })?);
+        }
         out.push(retried(|| {
+            let before = emulator.map(|e| collisions(e, &seg.name)).transpose()?;
             let two = measure(&pairs, opts.seconds)?;
+            let after = emulator.map(|e| collisions(e, &seg.name)).transpose()?;
             let (expected, pass) = match seg.medium {
                 Medium::Shared => {
                     let sum: f64 = two.iter().map(|f| f.mbit_s).sum();
-                    (
-                        format!("sum <= {:.2}", rate * (1.0 + TOLERANCE)),
-                        sum <= rate * (1.0 + TOLERANCE),
-                    )
+                    let fits = sum <= rate * (1.0 + TOLERANCE);
+                    match before.zip(after) {
+                        Some((b, a)) => (
+                            format!(
+                                "sum <= {:.2}, collisions > 0 (counted {})",
+                                rate * (1.0 + TOLERANCE),
+                                a.saturating_sub(b)
+                            ),
+                            fits && a > b,
+                        ),
+                        None => (format!("sum <= {:.2}", rate * (1.0 + TOLERANCE)), fits),
+                    }
                 }
                 Medium::Switched => (
                     format!("each >= {:.2}", full * (1.0 - TOLERANCE)),
@@ -296,6 +332,45 @@ fn verify_switch(
         }
         Ok(out)
     })
+}
+
+/// The shortest of 20 ping round trips between two stations, and the least an Ethernet allows:
+/// two 98-byte frames (an 84-byte ICMP echo and its Ethernet header) on the wire, µs.
+fn idle_wire(from: &Station, to: &Station, rate_bps: u64) -> Result<(f64, f64)> {
+    let clock = orchestrate_medium::time::WireClock::new(rate_bps);
+    let floor_us = 2.0 * clock.frame(98) as f64 / 1000.0;
+    let cmd = ssh::command(
+        from.host,
+        &format!("pinging {} from {}", to.node, from.node),
+        &format!("ping -q -n -c 20 -i 0.05 -w 10 {}", to.addr),
+    )
+    .timeout(Duration::from_secs(30));
+    let out = cmd.run()?;
+    // "rtt min/avg/max/mdev = 0.245/0.297/0.867/0.132 ms"
+    let min_ms = out
+        .lines()
+        .find_map(|l| l.split_once(" = ").filter(|(k, _)| k.contains("min/")))
+        .and_then(|(_, v)| v.split('/').next()?.trim().parse::<f64>().ok())
+        .ok_or_else(|| Error::Unexpected {
+            what: format!("reading ping's round trips from {}", from.node),
+            command: cmd.display(),
+            detail: out.clone(),
+        })?;
+    Ok((min_ms * 1000.0, floor_us))
+}
+
+/// The collisions the emulator has counted on a segment since it started.
+fn collisions(socket: &Path, segment: &str) -> Result<u64> {
+    use orchestrate_medium::realtime::control::{Request, query};
+    let snapshot = query(socket, Request::Total).map_err(|e| Error::Host {
+        problem: e.to_string(),
+        what_to_do: "take the cluster down and up again: its medium emulator is gone".into(),
+    })?;
+    Ok(snapshot
+        .iter()
+        .flat_map(|s| &s.segments)
+        .find(|s| s.segment == segment)
+        .map_or(0, |s| s.counters.collisions))
 }
 
 /// Measures a check, and once more if it failed; the second result stands.

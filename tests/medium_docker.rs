@@ -1,0 +1,159 @@
+//! The medium emulator in real time, on an eight-node 10 Mbit/s bus of the virtual cluster,
+//! through `orchestrate run`: one TCP stream gets what Ethernet gives (9.0–9.5 Mbit/s), a
+//! 64-byte token spends its frames' serialization time on an idle wire and comes within ±15%
+//! of the analytic model, and seven saturating pairs collide and carry what the simulated MAC
+//! carries at the same load. Needs docker and root.
+
+#[path = "vcluster_support.rs"]
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use orchestrate_medium::config::{DEFAULT_COLLISION_WINDOW_NS, DEFAULT_TURNAROUND_NS};
+use orchestrate_medium::sim::{Saturation, saturate};
+use orchestrate_medium::time::WireClock;
+
+const TOPOLOGY: &str = r#"
+name = "md-bus8"
+[generator]
+kind = "single"
+nodes = 8
+rate = "10mbit"
+medium = "shared"
+"#;
+
+const EXPERIMENT: &str = r#"
+name = "md"
+seed = 3
+topologies = ["md-bus8.toml"]
+
+[[workload]]
+pattern = "stream"
+sizes = ["64KiB"]
+pairs = [1, 7]
+placement = ["local-wire"]
+duration = "6s"
+repetitions = 1
+
+[[workload]]
+pattern = "token"
+sizes = [64]
+pairs = [1]
+placement = ["local-wire"]
+exchanges = 2000
+warmup = 50
+repetitions = 2
+statistic = "best"
+"#;
+
+fn lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn run_dir(out: &Path) -> PathBuf {
+    std::fs::read_dir(out.join("md"))
+        .unwrap()
+        .next()
+        .expect("a run directory")
+        .unwrap()
+        .path()
+}
+
+#[test]
+fn docker_the_emulated_bus_times_frames_like_a_10_mbit_ethernet() {
+    require_docker!();
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("md-bus8.toml"), TOPOLOGY).unwrap();
+    std::fs::write(tmp.path().join("md.toml"), EXPERIMENT).unwrap();
+    let out = tmp.path().join("out");
+    let state = tmp.path().join("state");
+    let run = support::orchestrate(&[
+        "run",
+        tmp.path().join("md.toml").to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--state-dir",
+        state.to_str().unwrap(),
+    ]);
+    assert!(run.status.success(), "the run failed");
+    let dir = run_dir(&out);
+    let records = lines(&dir.join("records.jsonl"));
+    let media = lines(&dir.join("media.jsonl"));
+    let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    let is = |v: &serde_json::Value, pattern: &str, pairs: u64, role: &str| {
+        v["pattern"] == pattern && v["pairs"] == pairs && v["role"] == role
+    };
+
+    // One TCP stream: data and every second segment's ACK share the bus, 9.15 Mbit/s in theory.
+    let stream: Vec<f64> = records
+        .iter()
+        .filter(|r| is(r, "stream", 1, "server"))
+        .map(|r| f(r, "throughput_mbit_s"))
+        .collect();
+    assert!(!stream.is_empty(), "no stream record");
+    for g in &stream {
+        assert!((9.0..=9.5).contains(g), "one stream: {g:.2} Mbit/s");
+    }
+
+    // A 64-byte token one way: one 130-byte frame, 113.6 µs on the wire even when idle.
+    let frame_us = WireClock::new(10_000_000).frame(130) as f64 / 1000.0;
+    let latency: Vec<f64> = records
+        .iter()
+        .filter(|r| is(r, "token", 1, "client"))
+        .map(|r| f(r, "latency_us"))
+        .collect();
+    assert!(!latency.is_empty(), "no token record");
+    for l in &latency {
+        assert!(
+            *l >= frame_us,
+            "one-way {l:.1} µs, less than the frame's {frame_us} µs"
+        );
+    }
+    let model = std::fs::read_to_string(dir.join("model.csv")).unwrap();
+    let row = model
+        .lines()
+        .find(|l| l.contains(",1,64,"))
+        .unwrap_or_else(|| panic!("no model row for the token: {model}"));
+    let ratio: f64 = row.split(',').nth(8).unwrap().parse().unwrap();
+    assert!(
+        (0.85..=1.15).contains(&ratio),
+        "token measured/model {ratio}: {row}"
+    );
+
+    // Seven saturating pairs: collisions, and the wire carried what the simulated MAC carries
+    // with seven saturated stations (utilisation: wire time of frames over elapsed time).
+    let busy: Vec<&serde_json::Value> = media
+        .iter()
+        .filter(|m| m["pattern"] == "stream" && m["pairs"] == 7)
+        .collect();
+    assert_eq!(busy.len(), 1, "one segment, one point: {busy:?}");
+    let m = busy[0];
+    assert!(m["collisions"].as_u64().unwrap() > 0, "no collisions: {m}");
+    let sim = saturate(&Saturation {
+        stations: 7,
+        frame_lens: vec![1514],
+        rate_bps: 10_000_000,
+        collision_window_ns: DEFAULT_COLLISION_WINDOW_NS,
+        turnaround_ns: DEFAULT_TURNAROUND_NS,
+        queue_limit: 100,
+        duration: 6_000_000_000,
+        seed: 3,
+    });
+    let real = f(m, "utilisation");
+    let simulated = sim.utilisation();
+    eprintln!(
+        "7 pairs: real utilisation {real:.3} ({} collisions/frame, lateness p99 {} µs), \
+         simulated {simulated:.3} ({:.3} collisions/frame)",
+        m["collisions_per_frame"],
+        m["lateness_p99_us"],
+        sim.counters.collisions_per_frame()
+    );
+    assert!(
+        (real / simulated - 1.0).abs() <= 0.10,
+        "real {real:.3} against simulated {simulated:.3}"
+    );
+}

@@ -64,4 +64,9 @@ pub struct Manifest {
     pub topologies: Vec<String>,
     #[serde(default)]
     pub bond_drivers: BTreeMap<String, Option<BondDriver>>,
+    /// Per configuration (`<id>-<topology>`), the medium emulator's configuration as it ran:
+    /// segments with their collision window, queue and turnaround, ports, nodes' host costs,
+    /// seed. Absent for token-bucket wires and real machines.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub media: BTreeMap<String, serde_json::Value>,
 }

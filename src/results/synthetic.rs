@@ -301,6 +301,7 @@ pub fn manifest(spec: &SynthSpec) -> Manifest {
             .map(|c| (c.topology.clone(), c.bond_driver))
             .collect(),
         topologies,
+        media: Default::default(),
     }
 }
 

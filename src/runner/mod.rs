@@ -372,6 +372,16 @@ async fn run_configuration(
     for (n, p) in &probes {
         manifest.nodes.insert(n.to_string(), p.clone());
     }
+    if let Some(medium) = nodes
+        .medium_config
+        .as_deref()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|text| serde_json::from_str(&text).ok())
+    {
+        manifest
+            .media
+            .insert(format!("{}-{}", config.id, t.name), medium);
+    }
 
     // Bonds with driver = auto take the kernel driver where the probe found it.
     let settled: Vec<crate::topology::Node> = t

@@ -16,6 +16,8 @@ pub struct Nodes {
     /// The medium emulator's control socket, for per-segment statistics: the virtual
     /// cluster's (it exists only while an emulator runs); `None` for real machines.
     pub medium_socket: Option<PathBuf>,
+    /// The medium emulator's configuration file, for the run's manifest.
+    pub medium_config: Option<PathBuf>,
     /// Whether this run brought the cluster up (and so takes it down).
     created: bool,
 }
@@ -37,6 +39,7 @@ impl Provider {
                 inventory: path.clone(),
                 cluster: None,
                 medium_socket: None,
+                medium_config: None,
                 created: false,
             }),
             ClusterSpec::Docker => {
@@ -75,6 +78,7 @@ impl Provider {
                     return Ok(Nodes {
                         inventory: dir.inventory(),
                         medium_socket: Some(dir.medium_socket()),
+                        medium_config: Some(dir.medium_config()),
                         cluster: Some(name),
                         created: false,
                     });
@@ -96,6 +100,7 @@ impl Provider {
                 Ok(Nodes {
                     inventory: report.dir.inventory(),
                     medium_socket: Some(report.dir.medium_socket()),
+                    medium_config: Some(report.dir.medium_config()),
                     cluster: Some(name),
                     created: true,
                 })

@@ -3,7 +3,8 @@
 //!
 //! `up` builds (once) the node image, writes the cluster's directory (compose file, keys,
 //! known_hosts, inventory: see [`paths`]), starts the containers, names their interfaces as the
-//! topology does, shapes the wires on the host ([`emulation`]) and waits until every node
+//! topology does, emulates the wires on the host ([`emulation`] for token buckets, [`medium`]
+//! for the frame-by-frame medium emulator) and waits until every node
 //! answers over SSH. `down` removes all of it, and nothing else. The SSH controller only ever
 //! sees the inventory: nothing after `up` needs to know the nodes are containers.
 //!
@@ -14,7 +15,10 @@
 //! - interface names: docker's `ethN` are renamed by MAC address to the topology's names
 //!   (`mgmt0` for management) from the host, and the experiment interfaces lose docker's
 //!   addresses: the controller's scripts number them;
-//! - shaping happens on the host side of every veth, out of reach of the nodes.
+//! - the wires are emulated on the host side of every veth, out of reach of the nodes: by
+//!   default the medium emulator (`orchestrate_medium`) owns a segment's host-side ports and
+//!   clocks every frame across (CSMA/CD on shared segments); `emulation = "rate"` shapes them
+//!   with ifb + tbf instead.
 
 mod cmd;
 mod compose;

@@ -169,6 +169,19 @@ impl Epoll {
         Ok(())
     }
 
+    fn remove(&self, fd: i32) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: valid descriptors; a descriptor not in the set only makes this fail.
+        unsafe {
+            libc::epoll_ctl(
+                self.0.as_raw_fd(),
+                libc::EPOLL_CTL_DEL,
+                fd,
+                std::ptr::null_mut(),
+            )
+        };
+    }
+
     fn wait(&self, events: &mut [libc::epoll_event], timeout_ms: i32) -> usize {
         use std::os::fd::AsRawFd;
         // SAFETY: our epoll and a live buffer of the length given.
@@ -282,8 +295,18 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
                 }
                 i => {
                     let port = &ports[i as usize];
-                    while let Some(frame) = port.recv(&mut buf)? {
-                        engine.arrive(i as usize, frame, monotonic());
+                    loop {
+                        match port.recv(&mut buf) {
+                            Ok(Some(frame)) => engine.arrive(i as usize, frame, monotonic()),
+                            Ok(None) => break,
+                            Err(e) => {
+                                // The interface is gone (its container was removed): stop
+                                // watching it; the other ports go on.
+                                eprintln!("medium: port {}: {e}; no longer read", port.ifname);
+                                epoll.remove(port.raw_fd());
+                                break;
+                            }
+                        }
                     }
                 }
             }

@@ -120,8 +120,10 @@ impl Port {
         if n < 0 {
             let e = io::Error::last_os_error();
             return match e.kind() {
-                io::ErrorKind::WouldBlock => Ok(None),
-                io::ErrorKind::Interrupted => Ok(None),
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(None),
+                // The node took its interface down (a cable pulled, a failover test): the
+                // socket reports it once; frames resume when the link comes back.
+                io::ErrorKind::NetworkDown => Ok(None),
                 _ => Err(e),
             };
         }

@@ -438,19 +438,29 @@ fn the_medium(s: &mut String, report: &Report, media: &MediaReport) {
                  more lateness.\n\n",
             );
         }
-        for f in &c.flagged {
+        // One line per configuration, however many points: the worst says how far off.
+        if let Some(worst) = c
+            .flagged
+            .iter()
+            .max_by(|a, b| a.p99_us.total_cmp(&b.p99_us))
+        {
+            let points: std::collections::BTreeSet<(u32, u32)> =
+                c.flagged.iter().map(|f| (f.point, f.rep)).collect();
             let _ = writeln!(
                 s,
-                "**⚠ Lateness flagged**: point {} (rep {}, {} {}×, {}) segment {}: p99 {} µs over \
-                 the limit of {} µs.\n",
-                f.point,
-                f.rep,
-                crate::results::schema::pattern_str(f.pattern),
-                f.pairs,
-                size(f.size_bytes),
-                md_cell(&f.segment),
-                human(f.p99_us),
-                human(f.limit_us)
+                "**⚠ Lateness flagged** on {} point(s): the emulator's p99 lateness exceeded the \
+                 limit of {} µs (a tenth of a minimum frame), by the most at point {} (rep {}, {} \
+                 {}×, {}) on segment {}: p99 {} µs. Frame timing there is off by up to that \
+                 much at the 99th percentile.\n",
+                points.len(),
+                human(worst.limit_us),
+                worst.point,
+                worst.rep,
+                crate::results::schema::pattern_str(worst.pattern),
+                worst.pairs,
+                size(worst.size_bytes),
+                md_cell(&worst.segment),
+                human(worst.p99_us),
             );
         }
         if c.segments.is_empty() {

@@ -163,10 +163,10 @@ impl<F: Frame> Engine<F> {
                 let mut cost = host.costs.send_ns;
                 if forwarded {
                     cost += host.costs.forward_ns;
-                    host.counters.forwarded += 1;
                 }
-                host.counters.sent += 1;
                 if let Some(done) = host.take(at, cost) {
+                    host.counters.sent += 1;
+                    host.counters.forwarded += u64::from(forwarded);
                     self.schedule(done, Step::ToMac, port, frame);
                 }
                 return;
@@ -179,6 +179,26 @@ impl<F: Frame> Engine<F> {
     pub fn next_deadline(&self) -> Option<Nanos> {
         let job = self.jobs.peek().map(|Reverse(j)| j.at);
         let seg = self.segments.iter().filter_map(Segment::next_event).min();
+        match (job, seg) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// When a frame is next due at a port (the moments whose timing a node sees; the
+    /// segments' own decisions in between need not be punctual).
+    pub fn next_delivery(&self) -> Option<Nanos> {
+        let job = self
+            .jobs
+            .iter()
+            .filter(|Reverse(j)| j.step == Step::ToPort)
+            .map(|Reverse(j)| j.at)
+            .min();
+        let seg = self
+            .segments
+            .iter()
+            .filter_map(Segment::next_delivery)
+            .min();
         match (job, seg) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -236,9 +256,9 @@ impl<F: Frame> Engine<F> {
         if let Some(n) = self.ports[port].node {
             let host = &mut self.hosts[n];
             if !host.costs.is_free() {
-                host.counters.received += 1;
                 let cost = host.costs.receive_ns;
                 if let Some(done) = host.take(d.at, cost) {
+                    host.counters.received += 1;
                     self.schedule(done, Step::ToPort, port, d.frame);
                 }
                 return;
@@ -276,7 +296,7 @@ mod tests {
             rate_bps: 10_000_000,
             collision_window_ns: 0,
             queue_limit: 10,
-            turnaround_ns: 0,
+            turnaround_ns: 9_600,
         };
         let port = |ifname: &str, segment, node| PortSpec {
             ifname: ifname.into(),

@@ -170,6 +170,14 @@ impl<F> Bus<F> {
         }
     }
 
+    /// When the frame on the wire reaches the other stations, if one is on it.
+    pub fn next_delivery(&self) -> Option<Nanos> {
+        match &self.activity {
+            Some(Activity::Frame { end, .. }) => Some(*end),
+            _ => None,
+        }
+    }
+
     fn earliest_start(&self) -> Option<Nanos> {
         self.stations
             .iter()
@@ -355,6 +363,73 @@ mod tests {
         assert_eq!(order, [1, 3, 2]);
         assert_eq!(b.counters().collisions, 0);
         assert_eq!(out[1].at, 1_220_800 + 9_600 + 57_600);
+    }
+
+    #[test]
+    fn stations_within_the_window_collide_and_one_at_its_edge_defers() {
+        let mut b = bus(3);
+        b.params.collision_window = 2_000;
+        b.enqueue(0, q(1, 60, 0)).unwrap();
+        b.enqueue(1, q(2, 60, 1_999)).unwrap();
+        let mut out = Vec::new();
+        b.advance(2_000, &mut out);
+        assert_eq!(b.counters().collisions, 1);
+
+        let mut b = bus(3);
+        b.params.collision_window = 2_000;
+        b.enqueue(0, q(1, 60, 0)).unwrap();
+        b.enqueue(1, q(2, 60, 2_000)).unwrap();
+        b.advance(1_000_000, &mut out);
+        assert_eq!(b.counters().collisions, 0);
+        assert_eq!(b.counters().deferrals, 1);
+    }
+
+    #[test]
+    fn a_frame_is_dropped_after_sixteen_collisions() {
+        // A window longer than any backoff: every attempt of both stations collides.
+        let mut b = bus(2);
+        b.params.collision_window = 10_000_000_000;
+        b.enqueue(0, q(1, 60, 0)).unwrap();
+        b.enqueue(1, q(2, 60, 0)).unwrap();
+        let mut out = Vec::new();
+        b.advance(u64::MAX / 4, &mut out);
+        assert!(out.is_empty());
+        let c = b.counters();
+        assert_eq!(c.collisions, u64::from(MAX_ATTEMPTS));
+        assert_eq!(c.excess_collision_drops, 2);
+        assert_eq!(c.collided_attempts, 2 * u64::from(MAX_ATTEMPTS));
+    }
+
+    #[test]
+    fn backoff_draws_stay_in_the_truncated_binary_range() {
+        // After the n-th collision a station waits r slots, r in [0, 2^min(n,10) - 1]: the
+        // wait before the next attempt is a multiple of the slot and never beyond the range.
+        for seed in 0..20 {
+            let mut b = bus(2);
+            b.params.seed = seed;
+            b.rng = ChaCha8Rng::seed_from_u64(seed);
+            b.params.collision_window = 10_000_000_000;
+            b.enqueue(0, q(1, 60, 0)).unwrap();
+            b.enqueue(1, q(2, 60, 0)).unwrap();
+            let slot = b.params.clock.slot();
+            let mut out = Vec::new();
+            let mut n = 0u32;
+            while n < 12 {
+                let t = b.next_event().expect("both stations keep a frame");
+                let colliding = matches!(b.activity, Some(Activity::Collision { .. }));
+                b.advance(t, &mut out);
+                if !colliding {
+                    continue;
+                }
+                // The n-th collision just ended at t: look at the draws it made.
+                n += 1;
+                for s in &b.stations {
+                    let wait = s.backoff_until - t;
+                    assert_eq!(wait % slot, 0);
+                    assert!(wait / slot < 1 << n.min(BACKOFF_LIMIT), "n={n}: {wait}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -81,6 +81,14 @@ impl<F: Frame> Segment<F> {
         }
     }
 
+    /// When a frame next reaches a station (as opposed to a decision inside the segment).
+    pub fn next_delivery(&self) -> Option<Nanos> {
+        match self {
+            Segment::Shared { bus, .. } => bus.next_delivery(),
+            Segment::Switched { down, .. } => down.iter().filter_map(Link::next_arrival).min(),
+        }
+    }
+
     pub fn next_event(&self) -> Option<Nanos> {
         match self {
             Segment::Shared { bus, .. } => bus.next_event(),
@@ -161,7 +169,7 @@ fn advance_switch<F: Frame>(
         };
         let mut received = Vec::new();
         for (s, link) in up.iter_mut().enumerate() {
-            link.advance(t, s, counters, &mut received);
+            link.advance(t, s, Some(&mut *counters), &mut received);
         }
         let mut switched = Vec::new();
         for c in received {
@@ -179,7 +187,7 @@ fn advance_switch<F: Frame>(
         }
         let mut sent = Vec::new();
         for (s, link) in down.iter_mut().enumerate() {
-            link.advance(t, s, counters, &mut sent);
+            link.advance(t, s, None, &mut sent);
         }
         // On a downlink the "sender" recorded is the port it leads to.
         out.extend(sent.into_iter().map(|c| Delivery {
@@ -188,9 +196,10 @@ fn advance_switch<F: Frame>(
             at: c.at,
         }));
     }
-    for (s, link) in up.iter_mut().chain(down.iter_mut()).enumerate() {
+    // Nothing is left to happen by `now`; this only marks `now` as decided on every link.
+    for link in up.iter_mut().chain(down.iter_mut()) {
         let mut none = Vec::new();
-        link.advance(now, s % stations.max(1), counters, &mut none);
+        link.advance(now, 0, None, &mut none);
         debug_assert!(none.is_empty(), "everything up to now was handled above");
     }
 }
@@ -225,6 +234,8 @@ mod tests {
         assert_eq!(out[0].station, 1);
         assert_eq!(out[0].at, 2_000_000 + 2 * 1_220_800);
         assert_eq!(s.counters().collisions, 0);
+        // Each frame counted once (on its way into the switch), not again per output port.
+        assert_eq!(s.counters().frames, 2);
     }
 
     #[test]

@@ -88,14 +88,15 @@ pub struct Lateness {
     pub max_us: f64,
 }
 
-/// A histogram of lateness in ns, 1 ns to 10 s, 3 significant digits.
+/// A histogram of lateness in ns, 1 ns to 100 ms (anything later counts as 100 ms), 2
+/// significant digits: small enough to merge and clear every few milliseconds.
 #[derive(Debug, Clone)]
 pub struct LatenessHistogram(hdrhistogram::Histogram<u64>);
 
 impl Default for LatenessHistogram {
     fn default() -> Self {
         LatenessHistogram(
-            hdrhistogram::Histogram::new_with_bounds(1, 10_000_000_000, 3)
+            hdrhistogram::Histogram::new_with_bounds(1, 100_000_000, 2)
                 .expect("valid histogram bounds"),
         )
     }

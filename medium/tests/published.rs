@@ -6,9 +6,9 @@
 //! 64-byte and 1536-byte packets lies between 7 and 10 Mbit/s for 1 to 24 hosts, lowest for
 //! all-64-byte traffic, and long packets carry close to the nominal rate (Mogul, 1988: about
 //! 9.7–9.8 Mbit/s). Counting frame bits (FCS included, preamble and gap not) the ceilings are
-//! 7.62 Mbit/s for 64-byte frames and 9.87 for 1536-byte ones. The references below are the
-//! middle of what the figure allows for 64 bytes (7.3: between 7.0 and the 7.62 ceiling) and
-//! 9.8 for 1536 bytes; the model must come within ±10% of them for 1, 2, 4, 8, 16 and 24
+//! 7.62 Mbit/s for 64-byte frames and 9.87 for 1536-byte ones. So what the figure allows is a
+//! band: 7.0 to 7.62 Mbit/s for 64 bytes, 9.7 to 9.87 for 1536; the model must lie inside it
+//! (and so within ±10% of any reading of the curves inside it) for 1, 2, 4, 8, 16 and 24
 //! saturated stations.
 //!
 //! The Metcalfe & Boggs (1976) efficiency formula assumes every ready station contends in
@@ -20,8 +20,9 @@ use orchestrate_medium::sim::{Saturation, SimResult, metcalfe_boggs_efficiency, 
 
 const STATIONS: [usize; 6] = [1, 2, 4, 8, 16, 24];
 
-/// Boggs, Mogul & Kent's band, read as above: (frame bytes with FCS, Mbit/s of frame bits).
-const MEASURED: [(u32, f64); 2] = [(64, 7.3), (1536, 9.8)];
+/// Boggs, Mogul & Kent's band, read as above: (frame bytes with FCS, Mbit/s of frame bits,
+/// lowest to highest).
+const MEASURED: [(u32, (f64, f64)); 2] = [(64, (7.0, 7.62)), (1536, (9.7, 9.87))];
 
 fn run(stations: usize, frame_with_fcs: u32, seed: u64) -> SimResult {
     saturate(&Saturation {
@@ -37,14 +38,14 @@ fn run(stations: usize, frame_with_fcs: u32, seed: u64) -> SimResult {
 }
 
 #[test]
-fn saturated_throughput_is_within_ten_percent_of_boggs_mogul_and_kent() {
-    for (frame, measured) in MEASURED {
+fn saturated_throughput_lies_in_boggs_mogul_and_kents_band() {
+    for (frame, (low, high)) in MEASURED {
         for n in STATIONS {
             let r = run(n, frame, 1988);
             let got = r.frame_mbit_s();
             assert!(
-                (got / measured - 1.0).abs() <= 0.10,
-                "{n} stations, {frame} B frames: {got:.2} Mbit/s against {measured} measured"
+                (low..=high).contains(&got),
+                "{n} stations, {frame} B frames: {got:.2} Mbit/s, outside {low}..{high}"
             );
             if n > 1 {
                 assert!(

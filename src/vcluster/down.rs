@@ -94,6 +94,7 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
         let _ = std::fs::remove_dir(dir.node_dir(n));
     }
     let _ = std::fs::remove_dir(dir.nodes_dir());
+    let _ = std::fs::remove_dir(dir.runtime());
     let _ = std::fs::remove_dir(dir.root());
     if let Some(parent) = dir.root().parent() {
         let _ = std::fs::remove_dir(parent);

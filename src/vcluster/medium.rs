@@ -9,13 +9,15 @@
 //! terminal stops the run but not the wires under a cluster that stays up.
 
 use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use orchestrate_medium::config::{MediumConfig, MediumKind, NodeSpec, PortSpec, SegmentSpec};
-use orchestrate_medium::realtime::control::{self, Request};
+use orchestrate_medium::realtime::control;
 
 use super::error::{Error, Result};
 use super::model::{Medium, SegmentId, Wiring};
@@ -110,16 +112,57 @@ fn program() -> Result<PathBuf> {
         })
 }
 
+/// Makes `path` a directory of root's that only root can enter, or checks that it is one.
+fn private_dir(path: &Path, mode: u32) -> Result<()> {
+    let what = "making the medium emulator's directory";
+    match std::fs::DirBuilder::new().mode(mode).create(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(Error::io(what, path, e)),
+    }
+    let m = std::fs::symlink_metadata(path).map_err(|e| Error::io(what, path, e))?;
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if !m.is_dir() || m.uid() != me || m.mode() & 0o022 != 0 {
+        return Err(Error::Host {
+            problem: format!(
+                "{} is not a directory of this user's that others cannot write",
+                path.display()
+            ),
+            what_to_do: "remove it (it is not this program's) and try again".into(),
+        });
+    }
+    Ok(())
+}
+
+/// Creates (or truncates) a file only its owner can read, never through a symlink.
+fn private_file(path: &Path) -> Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| Error::io("writing the medium emulator's files", path, e))
+}
+
 /// Starts the emulator for the cluster in `dir` and waits until it answers on its control
-/// socket. Returns its process id.
+/// socket. Returns its process id. An emulator left behind by an earlier cluster of the same
+/// name is stopped first.
 pub fn start(dir: &ClusterDir, config: &MediumConfig) -> Result<u32> {
+    stop(&find(dir, None));
+    if let Some(parent) = dir.runtime().parent() {
+        private_dir(parent, 0o755)?;
+    }
+    private_dir(dir.runtime(), 0o700)?;
     let config_path = dir.medium_config();
     let text = serde_json::to_string_pretty(config).expect("medium configs serialize");
-    std::fs::write(&config_path, text)
+    private_file(&config_path)?
+        .write_all(text.as_bytes())
         .map_err(|e| Error::io("writing the medium emulator's config", &config_path, e))?;
     let log_path = dir.medium_log();
-    let log = std::fs::File::create(&log_path)
-        .map_err(|e| Error::io("creating the medium emulator's log", &log_path, e))?;
+    let log = private_file(&log_path)?;
     let log2 = log
         .try_clone()
         .map_err(|e| Error::io("creating the medium emulator's log", &log_path, e))?;
@@ -153,7 +196,8 @@ pub fn start(dir: &ClusterDir, config: &MediumConfig) -> Result<u32> {
                 what_to_do: format!("see {}", log_path.display()),
             });
         }
-        if control::query(&socket, Request::Ping).is_ok() {
+        // Ready when this process (not some other) answers on the socket.
+        if control::ping(&socket).is_ok_and(|answered| answered == pid) {
             // The child is reaped by `stop` (or by init once this program exits).
             std::mem::forget(child);
             return Ok(pid);
@@ -213,11 +257,11 @@ pub fn stop(pids: &[u32]) -> usize {
     }
     let deadline = Instant::now() + Duration::from_secs(5);
     for &pid in pids {
-        while Path::new(&format!("/proc/{pid}")).exists() && Instant::now() < deadline {
+        while alive(pid) && Instant::now() < deadline {
             reap(pid);
             std::thread::sleep(Duration::from_millis(10));
         }
-        if Path::new(&format!("/proc/{pid}")).exists() {
+        if alive(pid) {
             // SAFETY: as above.
             unsafe { libc::kill(pid as i32, libc::SIGKILL) };
             std::thread::sleep(Duration::from_millis(50));
@@ -225,6 +269,17 @@ pub fn stop(pids: &[u32]) -> usize {
         }
     }
     pids.len()
+}
+
+/// Whether a process runs (a zombie has exited: it only waits for its parent to reap it).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| {
+            s.rsplit_once(')')
+                .map(|(_, rest)| rest.trim_start().to_owned())
+        })
+        .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
 }
 
 /// Collects the exit status of an emulator this program started (a zombie otherwise keeps

@@ -11,14 +11,29 @@
 //! authorized_keys   mounted read-only into every node
 //! nodes/<n>/        each node's host key pair
 //! ```
+//!
+//! The medium emulator's files are not there but under `/run/orchestrate/<name>/` (mode 0700,
+//! root's): the emulator runs as root and relays frames between the ports its config names,
+//! and the state directory usually sits in a user's checkout, where that user could swap
+//! files under root's feet.
+//!
+//! ```text
+//! medium.json       the emulator's config as it was started (segments, ports, host costs)
+//! medium.sock       its control socket (mode 0600): statistics per segment
+//! medium.log        what it printed
+//! ```
 
 use std::path::{Path, PathBuf};
 
 use super::names::ClusterName;
 
+/// Where root-only runtime files of the clusters live.
+pub const RUNTIME_ROOT: &str = "/run/orchestrate";
+
 #[derive(Debug, Clone)]
 pub struct ClusterDir {
     root: PathBuf,
+    runtime: PathBuf,
 }
 
 impl ClusterDir {
@@ -27,7 +42,13 @@ impl ClusterDir {
         let state_dir = std::path::absolute(state_dir).unwrap_or_else(|_| state_dir.to_owned());
         ClusterDir {
             root: state_dir.join("clusters").join(cluster.as_str()),
+            runtime: Path::new(RUNTIME_ROOT).join(cluster.as_str()),
         }
+    }
+
+    /// The medium emulator's directory, `/run/orchestrate/<name>/`.
+    pub fn runtime(&self) -> &Path {
+        &self.runtime
     }
 
     pub fn root(&self) -> &Path {
@@ -41,16 +62,16 @@ impl ClusterDir {
     }
     /// The medium emulator's configuration (segments, ports, nodes' host costs).
     pub fn medium_config(&self) -> PathBuf {
-        self.root.join("medium.json")
+        self.runtime.join("medium.json")
     }
     /// The medium emulator's control socket: statistics per segment (see
     /// `orchestrate_medium::realtime::control`). Present while the emulator runs.
     pub fn medium_socket(&self) -> PathBuf {
-        self.root.join("medium.sock")
+        self.runtime.join("medium.sock")
     }
     /// What the medium emulator prints (its errors, and its totals when it stops).
     pub fn medium_log(&self) -> PathBuf {
-        self.root.join("medium.log")
+        self.runtime.join("medium.log")
     }
     pub fn inventory(&self) -> PathBuf {
         self.root.join("inventory.toml")

@@ -16,9 +16,10 @@
 //!   `g`; with four segments or more, two such streams between disjoint segments each get `g`.
 //!
 //! On a segment the medium emulator carries (`emulation = "frames"`), also:
-//! - idle wire: the shortest ping round trip is at least two 98-byte frames' time on the wire
-//!   (176 µs at 10 Mbit/s): a lone frame spends its serialization time, which a token bucket
-//!   would not;
+//! - idle wire: the shortest ping round trip is at least the time its two 98-byte frames spend
+//!   on the wire (176 µs at 10 Mbit/s on a bus; twice that on a switched segment, where each
+//!   frame is stored and forwarded): a lone frame spends its serialization time, which a token
+//!   bucket would not;
 //! - shared segment, two pairs at once: the emulator counted collisions (four stations with
 //!   data and ACKs to send cannot all go without one on a CSMA/CD bus).
 //!
@@ -201,7 +202,11 @@ fn verify_segment(
         };
         if emulator.is_some() {
             out.push(retried(|| {
-                let (min_us, floor_us) = idle_wire(&stations[0], &stations[1], seg.rate_bps)?;
+                let hops = match seg.medium {
+                    Medium::Shared => 1,
+                    Medium::Switched => 2,
+                };
+                let (min_us, floor_us) = idle_wire(&stations[0], &stations[1], seg.rate_bps, hops)?;
                 Ok(check(
                     "idle wire",
                     vec![],
@@ -335,10 +340,11 @@ fn verify_switch(
 }
 
 /// The shortest of 20 ping round trips between two stations, and the least an Ethernet allows:
-/// two 98-byte frames (an 84-byte ICMP echo and its Ethernet header) on the wire, µs.
-fn idle_wire(from: &Station, to: &Station, rate_bps: u64) -> Result<(f64, f64)> {
+/// two 98-byte frames (an 84-byte ICMP echo and its Ethernet header) each serialized `hops`
+/// times, µs.
+fn idle_wire(from: &Station, to: &Station, rate_bps: u64, hops: u32) -> Result<(f64, f64)> {
     let clock = orchestrate_medium::time::WireClock::new(rate_bps);
-    let floor_us = 2.0 * clock.frame(98) as f64 / 1000.0;
+    let floor_us = f64::from(2 * hops) * clock.frame(98) as f64 / 1000.0;
     let cmd = ssh::command(
         from.host,
         &format!("pinging {} from {}", to.node, from.node),

@@ -60,8 +60,8 @@ impl Timer {
         self.fd.as_raw_fd()
     }
 
-    /// Fires at `at` (monotonic ns).
-    pub fn arm(&self, at: Nanos) {
+    /// Fires at `at` (monotonic ns). False when the kernel refused (the caller then polls).
+    pub fn arm(&self, at: Nanos) -> bool {
         let spec = libc::itimerspec {
             it_interval: libc::timespec {
                 tv_sec: 0,
@@ -79,8 +79,8 @@ impl Timer {
                 libc::TFD_TIMER_ABSTIME,
                 &raw const spec,
                 std::ptr::null_mut(),
-            )
-        };
+            ) == 0
+        }
     }
 
     /// Clears a fired timer.

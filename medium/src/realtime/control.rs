@@ -7,7 +7,7 @@
 //! starts a new one), `total` (since the emulator started), `ping`.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::Path;
 use std::time::Duration;
@@ -75,8 +75,35 @@ pub enum ControlError {
     },
 }
 
-/// Asks the emulator behind `socket`.
+/// The process id of the emulator behind `socket`, if one answers.
+pub fn ping(socket: &Path) -> Result<u32, ControlError> {
+    let answer = exchange(socket, Request::Ping)?;
+    answer
+        .trim()
+        .strip_prefix("pong ")
+        .and_then(|pid| pid.parse().ok())
+        .ok_or_else(|| ControlError::Answer {
+            request: Request::Ping.as_str(),
+            detail: answer,
+        })
+}
+
+/// Asks the emulator behind `socket` for statistics (`None` for `ping`, see [`ping`]).
 pub fn query(socket: &Path, request: Request) -> Result<Option<Snapshot>, ControlError> {
+    if request == Request::Ping {
+        ping(socket)?;
+        return Ok(None);
+    }
+    let answer = exchange(socket, request)?;
+    serde_json::from_str(&answer)
+        .map(Some)
+        .map_err(|e| ControlError::Answer {
+            request: request.as_str(),
+            detail: e.to_string(),
+        })
+}
+
+fn exchange(socket: &Path, request: Request) -> Result<String, ControlError> {
     let io = |source| ControlError::Io {
         path: socket.display().to_string(),
         source,
@@ -88,34 +115,30 @@ pub fn query(socket: &Path, request: Request) -> Result<Option<Snapshot>, Contro
         .map_err(io)?;
     let mut answer = String::new();
     s.read_to_string(&mut answer).map_err(io)?;
-    if request == Request::Ping {
-        return if answer.trim() == "pong" {
-            Ok(None)
-        } else {
-            Err(ControlError::Answer {
-                request: request.as_str(),
-                detail: answer,
-            })
-        };
-    }
-    serde_json::from_str(&answer)
-        .map(Some)
-        .map_err(|e| ControlError::Answer {
-            request: request.as_str(),
-            detail: e.to_string(),
-        })
+    Ok(answer)
 }
 
-/// Binds the control socket, readable and writable by the owner only.
+/// Binds the control socket, readable and writable by its owner only from the moment it
+/// exists (the process umask is narrowed around the bind, not the file chmod-ed after, which
+/// would follow a symlink put in its place).
 pub fn bind(socket: &Path) -> std::io::Result<UnixListener> {
-    match std::fs::remove_file(socket) {
-        Ok(()) => {}
+    match std::fs::symlink_metadata(socket) {
+        Ok(m) if m.file_type().is_socket() => std::fs::remove_file(socket)?,
+        Ok(_) => {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AlreadyExists,
+                format!("{} exists and is not a socket", socket.display()),
+            ));
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    let listener = UnixListener::bind(socket)?;
-    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(0o600))?;
-    Ok(listener)
+    // SAFETY: umask only changes this process's file creation mask; restored below.
+    let old = unsafe { libc::umask(0o177) };
+    let listener = UnixListener::bind(socket);
+    // SAFETY: as above.
+    unsafe { libc::umask(old) };
+    listener
 }
 
 /// Answers requests until the listener fails; `answer` builds the reply to each.
@@ -128,7 +151,7 @@ pub fn serve(listener: UnixListener, answer: impl Fn(Request) -> Snapshot) {
             continue;
         }
         let reply = match Request::parse(&line) {
-            Some(Request::Ping) => "pong".to_owned(),
+            Some(Request::Ping) => format!("pong {}", std::process::id()),
             Some(r) => serde_json::to_string(&answer(r)).expect("snapshots serialize"),
             None => format!("unknown request {:?}", line.trim()),
         };
@@ -145,6 +168,7 @@ mod tests {
         let dir = tempfile_dir();
         let path = dir.join("medium.sock");
         let listener = bind(&path).unwrap();
+        use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600);
         std::thread::spawn(move || {
@@ -157,6 +181,7 @@ mod tests {
                 realtime_priority: false,
             })
         });
+        assert_eq!(ping(&path).unwrap(), std::process::id());
         assert_eq!(query(&path, Request::Ping).unwrap(), None);
         let s = query(&path, Request::Interval).unwrap().unwrap();
         assert_eq!(s.hosts[0].node, "Interval");

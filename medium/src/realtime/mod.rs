@@ -198,6 +198,8 @@ impl Epoll {
 }
 
 const TIMER: u64 = u64::MAX;
+/// Frames read from one port before the others and the clock get their turn.
+const RECV_BATCH: usize = 32;
 const SIGNALS: u64 = u64::MAX - 1;
 /// How often the event thread publishes its statistics for the control socket.
 const PUBLISH_EVERY: Nanos = 5_000_000;
@@ -238,6 +240,18 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
         interval_hosts: vec![Default::default(); costly.len()],
         realtime_priority,
     }));
+    let mut engine: Engine<Vec<u8>> = Engine::new(config);
+    let timer = Timer::new()?;
+    let epoll = Epoll::new()?;
+    for (i, p) in ports.iter().enumerate() {
+        epoll.add(p.raw_fd(), i as u64)?;
+    }
+    epoll.add(timer.raw_fd(), TIMER)?;
+    {
+        use std::os::fd::AsRawFd;
+        epoll.add(signals.as_raw_fd(), SIGNALS)?;
+    }
+    // Ready (the control socket answers) only once everything above has worked.
     {
         let published = Arc::clone(&published);
         std::thread::Builder::new()
@@ -255,17 +269,6 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
             })?;
     }
 
-    let mut engine: Engine<Vec<u8>> = Engine::new(config);
-    let timer = Timer::new()?;
-    let epoll = Epoll::new()?;
-    for (i, p) in ports.iter().enumerate() {
-        epoll.add(p.raw_fd(), i as u64)?;
-    }
-    epoll.add(timer.raw_fd(), TIMER)?;
-    {
-        use std::os::fd::AsRawFd;
-        epoll.add(signals.as_raw_fd(), SIGNALS)?;
-    }
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; ports.len() + 2];
     let mut buf = Vec::new();
     let mut out: Vec<Output<Vec<u8>>> = Vec::new();
@@ -274,11 +277,19 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
     let mut send_errors = 0u64;
     loop {
         let now = monotonic();
+        // Spin only before a frame is due at a port: the segments' own decisions (who starts,
+        // when a collision ends) are computed from their exact times whenever they are made.
+        let delivery = engine.next_delivery();
         let timeout = match engine.next_deadline() {
-            Some(d) if d <= now + timing.spin_ns => 0,
+            Some(d) if d <= now => 0,
+            Some(d) if Some(d) == delivery && d <= now + timing.spin_ns => 0,
             Some(d) => {
-                timer.arm(d - timing.spin_ns);
-                -1
+                let wake = if Some(d) == delivery {
+                    d - timing.spin_ns
+                } else {
+                    d
+                };
+                if timer.arm(wake) { -1 } else { 1 }
             }
             None => 5,
         };
@@ -287,7 +298,7 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
             match ev.u64 {
                 TIMER => timer.drain(),
                 SIGNALS => {
-                    publish(&published, &engine, &mut lateness, &costly);
+                    let _ = std::fs::remove_file(socket);
                     if send_errors > 0 {
                         eprintln!("medium: {send_errors} frames could not be written to a port");
                     }
@@ -295,7 +306,9 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
                 }
                 i => {
                     let port = &ports[i as usize];
-                    loop {
+                    // A bounded batch per pass: a node flooding its port must not keep this
+                    // thread from delivering (epoll reports the port again).
+                    for _ in 0..RECV_BATCH {
                         match port.recv(&mut buf) {
                             Ok(Some(frame)) => engine.arrive(i as usize, frame, monotonic()),
                             Ok(None) => break,
@@ -320,20 +333,26 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
                 send_errors += 1;
             }
         }
-        if now - last_publish >= PUBLISH_EVERY {
-            publish(&published, &engine, &mut lateness, &costly);
+        if now - last_publish >= PUBLISH_EVERY
+            && publish(&published, &engine, &mut lateness, &costly)
+        {
             last_publish = now;
         }
     }
 }
 
+/// Hands the counters and the lateness seen since the last call to the control thread. Never
+/// waits for it: when the control thread holds the lock (answering a request), this returns
+/// false and the event thread tries again on a later pass.
 fn publish(
     published: &Mutex<Published>,
     engine: &Engine<Vec<u8>>,
     lateness: &mut [LatenessHistogram],
     costly: &[usize],
-) {
-    let mut p = published.lock().expect("stats lock");
+) -> bool {
+    let Ok(mut p) = published.try_lock() else {
+        return false;
+    };
     p.counters = engine.segment_counters();
     let hosts = engine.host_counters();
     p.hosts = costly.iter().map(|&i| hosts[i]).collect();
@@ -342,4 +361,5 @@ fn publish(
         p.interval_lateness[i].merge(h);
         h.clear();
     }
+    true
 }

@@ -22,6 +22,34 @@ pub struct Port {
     pub ifname: String,
 }
 
+/// Refuses anything but a free veth end: the emulator relays frames between its ports, so a
+/// config naming the host's own uplink or a bridge port must not be followed.
+fn check_port(ifname: &str) -> io::Result<()> {
+    let refuse = |why: &str| {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{ifname} {why}; the medium emulator only takes free veth ends"),
+        ))
+    };
+    if ifname.is_empty() || ifname.contains('/') || ifname.starts_with('.') {
+        return refuse("is not an interface name");
+    }
+    let sys = std::path::Path::new("/sys/class/net").join(ifname);
+    if sys.join("master").exists() {
+        return refuse("is enslaved to a bridge or bond");
+    }
+    let read = |f: &str| std::fs::read_to_string(sys.join(f)).map(|s| s.trim().to_owned());
+    // A veth end's iflink is its peer's index; a physical NIC's is its own.
+    match (read("ifindex"), read("iflink")) {
+        (Ok(index), Ok(link)) if index != link => Ok(()),
+        (Ok(_), Ok(_)) => refuse("is not one end of a veth pair"),
+        _ => Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("no interface {ifname}"),
+        )),
+    }
+}
+
 fn check(ret: libc::c_int, what: &str, ifname: &str) -> io::Result<libc::c_int> {
     if ret < 0 {
         let e = io::Error::last_os_error();
@@ -55,13 +83,16 @@ impl Port {
                 format!("no interface {ifname}"),
             ));
         }
+        check_port(ifname)?;
         let proto = (libc::ETH_P_ALL as u16).to_be();
+        // Protocol 0: the socket receives nothing until it is bound to the port below (with
+        // ETH_P_ALL it would see every host interface's frames in between).
         // SAFETY: plain socket creation; the result is checked.
         let raw = unsafe {
             libc::socket(
                 libc::AF_PACKET,
                 libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                libc::c_int::from(proto),
+                0,
             )
         };
         check(raw, "opening a packet socket", ifname)?;

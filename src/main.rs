@@ -598,6 +598,25 @@ fn cluster(action: ClusterCommand) -> anyhow::Result<ExitCode> {
                 st.networks,
                 st.ifbs.len()
             );
+            match &st.medium {
+                Some(m) if m.answering => println!(
+                    "medium emulator: pid {}, {} segment(s), {}, p99 lateness up to {:.1} µs",
+                    m.pid,
+                    m.segments,
+                    if m.realtime_priority {
+                        "SCHED_FIFO"
+                    } else {
+                        "SCHED_OTHER (expect lateness)"
+                    },
+                    m.worst_p99_lateness_us
+                ),
+                Some(m) => println!(
+                    "medium emulator: pid {} does NOT answer: frames on emulated segments are not \
+                     delivered; take the cluster down and up again",
+                    m.pid
+                ),
+                None => {}
+            }
             for m in &st.members {
                 println!(
                     "  {:<7} {:<12} {:<10} {:<16} {}",

@@ -34,6 +34,44 @@ pub struct Status {
     pub ifbs: Vec<String>,
     /// The wires the cluster was built with, if its state file is readable.
     pub wiring: Option<super::model::Wiring>,
+    /// The medium emulator, when the cluster has one.
+    pub medium: Option<MediumStatus>,
+}
+
+/// The medium emulator as `status` finds it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct MediumStatus {
+    pub pid: u32,
+    /// It answered on its control socket.
+    pub answering: bool,
+    pub realtime_priority: bool,
+    /// Segments it carries, and the worst p99 lateness among them since it started (µs).
+    pub segments: usize,
+    pub worst_p99_lateness_us: f64,
+}
+
+fn medium_status(dir: &ClusterDir, pid: u32) -> MediumStatus {
+    use orchestrate_medium::realtime::control::{Request, query};
+    match query(&dir.medium_socket(), Request::Total) {
+        Ok(Some(s)) => MediumStatus {
+            pid,
+            answering: true,
+            realtime_priority: s.realtime_priority,
+            segments: s.segments.len(),
+            worst_p99_lateness_us: s
+                .segments
+                .iter()
+                .map(|g| g.lateness.p99_us)
+                .fold(0.0, f64::max),
+        },
+        _ => MediumStatus {
+            pid,
+            answering: false,
+            realtime_priority: false,
+            segments: 0,
+            worst_p99_lateness_us: 0.0,
+        },
+    }
 }
 
 pub fn status(name: &ClusterName, state_dir: &Path) -> Result<Status> {
@@ -62,6 +100,10 @@ pub fn status(name: &ClusterName, state_dir: &Path) -> Result<Status> {
         directory: dir.root().to_owned(),
         topology: state.as_ref().map(|s| s.wiring.topology.clone()),
         wiring: state.as_ref().map(|s| s.wiring.clone()),
+        medium: state
+            .as_ref()
+            .and_then(|s| s.medium_pid)
+            .map(|pid| medium_status(&dir, pid)),
         source: state.as_ref().map(|s| s.source.clone()),
         image: state.as_ref().map(|s| s.image.clone()),
         members,

@@ -285,10 +285,13 @@ fn against_model(s: &mut String, report: &Report, media: &MediaReport) {
         s,
         "## Measured against the model\n\n\
          The analytic model (`orchestrate plan` prints it per placement) predicts each token-test \
-         cell's aggregate throughput from the wires alone: shared-bus capacity, Ethernet, IP and \
-         TCP framing per token size (acknowledgements included), store-and-forward hops and a \
-         fixed cost per hop, bonding as striping over the slaves. Measured is the {} over \
-         repetitions; a cell more than ±{tol} from the model gets the likely cause.\n\n",
+         cell's aggregate throughput from what the emulated machine does: every frame's time on \
+         each wire it crosses (Ethernet, IP and TCP framing per token size, acknowledgements \
+         included, an idle wire too), store and forward at switches, shared-bus capacity with \
+         CSMA/CD's efficiency (from the medium's own simulation), the nodes' host costs per frame \
+         sent, received and forwarded, a fixed cost per hop for the nodes' own stacks, and \
+         bonding as striping over the slaves. Measured is the {} over repetitions; a cell more \
+         than ±{tol} from the model gets the likely cause.\n\n",
         report.statistic.as_str()
     );
     let count = |single: bool| {

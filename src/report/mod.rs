@@ -97,6 +97,15 @@ pub struct ReportOptions<'a> {
 
 /// Builds the report of one run without writing anything.
 pub fn build(run: &RunDir, opts: &ReportOptions<'_>) -> Result<Report, ReportError> {
+    build_with(run, opts, &media::load(run)?)
+}
+
+/// [`build`] with the run's medium statistics already loaded.
+fn build_with(
+    run: &RunDir,
+    opts: &ReportOptions<'_>,
+    media: &media::MediaReport,
+) -> Result<Report, ReportError> {
     let one = load_run(run, None, opts)?;
     let statistic = opts
         .statistic
@@ -123,7 +132,7 @@ pub fn build(run: &RunDir, opts: &ReportOptions<'_>) -> Result<Report, ReportErr
     let findings = findings::findings(&comparison, &one.failures, statistic);
     let predictions = opts.model.map(|m| m.predictions()).unwrap_or_default();
     let model = predicted::rows(&one.cells, &predictions, statistic);
-    let paper = paper::against_reschke96(&one.cells, &model, statistic);
+    let paper = paper::against_reschke96(&one.cells, &model, media, statistic);
     let topologies = if one.info.manifest.topologies.is_empty() {
         let mut t: Vec<String> = one
             .cells
@@ -154,8 +163,8 @@ pub fn build(run: &RunDir, opts: &ReportOptions<'_>) -> Result<Report, ReportErr
 pub fn report_run(dir: &Path, opts: &ReportOptions<'_>) -> Result<Vec<PathBuf>, ReportError> {
     let run = RunDir::new(dir);
     let exporters = export::standard(opts.png)?;
-    let report = build(&run, opts)?;
     let media = media::load(&run)?;
+    let report = build_with(&run, opts, &media)?;
     export::write_all(dir, &report, &media, &exporters)
 }
 

@@ -133,6 +133,12 @@ fn likely_cause(r: &ModelRow, token_bucket: bool) -> &'static str {
             "one pair alternates directions on the wire: each token waits for the last one's \
              acknowledgement, leaving the wire idle between turns"
         }
+        (b, false) if b.starts_with("segment") && r.key.pairs > 1 && !token_bucket => {
+            "above a busy bus's capacity: CSMA/CD serves the pairs unevenly (a station that wins \
+             keeps winning), so they finish at different times, and the aggregate over the window \
+             in which all pairs ran counts the slower ones at their average over their whole run, \
+             which includes the time after the faster ones had finished and left them the wire"
+        }
         (_, false) if r.key.size_bytes < 1024 && token_bucket => {
             "above the model with small frames: the emulated bus (tbf) charges a frame's length \
              from the Ethernet header on, while a real 10 Mbit/s wire also spends preamble, \

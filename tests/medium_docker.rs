@@ -1,4 +1,4 @@
-//! The medium emulator in real time, on an eight-node 10 Mbit/s bus of the virtual cluster,
+//! The medium emulator in real time, on a sixteen-node 10 Mbit/s bus of the virtual cluster,
 //! through `orchestrate run`: one TCP stream gets what Ethernet gives (9.0–9.5 Mbit/s), a
 //! 64-byte token spends its frames' serialization time on an idle wire and comes within ±15%
 //! of the analytic model, and seven saturating pairs collide and carry what the simulated MAC
@@ -14,10 +14,10 @@ use orchestrate_medium::sim::{Saturation, saturate};
 use orchestrate_medium::time::WireClock;
 
 const TOPOLOGY: &str = r#"
-name = "md-bus8"
+name = "md-bus16"
 [generator]
 kind = "single"
-nodes = 8
+nodes = 16
 rate = "10mbit"
 medium = "shared"
 "#;
@@ -25,7 +25,7 @@ medium = "shared"
 const EXPERIMENT: &str = r#"
 name = "md"
 seed = 3
-topologies = ["md-bus8.toml"]
+topologies = ["md-bus16.toml"]
 
 [[workload]]
 pattern = "stream"
@@ -67,7 +67,7 @@ fn run_dir(out: &Path) -> PathBuf {
 fn docker_the_emulated_bus_times_frames_like_a_10_mbit_ethernet() {
     require_docker!();
     let tmp = tempfile::tempdir().unwrap();
-    std::fs::write(tmp.path().join("md-bus8.toml"), TOPOLOGY).unwrap();
+    std::fs::write(tmp.path().join("md-bus16.toml"), TOPOLOGY).unwrap();
     std::fs::write(tmp.path().join("md.toml"), EXPERIMENT).unwrap();
     let out = tmp.path().join("out");
     let state = tmp.path().join("state");
@@ -95,6 +95,7 @@ fn docker_the_emulated_bus_times_frames_like_a_10_mbit_ethernet() {
         .map(|r| f(r, "throughput_mbit_s"))
         .collect();
     assert!(!stream.is_empty(), "no stream record");
+    eprintln!("one stream: {stream:?} Mbit/s");
     for g in &stream {
         assert!((9.0..=9.5).contains(g), "one stream: {g:.2} Mbit/s");
     }
@@ -119,6 +120,7 @@ fn docker_the_emulated_bus_times_frames_like_a_10_mbit_ethernet() {
         .find(|l| l.contains(",1,64,"))
         .unwrap_or_else(|| panic!("no model row for the token: {model}"));
     let ratio: f64 = row.split(',').nth(8).unwrap().parse().unwrap();
+    eprintln!("64-byte token: one way {latency:?} µs, measured/model {ratio}");
     assert!(
         (0.85..=1.15).contains(&ratio),
         "token measured/model {ratio}: {row}"

@@ -149,7 +149,7 @@ fn init_logging(verbose: u8, quiet: bool) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(orchestrate::runner::LogWriter)
         .without_time()
         .init();
 }

@@ -13,6 +13,7 @@ mod drawings;
 mod media;
 mod nodes;
 mod point;
+mod progress;
 mod rundir;
 
 use std::collections::BTreeMap;
@@ -31,6 +32,7 @@ use crate::topology::Topology;
 
 pub use agent::Agent;
 pub use drawings::{RunDrawings, RunModel};
+pub use progress::LogWriter;
 pub use rundir::{Ledger, RunWriter, read_ledger};
 
 /// Where scripts keep their ledger on the nodes.
@@ -146,8 +148,7 @@ pub async fn run(
         skipped: done.len(),
         stopped: None,
     };
-    let total = plan.points.len();
-    let started = Instant::now();
+    let progress = progress::Progress::start(plan.points.len(), summary.skipped);
 
     for config in &plan.configurations {
         let todo: Vec<&plan::Point> = plan
@@ -174,8 +175,7 @@ pub async fn run(
             &mut writer,
             &mut manifest,
             &mut summary,
-            total,
-            started,
+            &progress,
             &mut interrupted,
         )
         .await;
@@ -198,12 +198,13 @@ pub async fn run(
                     .unwrap_or_default(),
             );
             writer.log(&msg);
-            eprintln!("warning: {msg}");
+            progress.say(&format!("warning: {msg}"));
         }
         if summary.stopped.is_some() {
             break;
         }
     }
+    drop(progress);
 
     manifest.finished_unix_ns = Some(agent::now_ns());
     write_manifest(&writer, &manifest)?;
@@ -322,8 +323,7 @@ async fn run_configuration(
     writer: &mut RunWriter,
     manifest: &mut Manifest,
     summary: &mut Summary,
-    total: usize,
-    started: Instant,
+    progress: &progress::Progress,
     interrupted: &mut watch::Receiver<bool>,
 ) -> anyhow::Result<()> {
     let t = &config.topology;
@@ -460,8 +460,7 @@ async fn run_configuration(
             opts,
             writer,
             summary,
-            total,
-            started,
+            progress,
             interrupted,
             bond_driver,
             nodes.medium_socket.as_deref(),
@@ -497,7 +496,7 @@ async fn run_configuration(
             teardown_errors.join("\n  ")
         );
         writer.log(&msg);
-        eprintln!("{msg}");
+        progress.say(&msg);
     }
     outcome
 }
@@ -534,8 +533,7 @@ async fn measure(
     opts: &RunOptions,
     writer: &mut RunWriter,
     summary: &mut Summary,
-    total: usize,
-    started: Instant,
+    progress: &progress::Progress,
     interrupted: &mut watch::Receiver<bool>,
     bond_driver: Option<BondDriver>,
     medium_socket: Option<&Path>,
@@ -612,7 +610,7 @@ async fn measure(
                         p.id
                     );
                     writer.log(&msg);
-                    eprintln!("warning: {msg}");
+                    progress.say(&format!("warning: {msg}"));
                 }
             }
             writer.append_point(&outcome.records, &outcome.row)?;
@@ -623,6 +621,7 @@ async fn measure(
                 summary.failed += 1;
             }
             let done = summary.ok + summary.failed + summary.skipped;
+            let total = progress.total();
             let line = format!(
                 "[{done}/{total}] point {} {} {} {}x{} {}B rep {}: {} in {:.1}s (elapsed {})",
                 p.id,
@@ -634,9 +633,9 @@ async fn measure(
                 p.rep,
                 outcome.row.error.as_deref().unwrap_or("ok"),
                 t0.elapsed().as_secs_f64(),
-                plan::render::human(started.elapsed())
+                plan::render::human(progress.elapsed())
             );
-            eprintln!("{line}");
+            progress.point_done(&line);
             writer.log(&line);
             if !ok && opts.on_error == OnError::Stop {
                 summary.stopped = Some(format!("point {} failed: {}", p.id, outcome.row.error.unwrap_or_default()));

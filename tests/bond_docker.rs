@@ -76,18 +76,9 @@ impl Setup {
     }
 }
 
-fn lines(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// The client records of one topology's points at `pairs` pairs.
 fn client_records(dir: &Path, topology: &str, pairs: u64) -> Vec<serde_json::Value> {
-    lines(&dir.join("records.jsonl"))
+    support::jsonl(&dir.join("records.jsonl"))
         .into_iter()
         .filter(|r| r["topology"] == topology && r["pairs"] == pairs && r["role"] == "client")
         .collect()
@@ -169,7 +160,7 @@ statistic = "best"
         eprintln!("balance-xor per-flow check skipped: bonds used the {driver} driver");
         return;
     }
-    let bonds: Vec<serde_json::Value> = lines(&dir.join("bonds.jsonl"))
+    let bonds: Vec<serde_json::Value> = support::jsonl(&dir.join("bonds.jsonl"))
         .into_iter()
         .filter(|b| b["topology"] == "xor")
         .collect();
@@ -250,7 +241,7 @@ repetitions = 1
     let dir = s.run();
     let (slave, failed_at) = fault.join().expect("the fault was injected");
 
-    let stream: Vec<serde_json::Value> = lines(&dir.join("records.jsonl"))
+    let stream: Vec<serde_json::Value> = support::jsonl(&dir.join("records.jsonl"))
         .into_iter()
         .filter(|r| r["role"] == "client" && r["pattern"] == "stream")
         .collect();
@@ -274,7 +265,7 @@ repetitions = 1
     assert!(gap_us < 1e6, "longest pause {gap_us} µs");
 
     if r["bond_driver"] == "userspace" {
-        let bonds = lines(&dir.join("bonds.jsonl"));
+        let bonds = support::jsonl(&dir.join("bonds.jsonl"));
         let n01 = bonds
             .iter()
             .find(|b| b["node"] == "n01")

@@ -46,14 +46,6 @@ repetitions = 2
 statistic = "best"
 "#;
 
-fn lines(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 fn run_dir(out: &Path) -> PathBuf {
     std::fs::read_dir(out.join("md"))
         .unwrap()
@@ -81,8 +73,8 @@ fn docker_the_emulated_bus_times_frames_like_a_10_mbit_ethernet() {
     ]);
     assert!(run.status.success(), "the run failed");
     let dir = run_dir(&out);
-    let records = lines(&dir.join("records.jsonl"));
-    let media = lines(&dir.join("media.jsonl"));
+    let records = support::jsonl(&dir.join("records.jsonl"));
+    let media = support::jsonl(&dir.join("media.jsonl"));
     let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
     let is = |v: &serde_json::Value, pattern: &str, pairs: u64, role: &str| {
         v["pattern"] == pattern && v["pairs"] == pairs && v["role"] == role

@@ -148,6 +148,16 @@ pub fn ssh(host: &orchestrate::vcluster::Host, remote: &str) -> Output {
         .expect("ssh runs")
 }
 
+/// The JSON lines of a run file (records.jsonl, media.jsonl, ...); the file must exist.
+pub fn jsonl(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
 /// Everything on the host a cluster could leave behind.
 pub fn host_snapshot() -> Vec<String> {
     let run = |prog: &str, args: &[&str]| -> String {

@@ -71,7 +71,10 @@ pub struct Engine<F> {
     stations: Vec<Vec<usize>>,
     hosts: Vec<HostCpu>,
     own_ipv4: Vec<Vec<[u8; 4]>>,
-    jobs: BinaryHeap<Reverse<Job<F>>>,
+    /// Frames waiting for a node's CPU, by when it is done with them: on their way into a
+    /// MAC, and on their way out of a port (kept apart so the next delivery is a peek).
+    to_mac: BinaryHeap<Reverse<Job<F>>>,
+    to_port: BinaryHeap<Reverse<Job<F>>>,
     seq: u64,
 }
 
@@ -122,7 +125,8 @@ impl<F: Frame> Engine<F> {
             stations,
             hosts: config.nodes.iter().map(|n| HostCpu::new(n.costs)).collect(),
             own_ipv4: config.nodes.iter().map(|n| n.ipv4.clone()).collect(),
-            jobs: BinaryHeap::new(),
+            to_mac: BinaryHeap::new(),
+            to_port: BinaryHeap::new(),
             seq: 0,
         }
     }
@@ -142,7 +146,11 @@ impl<F: Frame> Engine<F> {
 
     fn schedule(&mut self, at: Nanos, step: Step, port: usize, frame: F) {
         self.seq += 1;
-        self.jobs.push(Reverse(Job {
+        let heap = match step {
+            Step::ToMac => &mut self.to_mac,
+            Step::ToPort => &mut self.to_port,
+        };
+        heap.push(Reverse(Job {
             at,
             seq: self.seq,
             step,
@@ -175,9 +183,20 @@ impl<F: Frame> Engine<F> {
         self.segments[place.segment].enqueue(place.station, frame, at);
     }
 
+    /// The heap holding the earliest job (in scheduling order on a tie), and its time.
+    fn next_job(&self) -> Option<(Nanos, Step)> {
+        let key = |h: &BinaryHeap<Reverse<Job<F>>>| h.peek().map(|Reverse(j)| (j.at, j.seq));
+        match (key(&self.to_mac), key(&self.to_port)) {
+            (Some(m), Some(p)) if p < m => Some((p.0, Step::ToPort)),
+            (Some(m), _) => Some((m.0, Step::ToMac)),
+            (None, Some(p)) => Some((p.0, Step::ToPort)),
+            (None, None) => None,
+        }
+    }
+
     /// When something next happens, if anything is pending.
     pub fn next_deadline(&self) -> Option<Nanos> {
-        let job = self.jobs.peek().map(|Reverse(j)| j.at);
+        let job = self.next_job().map(|(at, _)| at);
         let seg = self.segments.iter().filter_map(Segment::next_event).min();
         match (job, seg) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -188,12 +207,7 @@ impl<F: Frame> Engine<F> {
     /// When a frame is next due at a port (the moments whose timing a node sees; the
     /// segments' own decisions in between need not be punctual).
     pub fn next_delivery(&self) -> Option<Nanos> {
-        let job = self
-            .jobs
-            .iter()
-            .filter(|Reverse(j)| j.step == Step::ToPort)
-            .map(|Reverse(j)| j.at)
-            .min();
+        let job = self.to_port.peek().map(|Reverse(j)| j.at);
         let seg = self
             .segments
             .iter()
@@ -209,7 +223,7 @@ impl<F: Frame> Engine<F> {
     pub fn advance(&mut self, now: Nanos, out: &mut Vec<Output<F>>) {
         let mut delivered = Vec::new();
         loop {
-            let job = self.jobs.peek().map(|Reverse(j)| j.at);
+            let job = self.next_job();
             let seg = self
                 .segments
                 .iter()
@@ -219,8 +233,12 @@ impl<F: Frame> Engine<F> {
             match (job, seg) {
                 // A job at the same time as a segment's event goes first: a frame that is
                 // ready at t takes part in what the segment decides at t.
-                (Some(j), s) if j <= now && s.is_none_or(|(t, _)| j <= t) => {
-                    let Reverse(job) = self.jobs.pop().expect("peeked");
+                (Some((j, step)), s) if j <= now && s.is_none_or(|(t, _)| j <= t) => {
+                    let heap = match step {
+                        Step::ToMac => &mut self.to_mac,
+                        Step::ToPort => &mut self.to_port,
+                    };
+                    let Reverse(job) = heap.pop().expect("peeked");
                     self.run_job(job, out);
                 }
                 (_, Some((t, i))) if t <= now => {
@@ -336,6 +354,15 @@ mod tests {
         let mut out = Vec::new();
         // n0 -> n1 (own traffic): send cost, wire, receive cost.
         e.arrive(0, frame(0xff, 1, [10, 0, 0, 1]), 0);
+        // In the sender's CPU: something happens then, but nothing reaches a port yet.
+        assert_eq!(e.next_deadline(), Some(100_000));
+        assert_eq!(e.next_delivery(), None);
+        e.advance(100_000, &mut out);
+        // On the wire: its last bit is the next delivery.
+        assert_eq!(e.next_delivery(), Some(100_000 + 57_600));
+        e.advance(100_000 + 57_600, &mut out);
+        // In the receiver's CPU: out of its port after the receive cost.
+        assert_eq!(e.next_delivery(), Some(100_000 + 57_600 + 50_000));
         e.advance(1_000_000, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!((out[0].port, out[0].due), (1, 100_000 + 57_600 + 50_000));

@@ -33,6 +33,19 @@ pub struct HostCounters {
     pub busy_ns: u64,
 }
 
+impl HostCounters {
+    /// What happened since `earlier`, a snapshot of the same node.
+    pub fn since(&self, earlier: &HostCounters) -> HostCounters {
+        HostCounters {
+            sent: self.sent - earlier.sent,
+            received: self.received - earlier.received,
+            forwarded: self.forwarded - earlier.forwarded,
+            backlog_drops: self.backlog_drops - earlier.backlog_drops,
+            busy_ns: self.busy_ns - earlier.busy_ns,
+        }
+    }
+}
+
 /// The most frames waiting for one node's CPU (the kernel's input backlog).
 pub const BACKLOG_LIMIT: usize = 1000;
 

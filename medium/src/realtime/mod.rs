@@ -90,15 +90,10 @@ impl Published {
             .iter()
             .enumerate()
             .map(|(i, node)| {
-                let mut c = self.hosts[i];
-                if base.is_some() {
-                    let b = self.interval_hosts[i];
-                    c.sent -= b.sent;
-                    c.received -= b.received;
-                    c.forwarded -= b.forwarded;
-                    c.backlog_drops -= b.backlog_drops;
-                    c.busy_ns -= b.busy_ns;
-                }
+                let c = match base {
+                    Some(_) => self.hosts[i].since(&self.interval_hosts[i]),
+                    None => self.hosts[i],
+                };
                 HostReport {
                     node: node.clone(),
                     counters: c,

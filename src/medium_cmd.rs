@@ -40,7 +40,7 @@ pub struct SimulateArgs {
     /// Numbers of saturated stations.
     #[arg(long, value_delimiter = ',', default_value = "1,2,4,8,16,24")]
     stations: Vec<usize>,
-    /// Frame lengths on the wire, FCS included (64 to 1518; 1536 is Boggs et al.'s long
+    /// Frame lengths on the wire, FCS included, 64 to 1536 bytes (1536 is Boggs et al.'s long
     /// packet). Each size is its own run.
     #[arg(long, value_delimiter = ',', default_value = "64,1536")]
     frames: Vec<u32>,
@@ -50,6 +50,7 @@ pub struct SimulateArgs {
     /// Simulated seconds per run.
     #[arg(long, default_value_t = 10.0)]
     seconds: f64,
+    /// Seeds the stations' backoff draws: the same seed gives the same run.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Print the results as JSON lines.
@@ -82,6 +83,9 @@ pub fn run(cmd: MediumCommand) -> anyhow::Result<ExitCode> {
 fn simulate(a: &SimulateArgs) -> anyhow::Result<ExitCode> {
     if let Some(bad) = a.frames.iter().find(|&&f| !(64..=1536).contains(&f)) {
         anyhow::bail!("--frames: {bad} is not an Ethernet frame length (64 to 1536 bytes)");
+    }
+    if a.rate < 8_000 {
+        anyhow::bail!("--rate: {} bit/s is below 8 kbit/s", a.rate);
     }
     if a.stations.contains(&0) {
         anyhow::bail!("--stations: a segment needs at least one station");

@@ -7,8 +7,12 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+use orchestrate::remote::{InventoryFile, NodeSource};
+use orchestrate::results::RunDir;
+use orchestrate::runner::{OpenRun, RunStart};
 use orchestrate::spec::{NodeName, SpecErrors};
-use orchestrate::{plan, topology};
+use orchestrate::vcluster::VirtualClusters;
+use orchestrate::{plan, topology, vcluster};
 
 /// Declarative experiments for interconnect topology studies.
 ///
@@ -208,7 +212,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             if dry_run {
                 let path = match (&experiment, &resume) {
                     (Some(e), _) => e.clone(),
-                    (None, Some(dir)) => dir.join("experiment.toml"),
+                    (None, Some(dir)) => RunDir::new(dir).experiment_toml(),
                     (None, None) => unreachable!("clap requires one"),
                 };
                 return run(Command::Plan {
@@ -218,13 +222,20 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                     graph: None,
                 });
             }
+            let start = match (&experiment, &resume) {
+                (_, Some(dir)) => RunStart::Resume(dir),
+                (Some(e), None) => RunStart::New {
+                    experiment: e,
+                    out_root: &out,
+                },
+                (None, None) => unreachable!("clap requires one"),
+            };
+            let open = OpenRun::open(start)?;
+            let source = node_source(&open.experiment, state_dir, keep_cluster);
             let opts = orchestrate::runner::RunOptions {
-                out_root: out,
-                state_dir,
-                keep_cluster,
                 on_error,
                 port,
-                worker,
+                worker: orchestrate::vcluster::locate_worker(worker.as_deref())?,
             };
             let rt = tokio::runtime::Runtime::new()?;
             let summary = rt.block_on(async {
@@ -235,7 +246,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                         let _ = tx.send(true);
                     }
                 });
-                orchestrate::runner::run(experiment.as_deref(), resume.as_deref(), &opts, rx).await
+                orchestrate::runner::run(open, &*source, &opts, rx).await
             })?;
             eprintln!(
                 "{} point(s) ok, {} failed, {} done before; results in {}",
@@ -264,8 +275,19 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             })
         }
         Command::Teardown { run_dir } => {
+            let source = match plan::load(&RunDir::new(&run_dir).experiment_toml()) {
+                Ok(e) => node_source(&e, vcluster::DEFAULT_STATE_DIR.into(), true),
+                // Without the experiment: of the sources, only virtual clusters own their nodes.
+                Err(_) => Box::new(VirtualClusters {
+                    state_dir: vcluster::DEFAULT_STATE_DIR.into(),
+                    keep: true,
+                    source: run_dir.clone(),
+                }),
+            };
             let rt = tokio::runtime::Runtime::new()?;
-            rt.block_on(orchestrate::runner::teardown_from_ledger(&run_dir))?;
+            rt.block_on(orchestrate::runner::teardown_from_ledger(
+                &run_dir, &*source,
+            ))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Medium { action } => medium_cmd::run(action),
@@ -285,6 +307,21 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// Where an experiment's nodes come from: its inventory's machines, or virtual clusters
+/// under `state_dir` (left up at the end when `keep`).
+fn node_source(e: &plan::Experiment, state_dir: PathBuf, keep: bool) -> Box<dyn NodeSource> {
+    match &e.cluster {
+        plan::experiment::Cluster::Inventory { path } => {
+            Box::new(InventoryFile { path: path.clone() })
+        }
+        plan::experiment::Cluster::Docker => Box::new(VirtualClusters {
+            state_dir,
+            keep,
+            source: e.path.clone(),
+        }),
     }
 }
 

@@ -1,9 +1,11 @@
-//! Reaching nodes: the inventory of which machine plays which node, and SSH sessions to them.
-//! Nothing here knows whether a node is a container or a machine in a rack.
+//! Reaching nodes: the inventory of which machine plays which node, where a configuration's
+//! nodes come from, and SSH sessions to them. Nothing here knows whether a node is a container
+//! or a machine in a rack.
 
 pub mod inventory;
+pub mod session;
+pub mod source;
 
 pub use inventory::{Host, Inventory};
-pub mod session;
-
 pub use session::{Channel, Cluster, ConnectOptions, Output, RemoteError};
+pub use source::{InventoryFile, MediumFiles, NodeSource, Nodes};

@@ -22,7 +22,7 @@ pub struct ReportArgs {
     pub out: PathBuf,
 
     /// Headline statistic (default: the run's, else median).
-    #[arg(long, value_parser = parse_statistic)]
+    #[arg(long, value_enum)]
     pub statistic: Option<Statistic>,
 
     /// Baseline topology (default: the run's).
@@ -41,15 +41,6 @@ pub struct ReportArgs {
     /// Print the written files as JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-fn parse_statistic(s: &str) -> Result<Statistic, String> {
-    match s {
-        "best" => Ok(Statistic::Best),
-        "median" => Ok(Statistic::Median),
-        "mean" => Ok(Statistic::Mean),
-        _ => Err(format!("expected best, median or mean, not {s:?}")),
-    }
 }
 
 fn parse_netpipe(s: &str) -> Result<NetpipeSource, String> {

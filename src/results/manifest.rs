@@ -6,29 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::schema::BondDriver;
-
-/// The statistic a run reports as its headline figure.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[serde(rename_all = "lowercase")]
-pub enum Statistic {
-    /// Best of the repetitions, as the 1996 study reported.
-    Best,
-    /// Median of the repetitions, with a distribution-free 95% confidence interval.
-    #[default]
-    Median,
-    /// Arithmetic mean of the repetitions.
-    Mean,
-}
-
-impl Statistic {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Best => "best",
-            Self::Median => "median",
-            Self::Mean => "mean",
-        }
-    }
-}
+use crate::spec::experiment::Statistic;
 
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
 pub struct ToolInfo {

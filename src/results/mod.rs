@@ -64,8 +64,9 @@ pub mod schema;
 mod store;
 pub mod synthetic;
 
+pub use crate::spec::experiment::Statistic;
 pub use error::ResultsError;
-pub use manifest::{Manifest, Statistic, ToolInfo};
+pub use manifest::{Manifest, ToolInfo};
 pub use media::{HostRow, HostStats, MediaContext, MediaRow, MediaTotal, SegmentStats};
 pub use run_dir::RunDir;
 pub use schema::{BondDriver, Placement, PointRow, PointStatus, RecordRow};

@@ -4,11 +4,11 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use polars::prelude::*;
+use polars::prelude::DataFrame;
 
 use super::media::{self, HostRow, MediaRow, MediaTotal};
 use super::schema::PointRow;
-use super::{Manifest, ResultsError, store};
+use super::{Manifest, ResultsError};
 
 /// A run directory (see the [module docs](super) for its files).
 #[derive(Debug, Clone)]
@@ -25,6 +25,52 @@ impl RunDir {
         &self.root
     }
 
+    /// The experiment as it ran, with its topologies pointing at the copies beside it.
+    pub fn experiment_toml(&self) -> PathBuf {
+        self.root.join("experiment.toml")
+    }
+    /// Where the run keeps copies of its topologies.
+    pub fn topologies_dir(&self) -> PathBuf {
+        self.root.join("topologies")
+    }
+    /// The copy of topology `name`, as `experiment.toml` refers to it (relative to the run).
+    pub fn topology_relative(name: &str) -> String {
+        format!("topologies/{name}.toml")
+    }
+    /// The copy of topology `name`.
+    pub fn topology_toml(&self, name: &str) -> PathBuf {
+        self.root.join(Self::topology_relative(name))
+    }
+    pub fn plan_json(&self) -> PathBuf {
+        self.root.join("plan.json")
+    }
+    /// Where configuration `id` (of topology `topology`) keeps its nodes' scripts.
+    pub fn scripts_dir(&self, id: usize, topology: &str) -> PathBuf {
+        self.root.join("scripts").join(format!("{id}-{topology}"))
+    }
+    /// A node's apply script within a configuration's [`scripts_dir`](Self::scripts_dir).
+    pub fn apply_script(scripts: &Path, node: &str) -> PathBuf {
+        scripts.join(format!("{node}.apply.sh"))
+    }
+    /// A node's teardown script within a configuration's [`scripts_dir`](Self::scripts_dir).
+    pub fn teardown_script(scripts: &Path, node: &str) -> PathBuf {
+        scripts.join(format!("{node}.teardown.sh"))
+    }
+    /// The controller's ledger of nodes that may still hold a configuration.
+    pub fn ledger_json(&self) -> PathBuf {
+        self.root.join("ledger.json")
+    }
+    /// Where the ledger is written before it is renamed into place.
+    pub fn ledger_part(&self) -> PathBuf {
+        self.root.join("ledger.json.part")
+    }
+    /// The run's log: one time-stamped line per event.
+    pub fn run_log(&self) -> PathBuf {
+        self.root.join("run.log")
+    }
+    pub fn bonds_jsonl(&self) -> PathBuf {
+        self.root.join("bonds.jsonl")
+    }
     pub fn manifest_path(&self) -> PathBuf {
         self.root.join("manifest.json")
     }
@@ -112,32 +158,5 @@ impl RunDir {
             );
         }
         Ok(rows)
-    }
-
-    /// Makes sure `records.parquet` reflects `records.jsonl`, converting when the Parquet file
-    /// is missing or older. Returns whether it converted.
-    pub fn ensure_store(&self) -> Result<bool, ResultsError> {
-        let jsonl = self.records_jsonl();
-        let parquet = self.records_parquet();
-        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-        match (modified(&jsonl), modified(&parquet)) {
-            (None, None) => Err(ResultsError::NoRecords {
-                path: self.root.clone(),
-            }),
-            (Some(src), Some(dst)) if dst >= src => Ok(false),
-            (None, Some(_)) => Ok(false),
-            (Some(_), _) => store::ingest(self).map(|_| true),
-        }
-    }
-
-    /// All records as a lazy Polars frame over `records.parquet`, converting first if needed.
-    pub fn scan_records(&self) -> Result<LazyFrame, ResultsError> {
-        self.ensure_store()?;
-        let path = self.records_parquet();
-        let path = path.to_string_lossy();
-        Ok(LazyFrame::scan_parquet(
-            path.as_ref().into(),
-            ScanArgsParquet::default(),
-        )?)
     }
 }

@@ -10,6 +10,7 @@ use orchestrate_worker::record::{Pattern, Protocol, Record, Role};
 
 use crate::plan::experiment::{Amount, Workload};
 use crate::plan::sweep::{PlacementEntry, Point};
+use crate::plan::{Configuration, Experiment};
 use crate::results::{BondDriver, Placement, PointRow, PointStatus, RecordRow};
 use crate::spec::NodeName;
 use crate::spec::experiment::{PatternKind, PlacementKind, ProtocolKind};
@@ -96,20 +97,23 @@ struct Running<'a> {
     task: Task,
 }
 
+/// What every point of a configuration shares: its nodes' agents with their clock offsets,
+/// the servers' port, and the bond driver that carries the configuration's bonds.
+pub struct PointContext<'a> {
+    pub exp: &'a Experiment,
+    pub config: &'a Configuration,
+    pub agents: &'a BTreeMap<NodeName, Agent>,
+    /// Each node's wall clock minus the controller's, in ns.
+    pub offsets: &'a BTreeMap<NodeName, i64>,
+    pub port: u16,
+    pub bond_driver: Option<BondDriver>,
+}
+
 /// Runs `point`. Never returns an error: a failure is an outcome, with the node and cause.
 /// `medium`, when given, is asked for its statistics just before the clients are released
 /// and right after the last one exits.
-#[allow(clippy::too_many_arguments)]
-pub async fn run(
-    point: &Point,
-    entry: &PlacementEntry,
-    w: &Workload,
-    agents: &BTreeMap<NodeName, Agent>,
-    port: u16,
-    offsets: &BTreeMap<NodeName, i64>,
-    bond_driver: Option<BondDriver>,
-    medium: Option<&mut Sampler>,
-) -> Outcome {
+pub async fn run(ctx: &PointContext<'_>, point: &Point, medium: Option<&mut Sampler>) -> Outcome {
+    let entry = &ctx.config.placements[point.placement_entry];
     let mut row = PointRow {
         point: point.id as u32,
         topology: point.topology.to_string(),
@@ -130,7 +134,7 @@ pub async fn run(
         skew_ns: None,
     };
     let mut records = Vec::new();
-    let result = measure(point, entry, w, agents, port, &mut records, medium).await;
+    let result = measure(ctx, point, &mut records, medium).await;
     if let Err(e) = result {
         row.status = PointStatus::Failed;
         row.error = Some(e);
@@ -143,7 +147,7 @@ pub async fn run(
                 point: point.id as u32,
                 topology: point.topology.to_string(),
                 bonding: point.bonding.clone(),
-                bond_driver,
+                bond_driver: ctx.bond_driver,
                 placement: row.placement,
                 pairs: point.pairs,
                 pair: pair as u32,
@@ -163,8 +167,25 @@ pub async fn run(
                 .map(|e| format!("{} -> {}: {e}", r.client_node, r.server_node))
         });
     }
-    // The window in which every pair was measuring, on the controller's clock: each client's
-    // stamps corrected by its node's offset.
+    let (window, skew) = window_and_skew(&rows, entry, ctx.offsets);
+    if row.status == PointStatus::Ok {
+        if let Some((start, end)) = window {
+            row.window_start_unix_ns = Some(start);
+            row.window_end_unix_ns = Some(end);
+        }
+    }
+    row.skew_ns = skew;
+    Outcome { records: rows, row }
+}
+
+/// The window in which every pair was measuring, on the controller's clock (each client's
+/// stamps corrected by its node's offset), when every pair has a client record; and the
+/// largest difference between the clock offsets of the nodes involved.
+fn window_and_skew(
+    rows: &[RecordRow],
+    entry: &PlacementEntry,
+    offsets: &BTreeMap<NodeName, i64>,
+) -> (Option<(u64, u64)>, Option<i64>) {
     let clients: Vec<(u64, u64)> = rows
         .iter()
         .filter(|r| r.record.role == Role::Client && r.record.error.is_none())
@@ -179,12 +200,11 @@ pub async fn run(
             )
         })
         .collect();
-    if row.status == PointStatus::Ok && clients.len() == entry.placement.pairs.len() {
+    let window = (clients.len() == entry.placement.pairs.len()).then(|| {
         let start = clients.iter().map(|c| c.0).max().unwrap_or(0);
         let end = clients.iter().map(|c| c.1).min().unwrap_or(0);
-        row.window_start_unix_ns = Some(start);
-        row.window_end_unix_ns = Some(end.max(start));
-    }
+        (start, end.max(start))
+    });
     let involved: Vec<i64> = entry
         .placement
         .pairs
@@ -192,10 +212,8 @@ pub async fn run(
         .flat_map(|p| [&p.client, &p.server])
         .filter_map(|n| offsets.get(n).copied())
         .collect();
-    if let (Some(max), Some(min)) = (involved.iter().max(), involved.iter().min()) {
-        row.skew_ns = Some(max - min);
-    }
-    Outcome { records: rows, row }
+    let skew = involved.iter().max().zip(involved.iter().min());
+    (window, skew.map(|(max, min)| max - min))
 }
 
 fn shift(t: u64, offset: i64) -> u64 {
@@ -203,69 +221,15 @@ fn shift(t: u64, offset: i64) -> u64 {
 }
 
 async fn measure(
+    ctx: &PointContext<'_>,
     point: &Point,
-    entry: &PlacementEntry,
-    w: &Workload,
-    agents: &BTreeMap<NodeName, Agent>,
-    port: u16,
     records: &mut Vec<(usize, Record)>,
     mut medium: Option<&mut Sampler>,
 ) -> Result<(), String> {
-    let mut running: Vec<Running> = Vec::new();
-    for (i, pair) in entry.placement.pairs.iter().enumerate() {
-        let agent = &agents[&pair.client];
-        let args = client_args(w, point.size_bytes, &format!("{}:{port}", pair.path.target));
-        match agent.spawn(args).await {
-            Ok(task) => running.push(Running {
-                pair: i,
-                client: &pair.client,
-                server: &pair.server,
-                agent,
-                task,
-            }),
-            Err(e) => {
-                stop(&running).await;
-                return Err(e.to_string());
-            }
-        }
-    }
-    // Barrier: every client connected and ready before any starts.
-    for r in &mut running {
-        loop {
-            match r.task.next(r.client, READY_TIMEOUT).await {
-                Ok(Event::Line { line, .. }) if line.contains("\"ready\":true") => break,
-                Ok(Event::Line { line, .. }) => {
-                    if let Ok(rec) = serde_json::from_str::<Record>(&line) {
-                        let msg = rec
-                            .error
-                            .clone()
-                            .unwrap_or_else(|| "a record before the start".into());
-                        records.push((r.pair, rec));
-                        let who = format!("{} -> {}", r.client, r.server);
-                        stop(&running).await;
-                        return Err(format!("{who}: {msg}"));
-                    }
-                }
-                Ok(Event::Exit { code, stderr, .. }) => {
-                    let who = format!("{} -> {}", r.client, r.server);
-                    stop(&running).await;
-                    return Err(format!(
-                        "{who}: the client exited ({code:?}) before it was ready: {}",
-                        stderr.trim()
-                    ));
-                }
-                Ok(Event::Error { message, .. }) => {
-                    let who = r.client.to_string();
-                    stop(&running).await;
-                    return Err(format!("{who}: {message}"));
-                }
-                Ok(Event::Time { .. }) => {}
-                Err(e) => {
-                    stop(&running).await;
-                    return Err(e.to_string());
-                }
-            }
-        }
+    let mut running = spawn_clients(ctx, point).await?;
+    if let Err(e) = await_ready(&mut running, records).await {
+        stop(&running).await;
+        return Err(e);
     }
     if let Some(m) = medium.as_deref_mut() {
         m.begin().await;
@@ -281,34 +245,8 @@ async fn measure(
     let limit = point.estimate * 4 + Duration::from_secs(60);
     let mut failure: Option<String> = None;
     for r in &mut running {
-        loop {
-            match r.task.next(r.client, limit).await {
-                Ok(Event::Line { line, .. }) => match serde_json::from_str::<Record>(&line) {
-                    Ok(rec) => records.push((r.pair, rec)),
-                    Err(_) => tracing::debug!("{}: {line}", r.client),
-                },
-                Ok(Event::Exit { code: Some(0), .. }) => break,
-                Ok(Event::Exit { code, stderr, .. }) => {
-                    failure.get_or_insert_with(|| {
-                        format!(
-                            "{} -> {}: the client failed ({code:?}): {}",
-                            r.client,
-                            r.server,
-                            last_line(&stderr)
-                        )
-                    });
-                    break;
-                }
-                Ok(Event::Error { message, .. }) => {
-                    failure.get_or_insert_with(|| format!("{}: {message}", r.client));
-                    break;
-                }
-                Ok(Event::Time { .. }) => {}
-                Err(e) => {
-                    failure.get_or_insert_with(|| e.to_string());
-                    break;
-                }
-            }
+        if let Err(e) = collect(r, limit, records).await {
+            failure.get_or_insert(e);
         }
     }
     if let Some(m) = medium {
@@ -318,6 +256,98 @@ async fn measure(
         stop(&running).await;
     }
     failure.map_or(Ok(()), Err)
+}
+
+/// Starts every pair's client through its node's agent, waiting for the go on stdin.
+async fn spawn_clients<'a>(
+    ctx: &PointContext<'a>,
+    point: &Point,
+) -> Result<Vec<Running<'a>>, String> {
+    let entry = &ctx.config.placements[point.placement_entry];
+    let w = &ctx.exp.workloads[point.workload];
+    let mut running: Vec<Running> = Vec::new();
+    for (i, pair) in entry.placement.pairs.iter().enumerate() {
+        let agent = &ctx.agents[&pair.client];
+        let target = format!("{}:{}", pair.path.target, ctx.port);
+        match agent.spawn(client_args(w, point.size_bytes, &target)).await {
+            Ok(task) => running.push(Running {
+                pair: i,
+                client: &pair.client,
+                server: &pair.server,
+                agent,
+                task,
+            }),
+            Err(e) => {
+                stop(&running).await;
+                return Err(e.to_string());
+            }
+        }
+    }
+    Ok(running)
+}
+
+/// The barrier: every client connected and ready before any starts. A record before the
+/// start (an error the client reports) is kept.
+async fn await_ready(
+    running: &mut [Running<'_>],
+    records: &mut Vec<(usize, Record)>,
+) -> Result<(), String> {
+    for r in running {
+        let who = format!("{} -> {}", r.client, r.server);
+        loop {
+            match r.task.next(r.client, READY_TIMEOUT).await {
+                Ok(Event::Line { line, .. }) if line.contains("\"ready\":true") => break,
+                Ok(Event::Line { line, .. }) => {
+                    if let Ok(rec) = serde_json::from_str::<Record>(&line) {
+                        let msg = rec
+                            .error
+                            .clone()
+                            .unwrap_or_else(|| "a record before the start".into());
+                        records.push((r.pair, rec));
+                        return Err(format!("{who}: {msg}"));
+                    }
+                }
+                Ok(Event::Exit { code, stderr, .. }) => {
+                    return Err(format!(
+                        "{who}: the client exited ({code:?}) before it was ready: {}",
+                        stderr.trim()
+                    ));
+                }
+                Ok(Event::Error { message, .. }) => return Err(format!("{}: {message}", r.client)),
+                Ok(Event::Time { .. }) => {}
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A client's records until it exits; why it failed, if it did.
+async fn collect(
+    r: &mut Running<'_>,
+    limit: Duration,
+    records: &mut Vec<(usize, Record)>,
+) -> Result<(), String> {
+    loop {
+        match r.task.next(r.client, limit).await {
+            Ok(Event::Line { line, .. }) => match serde_json::from_str::<Record>(&line) {
+                Ok(rec) => records.push((r.pair, rec)),
+                Err(_) => tracing::debug!("{}: {line}", r.client),
+            },
+            Ok(Event::Exit { code: Some(0), .. }) => return Ok(()),
+            Ok(Event::Exit { code, stderr, .. }) => {
+                return Err(format!(
+                    "{} -> {}: the client failed ({code:?}): {}",
+                    r.client,
+                    r.server,
+                    last_line(&stderr)
+                ));
+            }
+            Ok(Event::Error { message, .. }) => return Err(format!("{}: {message}", r.client)),
+            Ok(Event::Time { .. }) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+    }
 }
 
 fn last_line(s: &str) -> &str {

@@ -8,8 +8,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use anyhow::Context;
+
+use crate::netconf::NodeScripts;
 use crate::plan::{Experiment, Plan};
-use crate::results::{HostRow, MediaRow, MediaTotal, PointRow, PointStatus, RecordRow, RunDir};
+use crate::results::{
+    HostRow, Manifest, MediaRow, MediaTotal, PointRow, PointStatus, RecordRow, RunDir,
+};
 use crate::spec::NodeName;
 
 /// The controller's ledger: which nodes have a configuration applied and not yet torn down.
@@ -25,9 +30,10 @@ pub struct Ledger {
     pub node_ledger: String,
     /// Nodes that may still hold changes.
     pub nodes: Vec<NodeName>,
-    /// The virtual cluster the nodes belong to: when it is gone, so are the changes.
-    #[serde(default)]
-    pub virtual_cluster: Option<String>,
+    /// What the nodes vanish with, if they do (see [`crate::remote::Nodes::owner`]): when it
+    /// is gone, so are the changes. Ledgers of earlier versions call it `virtual_cluster`.
+    #[serde(default, alias = "virtual_cluster")]
+    pub owner: Option<String>,
 }
 
 pub struct RunWriter {
@@ -56,58 +62,49 @@ impl RunWriter {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
             .to_string()
             .replace(':', "-");
-        let dir = root.join(e.name.as_str()).join(stamp);
-        std::fs::create_dir_all(dir.join("topologies")).map_err(|x| io(&dir, x))?;
-        // The experiment refers to topologies by relative path: keep that layout.
-        let text = std::fs::read_to_string(&e.path).map_err(|x| io(&e.path, x))?;
-        let spec: toml::Table = text.parse()?;
-        let mut rewritten = spec.clone();
-        let mut paths = Vec::new();
-        for (t, p) in e.topologies.iter().zip(
-            spec.get("topologies")
-                .and_then(|v| v.as_array())
-                .into_iter()
-                .flatten(),
-        ) {
-            let src = e
-                .path
-                .parent()
-                .unwrap_or(Path::new("."))
-                .join(p.as_str().unwrap_or_default());
-            let name = format!("topologies/{}.toml", t.name);
-            std::fs::copy(&src, dir.join(&name)).map_err(|x| io(&src, x))?;
-            paths.push(toml::Value::String(name));
-        }
-        rewritten.insert("topologies".into(), toml::Value::Array(paths));
-        if let Some(cluster) = rewritten.get_mut("cluster").and_then(|c| c.as_table_mut())
-            && let Some(inv) = cluster.get("inventory").and_then(|v| v.as_str())
-        {
-            let abs = std::path::absolute(e.path.parent().unwrap_or(Path::new(".")).join(inv))?;
-            cluster.insert(
-                "inventory".into(),
-                toml::Value::String(abs.display().to_string()),
-            );
-        }
+        let run = RunDir::new(root.join(e.name.as_str()).join(stamp));
+        let topologies = run.topologies_dir();
+        std::fs::create_dir_all(&topologies).map_err(|x| io(&topologies, x))?;
         let header = format!(
             "# Copied from {} for this run; topologies point at the copies beside it.\n",
             e.path.display()
         );
+        let copy = experiment_copy(&run, e)?;
         std::fs::write(
-            dir.join("experiment.toml"),
-            header + &toml::to_string_pretty(&rewritten)?,
+            run.experiment_toml(),
+            header + &toml::to_string_pretty(&copy)?,
         )?;
-        std::fs::write(dir.join("plan.json"), serde_json::to_string_pretty(plan)?)?;
+        std::fs::write(run.plan_json(), serde_json::to_string_pretty(plan)?)?;
+        let mut writer = Self::open(run.root())?;
         for c in &plan.configurations {
-            let sdir = dir
-                .join("scripts")
-                .join(format!("{}-{}", c.id, c.topology.name));
-            std::fs::create_dir_all(&sdir)?;
-            for s in &c.scripts {
-                std::fs::write(sdir.join(format!("{}.apply.sh", s.node)), &s.apply)?;
-                std::fs::write(sdir.join(format!("{}.teardown.sh", s.node)), &s.teardown)?;
-            }
+            writer.write_scripts(c.id, c.topology.name.as_str(), &c.scripts)?;
         }
-        Self::open(&dir)
+        Ok(writer)
+    }
+
+    /// Writes each node's apply and teardown scripts of configuration `id` (of `topology`),
+    /// replacing those of the plan with what ran.
+    pub fn write_scripts<'s>(
+        &mut self,
+        id: usize,
+        topology: &str,
+        scripts: impl IntoIterator<Item = &'s NodeScripts>,
+    ) -> anyhow::Result<()> {
+        let dir = self.dir.scripts_dir(id, topology);
+        std::fs::create_dir_all(&dir).map_err(|x| io(&dir, x))?;
+        for s in scripts {
+            let node = s.node.as_str();
+            std::fs::write(RunDir::apply_script(&dir, node), &s.apply)?;
+            std::fs::write(RunDir::teardown_script(&dir, node), &s.teardown)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the manifest as it stands.
+    pub fn write_manifest(&self, m: &Manifest) -> anyhow::Result<()> {
+        let path = self.dir.manifest_path();
+        std::fs::write(&path, serde_json::to_string_pretty(m)?)
+            .with_context(|| format!("writing {}", path.display()))
     }
 
     /// An existing run directory, for appending (resume).
@@ -127,7 +124,7 @@ impl RunWriter {
     /// Appends the final counters of the userspace bonds of one configuration, a JSON line
     /// per bond, to `bonds.jsonl`.
     pub fn append_bonds(&mut self, lines: &[serde_json::Value]) -> anyhow::Result<()> {
-        let path = self.dir.root().join("bonds.jsonl");
+        let path = self.dir.bonds_jsonl();
         let mut f = append(&path)?;
         let mut buf = String::new();
         for l in lines {
@@ -180,27 +177,23 @@ impl RunWriter {
             .collect())
     }
 
-    pub fn ledger_path(&self) -> PathBuf {
-        self.root().join("ledger.json")
-    }
-
     pub fn write_ledger(&self, l: &Ledger) -> anyhow::Result<()> {
-        let tmp = self.root().join("ledger.json.part");
+        let tmp = self.dir.ledger_part();
         std::fs::write(&tmp, serde_json::to_string_pretty(l)?)?;
         File::open(&tmp)?.sync_all()?;
-        std::fs::rename(&tmp, self.ledger_path())?;
+        std::fs::rename(&tmp, self.dir.ledger_json())?;
         Ok(())
     }
 
     pub fn clear_ledger(&self) -> anyhow::Result<()> {
-        match std::fs::remove_file(self.ledger_path()) {
+        match std::fs::remove_file(self.dir.ledger_json()) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e.into()),
             _ => Ok(()),
         }
     }
 
     pub fn log(&self, line: &str) {
-        if let Ok(mut f) = append(&self.root().join("run.log")) {
+        if let Ok(mut f) = append(&self.dir.run_log()) {
             let stamp = humantime::format_rfc3339_millis(std::time::SystemTime::now());
             let _ = writeln!(f, "{stamp} {line}");
         }
@@ -223,10 +216,39 @@ fn append_lines<T: Serialize>(path: &Path, rows: &[T]) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn read_ledger(dir: &Path) -> anyhow::Result<Option<Ledger>> {
-    match std::fs::read_to_string(dir.join("ledger.json")) {
+pub fn read_ledger(run: &RunDir) -> anyhow::Result<Option<Ledger>> {
+    match std::fs::read_to_string(run.ledger_json()) {
         Ok(t) => Ok(Some(serde_json::from_str(&t)?)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The experiment's TOML as the run keeps it: topologies copied into the run directory and
+/// referred to there (keeping the relative layout, so the run can be resumed and re-planned
+/// from the directory alone), the inventory by absolute path.
+fn experiment_copy(run: &RunDir, e: &Experiment) -> anyhow::Result<toml::Table> {
+    let text = std::fs::read_to_string(&e.path).map_err(|x| io(&e.path, x))?;
+    let spec: toml::Table = text.parse()?;
+    let base = e.path.parent().unwrap_or(Path::new("."));
+    let mut copy = spec.clone();
+    let mut paths = Vec::new();
+    let listed = spec.get("topologies").and_then(|v| v.as_array());
+    for (t, p) in e.topologies.iter().zip(listed.into_iter().flatten()) {
+        let src = base.join(p.as_str().unwrap_or_default());
+        let name = t.name.as_str();
+        std::fs::copy(&src, run.topology_toml(name)).map_err(|x| io(&src, x))?;
+        paths.push(toml::Value::String(RunDir::topology_relative(name)));
+    }
+    copy.insert("topologies".into(), toml::Value::Array(paths));
+    if let Some(cluster) = copy.get_mut("cluster").and_then(|c| c.as_table_mut())
+        && let Some(inv) = cluster.get("inventory").and_then(|v| v.as_str())
+    {
+        let abs = std::path::absolute(base.join(inv))?;
+        cluster.insert(
+            "inventory".into(),
+            toml::Value::String(abs.display().to_string()),
+        );
+    }
+    Ok(copy)
 }

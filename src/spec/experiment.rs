@@ -219,13 +219,29 @@ impl PlacementKind {
     }
 }
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+/// The statistic a run reports as its headline figure.
+#[derive(
+    Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema, clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Statistic {
+    /// Best of the repetitions, as the 1996 study reported.
     Best,
+    /// Median of the repetitions, with a distribution-free 95% confidence interval.
     #[default]
     Median,
+    /// Arithmetic mean of the repetitions.
     Mean,
+}
+
+impl Statistic {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Best => "best",
+            Self::Median => "median",
+            Self::Mean => "mean",
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

@@ -36,6 +36,7 @@ mod model;
 mod names;
 mod netns;
 pub mod paths;
+mod source;
 mod ssh;
 mod state;
 mod status;
@@ -56,6 +57,7 @@ pub use model::{
 };
 pub use names::{ClusterName, LABEL_CLUSTER, MGMT_IFNAME};
 pub use paths::ClusterDir;
+pub use source::VirtualClusters;
 pub use ssh::command as ssh_command;
 pub use status::{MemberStatus, Status, list_clusters, status};
 pub use up::{NODE_USER, UpOptions, UpReport, up};

@@ -1,0 +1,71 @@
+//! Where the nodes of a configuration come from. The runner asks a [`NodeSource`] for nodes
+//! with a topology's wires and gets an inventory back; whether they are machines in a rack, a
+//! virtual cluster brought up for the occasion or (later) a batch allocation is the source's
+//! business alone.
+
+use std::path::PathBuf;
+
+use futures_util::future::BoxFuture;
+
+use crate::topology::Topology;
+
+/// Nodes for one configuration, and what to give back afterwards.
+#[derive(Debug, Clone)]
+pub struct Nodes {
+    /// The inventory to reach them through.
+    pub inventory: PathBuf,
+    /// What the nodes vanish with, when they do (a virtual cluster's name): recorded in the
+    /// run's ledger, so a later teardown knows that once it is gone, so are the run's changes.
+    pub owner: Option<String>,
+    /// The link emulator's files, where the wires are emulated.
+    pub medium: Option<MediumFiles>,
+    /// Whether obtaining them created them, so that releasing them takes them away.
+    pub created: bool,
+}
+
+/// Where the emulator of a configuration's wires can be asked for statistics.
+#[derive(Debug, Clone)]
+pub struct MediumFiles {
+    /// Its control socket (it exists only while the emulator runs).
+    pub socket: PathBuf,
+    /// Its configuration as it runs, for the run's manifest.
+    pub config: PathBuf,
+}
+
+/// A provider of nodes.
+pub trait NodeSource: Send + Sync {
+    /// Nodes wired as `t` says.
+    fn obtain<'a>(&'a self, t: &'a Topology) -> BoxFuture<'a, anyhow::Result<Nodes>>;
+
+    /// Gives `nodes` back (e.g. takes down what [`obtain`](Self::obtain) brought up).
+    fn release(&self, nodes: Nodes) -> BoxFuture<'_, anyhow::Result<()>>;
+
+    /// Whether nodes recorded under `owner` (see [`Nodes::owner`]) still exist.
+    fn still_exists(&self, owner: &str) -> anyhow::Result<bool>;
+}
+
+/// The machines of an inventory file: there before the run, there after it.
+pub struct InventoryFile {
+    pub path: PathBuf,
+}
+
+impl NodeSource for InventoryFile {
+    fn obtain<'a>(&'a self, _: &'a Topology) -> BoxFuture<'a, anyhow::Result<Nodes>> {
+        Box::pin(async move {
+            Ok(Nodes {
+                inventory: self.path.clone(),
+                owner: None,
+                medium: None,
+                created: false,
+            })
+        })
+    }
+
+    fn release(&self, _: Nodes) -> BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
+
+    fn still_exists(&self, _: &str) -> anyhow::Result<bool> {
+        Ok(true)
+    }
+}

@@ -1,0 +1,122 @@
+//! One configuration (a topology under one bonding mode) on the nodes a source gave for it, in
+//! stages: connect, [prepare](super::prepare), ledger and [apply](super::apply),
+//! [path checks](super::paths), [measure](super::measure), [teardown](super::teardown). Teardown
+//! runs whatever happened after the ledger was written.
+
+use crate::plan::{Configuration, Experiment, Point};
+use crate::remote::{Cluster, Nodes};
+use crate::spec::NodeName;
+
+use super::RunOptions;
+use super::apply::{self, NODE_LEDGER};
+use super::measure::Measurement;
+use super::paths::verify_paths;
+use super::prepare::{self, Prepared};
+use super::rundir::Ledger;
+use super::session::connect;
+use super::state::RunState;
+use super::teardown::teardown;
+use super::worker_binary::WorkerBuild;
+
+pub struct ConfigurationRun<'a> {
+    pub exp: &'a Experiment,
+    pub config: &'a Configuration,
+    /// The configuration's points not measured yet.
+    pub todo: Vec<&'a Point>,
+    pub nodes: &'a Nodes,
+    pub worker: &'a WorkerBuild,
+    pub opts: &'a RunOptions,
+}
+
+impl ConfigurationRun<'_> {
+    pub async fn execute(&self, state: &mut RunState) -> anyhow::Result<()> {
+        let t = &self.config.topology;
+        let names: Vec<NodeName> = t.nodes.iter().map(|n| n.name.clone()).collect();
+        let cluster = connect(
+            &self.nodes.inventory,
+            &names,
+            "cannot reach every node, nothing was changed",
+        )
+        .await?;
+        state.writer.log(&format!(
+            "configuration {} ({}): connected to {} node(s)",
+            self.config.id,
+            t.name,
+            names.len()
+        ));
+        let result = self.on_session(&cluster, names, state).await;
+        cluster.close().await;
+        result
+    }
+
+    async fn on_session(
+        &self,
+        cluster: &Cluster,
+        names: Vec<NodeName>,
+        state: &mut RunState,
+    ) -> anyhow::Result<()> {
+        let prepared = prepare::prepare(cluster, self.config, self.worker).await?;
+        self.record_preparation(&prepared, state)?;
+        let ledger = Ledger {
+            configuration: self.config.id,
+            topology: self.config.topology.name.to_string(),
+            inventory: std::path::absolute(&self.nodes.inventory)?,
+            node_ledger: NODE_LEDGER.into(),
+            nodes: names,
+            owner: self.nodes.owner.clone(),
+        };
+        state.writer.write_ledger(&ledger)?;
+        let outcome = self.apply_and_measure(cluster, &prepared, state).await;
+        teardown(cluster, self.config, &prepared, ledger, state).await?;
+        outcome
+    }
+
+    /// What the nodes turned out to be, in the manifest; their scripts in the run directory.
+    fn record_preparation(&self, prepared: &Prepared, state: &mut RunState) -> anyhow::Result<()> {
+        let t = &self.config.topology;
+        let m = &mut state.manifest;
+        for (n, p) in &prepared.probes {
+            m.nodes.insert(n.to_string(), p.clone());
+        }
+        if let Some(medium) = self
+            .nodes
+            .medium
+            .as_ref()
+            .and_then(|f| std::fs::read_to_string(&f.config).ok())
+            .and_then(|text| serde_json::from_str(&text).ok())
+        {
+            m.media
+                .insert(format!("{}-{}", self.config.id, t.name), medium);
+        }
+        m.bond_drivers
+            .insert(t.name.to_string(), prepared.bond_driver);
+        state
+            .writer
+            .write_scripts(self.config.id, t.name.as_str(), prepared.scripts.values())
+    }
+
+    async fn apply_and_measure(
+        &self,
+        cluster: &Cluster,
+        prepared: &Prepared,
+        state: &mut RunState,
+    ) -> anyhow::Result<()> {
+        let t = &self.config.topology;
+        apply::apply(cluster, prepared, self.worker, t.name.as_str()).await?;
+        state.writer.log(&format!(
+            "configuration {}: applied on every node",
+            self.config.id
+        ));
+        verify_paths(self.config, cluster).await?;
+        let measurement = Measurement {
+            exp: self.exp,
+            config: self.config,
+            todo: &self.todo,
+            opts: self.opts,
+            worker_path: &self.worker.node_path,
+            bond_driver: prepared.bond_driver,
+            medium_socket: self.nodes.medium.as_ref().map(|f| f.socket.as_path()),
+        };
+        measurement.run(cluster, state).await
+    }
+}

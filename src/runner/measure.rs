@@ -1,0 +1,256 @@
+//! Measuring a configuration's points: one agent and one worker server per node for the whole
+//! configuration, the nodes' clock offsets, then each point in turn, its records and the
+//! medium's statistics stored as it finishes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::bail;
+use orchestrate_worker::agent::Event;
+
+use crate::plan::{self, Configuration, Experiment, Point};
+use crate::results::{BondDriver, MediaContext, PointRow, PointStatus};
+use crate::spec::NodeName;
+
+use super::agent::Agent;
+use super::fanout::{listed, on_all};
+use super::media::Sampler;
+use super::point::{self, Outcome, PointContext};
+use super::state::RunState;
+use super::{OnError, RunOptions};
+
+/// What measuring a configuration needs beyond the nodes.
+pub struct Measurement<'a> {
+    pub exp: &'a Experiment,
+    pub config: &'a Configuration,
+    pub todo: &'a [&'a Point],
+    pub opts: &'a RunOptions,
+    pub worker_path: &'a str,
+    pub bond_driver: Option<BondDriver>,
+    /// The medium emulator's control socket, where the wires are emulated.
+    pub medium_socket: Option<&'a Path>,
+}
+
+impl Measurement<'_> {
+    pub async fn run(
+        &self,
+        cluster: &crate::remote::Cluster,
+        state: &mut RunState,
+    ) -> anyhow::Result<()> {
+        let names: Vec<NodeName> = self
+            .config
+            .topology
+            .nodes
+            .iter()
+            .map(|n| n.name.clone())
+            .collect();
+        let (agents, errors) = on_all(&names, |n| async move {
+            Ok(Agent::open(cluster, &n, self.worker_path).await?)
+        })
+        .await;
+        if !errors.is_empty() {
+            close_all(&agents).await;
+            bail!("starting the agents failed:\n  {}", listed(&errors));
+        }
+        let mut medium = Sampler::open(self.medium_socket);
+        let result = self
+            .with_agents(&names, &agents, medium.as_mut(), state)
+            .await;
+        // The configuration's totals, before anything is torn down (the emulator goes with
+        // the cluster).
+        if let Some(m) = medium.as_mut() {
+            let t = &self.config.topology;
+            let total = m
+                .total(
+                    self.config.id as u32,
+                    t.name.as_str(),
+                    &self.config.bonding_label(),
+                )
+                .await;
+            if let Err(e) = state.writer.append_media_total(&total) {
+                state
+                    .writer
+                    .log(&format!("writing media-total.jsonl: {e:#}"));
+            }
+        }
+        close_all(&agents).await;
+        result
+    }
+
+    async fn with_agents(
+        &self,
+        names: &[NodeName],
+        agents: &BTreeMap<NodeName, Agent>,
+        mut medium: Option<&mut Sampler>,
+        state: &mut RunState,
+    ) -> anyhow::Result<()> {
+        start_servers(names, agents, self.opts.port).await?;
+        let offsets = clock_offsets(names, agents).await?;
+        let ctx = PointContext {
+            exp: self.exp,
+            config: self.config,
+            agents,
+            offsets: &offsets,
+            port: self.opts.port,
+            bond_driver: self.bond_driver,
+        };
+        let mut medium_warned = false;
+        for p in self.todo {
+            let t0 = Instant::now();
+            let outcome = tokio::select! {
+                o = point::run(&ctx, p, medium.as_deref_mut()) => Some(o),
+                _ = state.interrupted.wait_for(|stop| *stop) => None,
+            };
+            let Some(mut outcome) = outcome else {
+                state.stop("interrupted".into());
+                state.writer.log(&format!(
+                    "point {} interrupted; its partial results are not kept",
+                    p.id
+                ));
+                return Ok(());
+            };
+            if outcome.row.status == PointStatus::Failed {
+                name_silent_nodes(&mut outcome, agents).await;
+            }
+            if let Some(m) = medium.as_deref_mut() {
+                let (lines, hosts) = m.take(&media_context(self.config, &outcome.row));
+                state.writer.append_media(&lines, &hosts)?;
+                if let Some(e) = m.error().filter(|_| !medium_warned) {
+                    medium_warned = true;
+                    state.warn(&format!(
+                        "the medium emulator's statistics are unavailable from point {} on ({e}); the run goes on without them",
+                        p.id
+                    ));
+                }
+            }
+            state.writer.append_point(&outcome.records, &outcome.row)?;
+            if !self.tally(p, outcome.row, t0, state) {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Counts a finished point and shows it; false when the run is to stop here.
+    fn tally(&self, p: &Point, row: PointRow, t0: Instant, state: &mut RunState) -> bool {
+        let ok = row.status == PointStatus::Ok;
+        if ok {
+            state.summary.ok += 1;
+        } else {
+            state.summary.failed += 1;
+        }
+        let s = &state.summary;
+        let done = s.ok + s.failed + s.skipped;
+        let total = state.progress.total();
+        let line = format!(
+            "[{done}/{total}] point {} {} {} {}x{} {}B rep {}: {} in {:.1}s (elapsed {})",
+            p.id,
+            p.topology,
+            p.pattern.as_str(),
+            p.placement.as_str(),
+            p.pairs,
+            p.size_bytes,
+            p.rep,
+            row.error.as_deref().unwrap_or("ok"),
+            t0.elapsed().as_secs_f64(),
+            plan::render::human(state.progress.elapsed())
+        );
+        state.progress.point_done(&line);
+        state.writer.log(&line);
+        if !ok && self.opts.on_error == OnError::Stop {
+            state.stop(format!(
+                "point {} failed: {}",
+                p.id,
+                row.error.unwrap_or_default()
+            ));
+            return false;
+        }
+        true
+    }
+}
+
+/// One worker server per node, listening on `port` for the whole configuration.
+async fn start_servers(
+    names: &[NodeName],
+    agents: &BTreeMap<NodeName, Agent>,
+    port: u16,
+) -> anyhow::Result<()> {
+    let (_, errors) = on_all(names, |n| async move {
+        let a = &agents[&n];
+        let listen = format!("0.0.0.0:{port}");
+        let mut task = a
+            .spawn(vec!["serve".into(), "--listen".into(), listen])
+            .await?;
+        match task.next(&n, Duration::from_secs(20)).await? {
+            Event::Line { line, .. } if line.contains("listening") => Ok(()),
+            other => bail!("{n}: the server did not start: {other:?}"),
+        }
+    })
+    .await;
+    if !errors.is_empty() {
+        bail!("starting the servers failed:\n  {}", listed(&errors));
+    }
+    Ok(())
+}
+
+/// Each node's wall clock minus the controller's, in ns.
+async fn clock_offsets(
+    names: &[NodeName],
+    agents: &BTreeMap<NodeName, Agent>,
+) -> anyhow::Result<BTreeMap<NodeName, i64>> {
+    let (offsets, errors) = on_all(
+        names,
+        |n| async move { Ok(agents[&n].clock_offset().await?.0) },
+    )
+    .await;
+    if !errors.is_empty() {
+        bail!("measuring clock offsets failed:\n  {}", listed(&errors));
+    }
+    Ok(offsets)
+}
+
+/// A pair's error often shows only the symptom (a timeout); names the nodes that stopped
+/// answering, which is usually the cause.
+async fn name_silent_nodes(outcome: &mut Outcome, agents: &BTreeMap<NodeName, Agent>) {
+    let silent = unresponsive(agents).await;
+    if !silent.is_empty() {
+        let names: Vec<String> = silent.iter().map(|n| n.to_string()).collect();
+        let err = outcome.row.error.take().unwrap_or_default();
+        outcome.row.error = Some(format!("{} stopped answering ({err})", names.join(", ")));
+    }
+}
+
+/// Nodes whose agent does not answer a clock probe within a few seconds.
+async fn unresponsive(agents: &BTreeMap<NodeName, Agent>) -> Vec<NodeName> {
+    let probes = agents.iter().map(|(n, a)| async move {
+        let answered = tokio::time::timeout(Duration::from_secs(5), a.clock_offset()).await;
+        (n.clone(), matches!(answered, Ok(Ok(_))))
+    });
+    futures_util::future::join_all(probes)
+        .await
+        .into_iter()
+        .filter(|(_, ok)| !ok)
+        .map(|(n, _)| n)
+        .collect()
+}
+
+async fn close_all(agents: &BTreeMap<NodeName, Agent>) {
+    futures_util::future::join_all(agents.values().map(|a| a.close())).await;
+}
+
+/// The keys a `media.jsonl` line shares with the point's records.
+fn media_context(config: &Configuration, row: &PointRow) -> MediaContext {
+    MediaContext {
+        configuration: config.id as u32,
+        point: row.point,
+        topology: row.topology.clone(),
+        bonding: row.bonding.clone(),
+        placement: row.placement,
+        pairs: row.pairs,
+        pattern: row.pattern,
+        protocol: row.protocol,
+        size_bytes: row.size_bytes,
+        rep: row.rep,
+    }
+}

@@ -1,0 +1,108 @@
+//! Preparing a configuration's nodes before anything on them changes: install the worker where
+//! a node lacks this build, probe every node, take the kernel's bonding driver where the probe
+//! found it (`driver = "auto"`), and render each node's scripts for what the node turned out
+//! to be.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, bail};
+
+use crate::netconf::{self, NodeScripts};
+use crate::plan::Configuration;
+use crate::remote::Cluster;
+use crate::results::BondDriver;
+use crate::spec::NodeName;
+use crate::topology::Node;
+
+use super::fanout::{EXEC_TIMEOUT, listed, on_all};
+use super::worker_binary::WorkerBuild;
+
+/// The worker's probe of each node, as JSON.
+pub type Probes = BTreeMap<NodeName, serde_json::Value>;
+
+/// A configuration fitted to its nodes.
+pub struct Prepared {
+    pub probes: Probes,
+    /// Which driver carries the configuration's bonds; `None` when it has none.
+    pub bond_driver: Option<BondDriver>,
+    pub scripts: BTreeMap<NodeName, NodeScripts>,
+}
+
+/// Installs and probes on every node, then settles drivers and renders scripts. Fails, having
+/// changed nothing but the installed worker, when any node cannot be prepared.
+pub async fn prepare(
+    cluster: &Cluster,
+    config: &Configuration,
+    worker: &WorkerBuild,
+) -> anyhow::Result<Prepared> {
+    let names: Vec<NodeName> = config
+        .topology
+        .nodes
+        .iter()
+        .map(|n| n.name.clone())
+        .collect();
+    let (probes, errors) = on_all(&names, |n| install_and_probe(cluster, n, worker)).await;
+    if !errors.is_empty() {
+        bail!(
+            "preparing the nodes failed, nothing was changed:\n  {}",
+            listed(&errors)
+        );
+    }
+    let settled = settle_drivers(config, &probes);
+    let bond_driver = settled
+        .iter()
+        .flat_map(|n| n.bonds.iter())
+        .next()
+        .map(|b| match b.driver {
+            crate::topology::BondDriver::Kernel | crate::topology::BondDriver::Auto => {
+                BondDriver::Kernel
+            }
+            crate::topology::BondDriver::Userspace => BondDriver::Userspace,
+        });
+    let scripts = settled
+        .iter()
+        .map(|n| (n.name.clone(), netconf::render(&config.topology, n)))
+        .collect();
+    Ok(Prepared {
+        probes,
+        bond_driver,
+        scripts,
+    })
+}
+
+async fn install_and_probe(
+    cluster: &Cluster,
+    n: NodeName,
+    worker: &WorkerBuild,
+) -> anyhow::Result<serde_json::Value> {
+    let path = &worker.node_path;
+    let have = cluster
+        .run(&n, &format!("test -x {path}"), None, EXEC_TIMEOUT)
+        .await
+        .is_ok();
+    if !have {
+        cluster.upload(&n, &worker.bytes, path, 0o755).await?;
+    }
+    let out = cluster
+        .run(&n, &format!("{path} probe"), None, EXEC_TIMEOUT)
+        .await?;
+    serde_json::from_str(&out.stdout)
+        .with_context(|| format!("{n}: the probe's output is not JSON"))
+}
+
+/// The configuration's nodes with `driver = "auto"` bonds given the kernel driver where the
+/// node's probe found it, the userspace bond elsewhere.
+fn settle_drivers(config: &Configuration, probes: &Probes) -> Vec<Node> {
+    config
+        .topology
+        .nodes
+        .iter()
+        .map(|n| {
+            let has = probes
+                .get(&n.name)
+                .and_then(|p| p["bonding"]["present"].as_bool())
+                .unwrap_or(false);
+            netconf::settle_bond_drivers(n, has)
+        })
+        .collect()
+}

@@ -12,13 +12,16 @@
 //! The report itself is timed by running the `orchestrate report` binary on the same
 //! directory, so both sides pay process start-up and Parquet decoding alike.
 
+#[path = "../tests/common/synthetic.rs"]
+mod synthetic;
+
 use std::path::Path;
 use std::time::Instant;
 
-use orchestrate::results::synthetic::{SynthConfig, SynthSpec, generate, manifest};
-use orchestrate::results::{BondDriver, Placement, RecordWriter, Statistic};
+use orchestrate::results::{BondDriver, Placement, RecordWriter, RunDir, Statistic};
 use orchestrate_worker::record::Pattern;
 use polars::prelude::*;
+use synthetic::{SynthConfig, SynthSpec, generate, manifest};
 
 fn spec(records: u64) -> SynthSpec {
     let cfg = |topology: &str, bonding: &str, driver, placement, latency_us, wires| SynthConfig {
@@ -98,12 +101,13 @@ fn spec(records: u64) -> SynthSpec {
 
 fn generate_run(dir: &Path, records: u64) -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(dir)?;
+    let run = RunDir::new(dir);
     let spec = spec(records);
     std::fs::write(
-        dir.join("manifest.json"),
+        run.manifest_path(),
         serde_json::to_string_pretty(&manifest(&spec))?,
     )?;
-    let mut writer = RecordWriter::create(&dir.join("records.parquet"), None)?;
+    let mut writer = RecordWriter::create(&run.records_parquet(), None)?;
     let mut err = None;
     let points = generate(&spec, |row| {
         if err.is_none() {
@@ -119,22 +123,22 @@ fn generate_run(dir: &Path, records: u64) -> Result<(), Box<dyn std::error::Erro
         text.push_str(&serde_json::to_string(&p)?);
         text.push('\n');
     }
-    std::fs::write(dir.join("points.jsonl"), text)?;
+    std::fs::write(run.points_jsonl(), text)?;
     eprintln!("wrote {n} records");
     Ok(())
 }
 
 fn ingest_run(dir: &Path, records: u64) -> Result<(), Box<dyn std::error::Error>> {
-    orchestrate::results::synthetic::write_run(dir, &spec(records))?;
+    synthetic::write_run(dir, &spec(records))?;
     let t = Instant::now();
-    let n = orchestrate::results::ingest(&orchestrate::results::RunDir::new(dir))?;
+    let n = orchestrate::results::ingest(&RunDir::new(dir))?;
     eprintln!("ingested {n} records in {:.3} s", t.elapsed().as_secs_f64());
     Ok(())
 }
 
 fn bare(dir: &Path, engine: Engine) -> Result<(), Box<dyn std::error::Error>> {
     let t = Instant::now();
-    let path = dir.join("records.parquet");
+    let path = RunDir::new(dir).records_parquet();
     let df = LazyFrame::scan_parquet(
         path.to_string_lossy().as_ref().into(),
         ScanArgsParquet::default(),

@@ -1,7 +1,10 @@
 //! The `orchestrate report` command line.
 
+#[path = "common/synthetic.rs"]
+mod synthetic;
+
 use assert_cmd::Command;
-use orchestrate::results::synthetic::{SynthSpec, write_run};
+use synthetic::{SynthSpec, write_run};
 
 fn orchestrate() -> Command {
     Command::cargo_bin("orchestrate").unwrap()

@@ -1,9 +1,12 @@
 //! Golden tests: a fixed, generated study-shaped run gives exactly these outputs.
 
+#[path = "common/synthetic.rs"]
+mod synthetic;
+
 use std::path::Path;
 
 use orchestrate::report::{ReportOptions, report_run};
-use orchestrate::results::synthetic::{SynthSpec, write_run};
+use synthetic::{SynthSpec, write_run};
 
 fn read(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))

@@ -2,13 +2,16 @@
 //! beside each cell (media.csv, report.md) and per configuration ("The medium"); a run
 //! without them reports exactly as before.
 
+#[path = "common/synthetic.rs"]
+mod synthetic;
+
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 
 use orchestrate::report::{ReportOptions, report_run};
-use orchestrate::results::synthetic::{SynthSpec, write_run};
 use orchestrate::results::{MediaContext, MediaRow, MediaTotal, RunDir, SegmentStats};
+use synthetic::{SynthSpec, write_run};
 
 fn segment(name: &str, frames: u64, collisions: u64, util: f64, p99_us: f64) -> SegmentStats {
     let elapsed_ns = 1_000_000_000;

@@ -1,10 +1,13 @@
 //! NetPIPE import: the 1999 BEAM cluster's tables, and drawing them beside a run.
 
+#[path = "common/synthetic.rs"]
+mod synthetic;
+
 use std::path::{Path, PathBuf};
 
 use orchestrate::report::netpipe::import;
 use orchestrate::report::{NetpipeSource, ReportOptions, report_run};
-use orchestrate::results::synthetic::{SynthSpec, write_run};
+use synthetic::{SynthSpec, write_run};
 
 const NAME: &str = "1999 cluster, 100 Mbit/s switch";
 

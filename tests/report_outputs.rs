@@ -1,11 +1,14 @@
 //! Properties of the written outputs: figures are well-formed and labelled, re-runs are
 //! byte-identical.
 
+#[path = "common/synthetic.rs"]
+mod synthetic;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use orchestrate::report::{NetpipeSource, ReportOptions, report_run};
-use orchestrate::results::synthetic::{SynthSpec, write_run};
+use synthetic::{SynthSpec, write_run};
 
 fn beam() -> NetpipeSource {
     NetpipeSource {

@@ -1,7 +1,10 @@
 //! The records store: `records.jsonl` to Parquet and CSV, losslessly and in file order.
 
-use orchestrate::results::synthetic::{SynthSpec, generate};
+#[path = "common/synthetic.rs"]
+mod synthetic;
+
 use orchestrate::results::{RecordRow, RunDir, ingest};
+use synthetic::{SynthSpec, generate};
 
 #[test]
 fn ingest_keeps_every_record_and_every_float_bit() {

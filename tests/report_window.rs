@@ -1,11 +1,14 @@
 //! Aggregation on small hand-made runs whose answers can be worked out on paper.
 
+#[path = "common/synthetic.rs"]
+mod synthetic;
+
 use std::path::Path;
 
 use orchestrate::report::{ReportOptions, build, compare, report_run};
-use orchestrate::results::synthetic::{SynthSpec, write_run};
 use orchestrate::results::{Placement, PointRow, PointStatus, RecordRow, RunDir, Statistic};
 use orchestrate_worker::record::{Pattern, Protocol, Record, Role};
+use synthetic::{SynthSpec, write_run};
 
 const S: u64 = 1_000_000_000;
 const T0: u64 = 1_800_000_000 * S;

@@ -62,7 +62,6 @@ pub mod media;
 mod run_dir;
 pub mod schema;
 mod store;
-pub mod synthetic;
 
 pub use crate::spec::experiment::Statistic;
 pub use error::ResultsError;

@@ -1,4 +1,6 @@
-//! Synthetic run directories: deterministic, study-shaped records for tests and benchmarks.
+//! Synthetic run directories: deterministic, study-shaped records for tests and benchmarks
+//! (included by path: it is not part of the shipped library).
+#![allow(dead_code)]
 //!
 //! The model is deliberately simple — a pair's rate is its message size over a per-message
 //! latency plus the wire time, and pairs on the same wires share their capacity — so golden
@@ -11,8 +13,9 @@ use std::path::Path;
 
 use orchestrate_worker::record::{Pattern, Protocol, RECORD_SCHEMA_VERSION, Record, Role};
 
-use super::schema::{BondDriver, Placement, PointRow, PointStatus, RecordRow};
-use super::{Manifest, ResultsError, Statistic, ToolInfo};
+use orchestrate::results::{
+    BondDriver, Manifest, Placement, PointRow, PointStatus, RecordRow, RunDir, Statistic, ToolInfo,
+};
 
 /// One configuration of the synthetic cluster.
 #[derive(Debug, Clone)]
@@ -307,18 +310,15 @@ pub fn manifest(spec: &SynthSpec) -> Manifest {
 
 /// Writes `manifest.json`, `records.jsonl` and `points.jsonl` for `spec` into `dir`, as the
 /// runner would.
-pub fn write_run(dir: &Path, spec: &SynthSpec) -> Result<(), ResultsError> {
-    std::fs::create_dir_all(dir).map_err(|e| ResultsError::io(dir, e))?;
-    let io = |p: &Path| {
-        let p = p.to_path_buf();
-        move |e| ResultsError::io(&p, e)
-    };
-    let manifest_path = dir.join("manifest.json");
+pub fn write_run(dir: &Path, spec: &SynthSpec) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let run = RunDir::new(dir);
+    let manifest_path = run.manifest_path();
     let text = serde_json::to_string_pretty(&manifest(spec)).expect("manifest serializes");
-    std::fs::write(&manifest_path, text + "\n").map_err(io(&manifest_path))?;
+    std::fs::write(&manifest_path, text + "\n")?;
 
-    let records_path = dir.join("records.jsonl");
-    let mut out = BufWriter::new(File::create(&records_path).map_err(io(&records_path))?);
+    let records_path = run.records_jsonl();
+    let mut out = BufWriter::new(File::create(&records_path)?);
     let mut result = Ok(());
     let points = generate(spec, |row| {
         if result.is_ok() {
@@ -326,14 +326,14 @@ pub fn write_run(dir: &Path, spec: &SynthSpec) -> Result<(), ResultsError> {
             result = writeln!(out, "{line}");
         }
     });
-    result.map_err(io(&records_path))?;
-    out.flush().map_err(io(&records_path))?;
+    result?;
+    out.flush()?;
 
-    let points_path = dir.join("points.jsonl");
+    let points_path = run.points_jsonl();
     let mut text = String::new();
     for p in points {
         text.push_str(&serde_json::to_string(&p).expect("point serializes"));
         text.push('\n');
     }
-    std::fs::write(&points_path, text).map_err(io(&points_path))
+    std::fs::write(&points_path, text)
 }

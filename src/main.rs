@@ -1,18 +1,15 @@
 //! `orchestrate`: the command line. Each subcommand only wires the library's parts together.
 
 mod medium_cmd;
+mod run_cmd;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use orchestrate::remote::{InventoryFile, NodeSource};
-use orchestrate::results::RunDir;
-use orchestrate::runner::{OpenRun, RunStart};
 use orchestrate::spec::{NodeName, SpecErrors};
-use orchestrate::vcluster::VirtualClusters;
-use orchestrate::{plan, topology, vcluster};
+use orchestrate::{plan, topology};
 
 /// Declarative experiments for interconnect topology studies.
 ///
@@ -78,35 +75,7 @@ enum Command {
     /// each topology, and taken down afterwards unless --keep-cluster. Records are appended to
     /// `<out>/<experiment>/<time>/` as each point finishes; the report is written at the end.
     /// Nodes are left as they were found, on success, failure and Ctrl-C.
-    Run {
-        /// The experiment file (not needed with --resume).
-        #[arg(required_unless_present = "resume")]
-        experiment: Option<PathBuf>,
-        /// Finish a run that stopped: only the points not yet done, into the same directory.
-        #[arg(long, value_name = "RUN_DIR", conflicts_with = "experiment")]
-        resume: Option<PathBuf>,
-        /// Print the plan and touch nothing (the same as `orchestrate plan`).
-        #[arg(long)]
-        dry_run: bool,
-        /// Leave virtual clusters up at the end.
-        #[arg(long)]
-        keep_cluster: bool,
-        /// What a failed point does to the run.
-        #[arg(long, value_enum, default_value = "stop")]
-        on_error: orchestrate::runner::OnError,
-        /// Root of the run directories.
-        #[arg(long, default_value = "reports", value_name = "DIR")]
-        out: PathBuf,
-        /// Port of the worker servers on the nodes.
-        #[arg(long, default_value_t = 7171)]
-        port: u16,
-        /// The worker binary to install on the nodes (default: the one beside this program).
-        #[arg(long, value_name = "PATH")]
-        worker: Option<PathBuf>,
-        /// Where virtual clusters keep their files.
-        #[arg(long, default_value = orchestrate::vcluster::DEFAULT_STATE_DIR, value_name = "DIR")]
-        state_dir: PathBuf,
-    },
+    Run(run_cmd::RunArgs),
     /// The Ethernet medium emulator: simulate a saturated segment in simulated time.
     ///
     /// Virtual clusters emulate shared segments frame by frame (serialization, CSMA/CD,
@@ -198,98 +167,14 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Cluster { action } => cluster(action),
-        Command::Run {
-            experiment,
-            resume,
-            dry_run,
-            keep_cluster,
-            on_error,
-            out,
-            port,
-            worker,
-            state_dir,
-        } => {
-            if dry_run {
-                let path = match (&experiment, &resume) {
-                    (Some(e), _) => e.clone(),
-                    (None, Some(dir)) => RunDir::new(dir).experiment_toml(),
-                    (None, None) => unreachable!("clap requires one"),
-                };
-                return run(Command::Plan {
-                    experiment: path,
-                    node: None,
-                    json: false,
-                    graph: None,
-                });
-            }
-            let start = match (&experiment, &resume) {
-                (_, Some(dir)) => RunStart::Resume(dir),
-                (Some(e), None) => RunStart::New {
-                    experiment: e,
-                    out_root: &out,
-                },
-                (None, None) => unreachable!("clap requires one"),
-            };
-            let open = OpenRun::open(start)?;
-            let source = node_source(&open.experiment, state_dir, keep_cluster);
-            let opts = orchestrate::runner::RunOptions {
-                on_error,
-                port,
-                worker: orchestrate::vcluster::locate_worker(worker.as_deref())?,
-            };
-            let rt = tokio::runtime::Runtime::new()?;
-            let summary = rt.block_on(async {
-                let (tx, rx) = tokio::sync::watch::channel(false);
-                tokio::spawn(async move {
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        eprintln!("interrupted: stopping the clients and tearing down every node (records so far are kept)");
-                        let _ = tx.send(true);
-                    }
-                });
-                orchestrate::runner::run(open, &*source, &opts, rx).await
-            })?;
-            eprintln!(
-                "{} point(s) ok, {} failed, {} done before; results in {}",
-                summary.ok,
-                summary.failed,
-                summary.skipped,
-                summary.dir.display()
-            );
-            Ok(match summary.stopped.as_deref() {
-                None if summary.failed == 0 => ExitCode::SUCCESS,
-                Some("interrupted") => {
-                    eprintln!(
-                        "resume with: orchestrate run --resume {}",
-                        summary.dir.display()
-                    );
-                    ExitCode::from(130)
-                }
-                Some(why) => {
-                    eprintln!(
-                        "stopped: {why}\nresume with: orchestrate run --resume {}",
-                        summary.dir.display()
-                    );
-                    ExitCode::FAILURE
-                }
-                None => ExitCode::FAILURE,
-            })
-        }
-        Command::Teardown { run_dir } => {
-            let source = match plan::load(&RunDir::new(&run_dir).experiment_toml()) {
-                Ok(e) => node_source(&e, vcluster::DEFAULT_STATE_DIR.into(), true),
-                // Without the experiment: of the sources, only virtual clusters own their nodes.
-                Err(_) => Box::new(VirtualClusters {
-                    state_dir: vcluster::DEFAULT_STATE_DIR.into(),
-                    keep: true,
-                    source: run_dir.clone(),
-                }),
-            };
-            let rt = tokio::runtime::Runtime::new()?;
-            rt.block_on(orchestrate::runner::teardown_from_ledger(
-                &run_dir, &*source,
-            ))?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Command::Run(args) if args.dry_run => run(Command::Plan {
+            experiment: args.experiment_file(),
+            node: None,
+            json: false,
+            graph: None,
+        }),
+        Command::Run(args) => run_cmd::run(args),
+        Command::Teardown { run_dir } => run_cmd::teardown(run_dir),
         Command::Medium { action } => medium_cmd::run(action),
         Command::Schema => {
             println!(
@@ -307,21 +192,6 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-    }
-}
-
-/// Where an experiment's nodes come from: its inventory's machines, or virtual clusters
-/// under `state_dir` (left up at the end when `keep`).
-fn node_source(e: &plan::Experiment, state_dir: PathBuf, keep: bool) -> Box<dyn NodeSource> {
-    match &e.cluster {
-        plan::experiment::Cluster::Inventory { path } => {
-            Box::new(InventoryFile { path: path.clone() })
-        }
-        plan::experiment::Cluster::Docker => Box::new(VirtualClusters {
-            state_dir,
-            keep,
-            source: e.path.clone(),
-        }),
     }
 }
 

@@ -18,7 +18,7 @@ use super::fanout::{listed, on_all};
 use super::media::Sampler;
 use super::point::{self, Outcome, PointContext};
 use super::state::RunState;
-use super::{OnError, RunOptions};
+use super::{OnError, RunOptions, Stopped};
 
 /// What measuring a configuration needs beyond the nodes.
 pub struct Measurement<'a> {
@@ -103,7 +103,7 @@ impl Measurement<'_> {
                 _ = state.interrupted.wait_for(|stop| *stop) => None,
             };
             let Some(mut outcome) = outcome else {
-                state.stop("interrupted".into());
+                state.stop(Stopped::Interrupted);
                 state.writer.log(&format!(
                     "point {} interrupted; its partial results are not kept",
                     p.id
@@ -159,11 +159,11 @@ impl Measurement<'_> {
         state.progress.point_done(&line);
         state.writer.log(&line);
         if !ok && self.opts.on_error == OnError::Stop {
-            state.stop(format!(
+            state.stop(Stopped::PointFailed(format!(
                 "point {} failed: {}",
                 p.id,
                 row.error.unwrap_or_default()
-            ));
+            )));
             return false;
         }
         true

@@ -77,7 +77,16 @@ pub struct Summary {
     pub failed: usize,
     pub skipped: usize,
     /// Why the run stopped early, if it did.
-    pub stopped: Option<String>,
+    pub stopped: Option<Stopped>,
+}
+
+/// Why a run stopped before its last point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stopped {
+    /// Ctrl-C.
+    Interrupted,
+    /// A point failed under `--on-error stop`: which, and why.
+    PointFailed(String),
 }
 
 /// Runs the points of `run` not done yet, on nodes from `source`, then writes the report.
@@ -134,7 +143,7 @@ pub async fn run(
             continue;
         }
         if state.is_interrupted() {
-            state.stop("interrupted".into());
+            state.stop(Stopped::Interrupted);
             break;
         }
         let nodes = source.obtain(&config.topology).await?;

@@ -5,9 +5,9 @@ use tokio::sync::watch;
 
 use crate::results::Manifest;
 
-use super::Summary;
 use super::progress::Progress;
 use super::rundir::RunWriter;
+use super::{Stopped, Summary};
 
 pub struct RunState {
     pub writer: RunWriter,
@@ -30,7 +30,7 @@ impl RunState {
     }
 
     /// Marks the run as stopped early, for `why`.
-    pub fn stop(&mut self, why: String) {
+    pub fn stop(&mut self, why: Stopped) {
         self.summary.stopped = Some(why);
     }
 

@@ -1,0 +1,141 @@
+//! `orchestrate run` and `orchestrate teardown`: which nodes a run gets (the experiment's
+//! inventory, or virtual clusters), Ctrl-C, and what the exit code says.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use orchestrate::plan;
+use orchestrate::remote::{InventoryFile, NodeSource};
+use orchestrate::results::RunDir;
+use orchestrate::runner::{self, OnError, OpenRun, RunOptions, RunStart, Stopped};
+use orchestrate::vcluster::{self, VirtualClusters};
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The experiment file (not needed with --resume).
+    #[arg(required_unless_present = "resume")]
+    experiment: Option<PathBuf>,
+    /// Finish a run that stopped: only the points not yet done, into the same directory.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with = "experiment")]
+    resume: Option<PathBuf>,
+    /// Print the plan and touch nothing (the same as `orchestrate plan`).
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Leave virtual clusters up at the end.
+    #[arg(long)]
+    keep_cluster: bool,
+    /// What a failed point does to the run.
+    #[arg(long, value_enum, default_value = "stop")]
+    on_error: OnError,
+    /// Root of the run directories.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    out: PathBuf,
+    /// Port of the worker servers on the nodes.
+    #[arg(long, default_value_t = 7171)]
+    port: u16,
+    /// The worker binary to install on the nodes (default: the one beside this program).
+    #[arg(long, value_name = "PATH")]
+    worker: Option<PathBuf>,
+    /// Where virtual clusters keep their files.
+    #[arg(long, default_value = vcluster::DEFAULT_STATE_DIR, value_name = "DIR")]
+    state_dir: PathBuf,
+}
+
+impl RunArgs {
+    /// The experiment file: the one given, or the copy in the run to resume.
+    pub fn experiment_file(&self) -> PathBuf {
+        match (&self.experiment, &self.resume) {
+            (_, Some(dir)) => RunDir::new(dir).experiment_toml(),
+            (Some(e), None) => e.clone(),
+            (None, None) => unreachable!("clap requires one"),
+        }
+    }
+
+    fn start(&self) -> RunStart<'_> {
+        match (&self.experiment, &self.resume) {
+            (_, Some(dir)) => RunStart::Resume(dir),
+            (Some(e), None) => RunStart::New {
+                experiment: e,
+                out_root: &self.out,
+            },
+            (None, None) => unreachable!("clap requires one"),
+        }
+    }
+}
+
+/// `orchestrate run`: 0 when every point succeeded, 130 when interrupted, 1 otherwise.
+pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let open = OpenRun::open(args.start())?;
+    let source = node_source(&open.experiment, args.state_dir.clone(), args.keep_cluster);
+    let opts = RunOptions {
+        on_error: args.on_error,
+        port: args.port,
+        worker: vcluster::locate_worker(args.worker.as_deref())?,
+    };
+    let rt = tokio::runtime::Runtime::new()?;
+    let summary = rt.block_on(async {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                eprintln!(
+                    "interrupted: stopping the clients and tearing down every node (records so far are kept)"
+                );
+                let _ = tx.send(true);
+            }
+        });
+        runner::run(open, &*source, &opts, rx).await
+    })?;
+    eprintln!(
+        "{} point(s) ok, {} failed, {} done before; results in {}",
+        summary.ok,
+        summary.failed,
+        summary.skipped,
+        summary.dir.display()
+    );
+    let resume = format!("orchestrate run --resume {}", summary.dir.display());
+    Ok(match &summary.stopped {
+        None if summary.failed == 0 => ExitCode::SUCCESS,
+        None => ExitCode::FAILURE,
+        Some(Stopped::Interrupted) => {
+            eprintln!("resume with: {resume}");
+            ExitCode::from(130)
+        }
+        Some(Stopped::PointFailed(why)) => {
+            eprintln!("stopped: {why}\nresume with: {resume}");
+            ExitCode::FAILURE
+        }
+    })
+}
+
+/// `orchestrate teardown <run-dir>`.
+pub fn teardown(run_dir: PathBuf) -> anyhow::Result<ExitCode> {
+    let state_dir = PathBuf::from(vcluster::DEFAULT_STATE_DIR);
+    let source = match plan::load(&RunDir::new(&run_dir).experiment_toml()) {
+        Ok(e) => node_source(&e, state_dir, true),
+        // Without the experiment: of the sources, only virtual clusters own their nodes.
+        Err(_) => Box::new(VirtualClusters {
+            state_dir,
+            keep: true,
+            source: run_dir.clone(),
+        }),
+    };
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(runner::teardown_from_ledger(&run_dir, &*source))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Where an experiment's nodes come from: its inventory's machines, or virtual clusters
+/// under `state_dir` (left up at the end when `keep`).
+fn node_source(e: &plan::Experiment, state_dir: PathBuf, keep: bool) -> Box<dyn NodeSource> {
+    match &e.cluster {
+        plan::experiment::Cluster::Inventory { path } => {
+            Box::new(InventoryFile { path: path.clone() })
+        }
+        plan::experiment::Cluster::Docker => Box::new(VirtualClusters {
+            state_dir,
+            keep,
+            source: e.path.clone(),
+        }),
+    }
+}

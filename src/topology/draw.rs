@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use crate::spec::topology::Medium;
 
-use super::model::{Attachment, Topology};
+use super::graph::{Attachment, Topology};
 
 /// Graphviz DOT: nodes as boxes (double-bordered when they forward), segments as ellipses
 /// (dashed when switched), switches as diamonds, bonds as edge labels.

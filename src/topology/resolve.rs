@@ -11,7 +11,7 @@ use crate::spec::topology::{BondMode, RoutingMode};
 use crate::spec::{IfName, Name, NodeName, SourceFile, SpecError, SpecErrors, best_match};
 
 use super::draft::{Draft, Span};
-use super::model::{
+use super::graph::{
     Attachment, Bond, Host, Interface, Link, Network, Node, Port, Route, Segment, Subnet, Topology,
 };
 use super::{paths, routing};

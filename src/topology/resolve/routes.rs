@@ -18,8 +18,8 @@ use super::nodes::NodeIndex;
 /// Per node, where its first route was given: path-check errors point there.
 pub(super) type RouteSpans = BTreeMap<NodeName, Span>;
 
-/// Fills in every node's routes and whether it forwards. Computed tables point nowhere in the
-/// text, so their spans are empty.
+/// Fills in every node's routes and whether it forwards. Returns where each node's routes were
+/// given; computed tables come from no text, so for them it is empty.
 pub(super) fn route(
     draft: &Draft,
     nodes: &NodeIndex,

@@ -1,5 +1,5 @@
-//! The explicit form every topology passes through on its way to the model: the spec's lists
-//! with ranges expanded and generators run, each item keeping the span it came from so that
+//! The explicit form every topology passes through on its way to the resolved graph: the spec's
+//! lists with ranges expanded and generators run, each item keeping the span it came from so that
 //! resolution can point errors at the text.
 
 use std::net::Ipv4Addr;

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use crate::spec::topology::Medium;
 
-use super::model::{Attachment, Topology};
+use super::graph::{Attachment, Network, Node, Segment, Topology};
 
 /// Graphviz DOT: nodes as boxes (double-bordered when they forward), segments as ellipses
 /// (dashed when switched), switches as diamonds, bonds as edge labels.
@@ -85,12 +85,36 @@ const LEFT: f64 = 190.0;
 
 /// The SVG wiring diagram.
 pub fn svg(t: &Topology) -> String {
-    let cols = t.nodes.len() as f64;
-    let width = LEFT + cols * NODE_W + 30.0;
-    let seg_y = |i: usize| TOP + 60.0 + i as f64 * ROW_H;
-    let height = seg_y(t.segments.len()) + 40.0;
-    let node_x = |i: usize| LEFT + i as f64 * NODE_W + NODE_W / 2.0;
     let mut s = String::new();
+    let height = seg_y(t.segments.len()) + 40.0;
+    svg_header(&mut s, t, height);
+    for (si, seg) in t.segments.iter().enumerate() {
+        svg_segment(&mut s, t, seg, seg_y(si));
+    }
+    for net in t.networks.iter().filter(|n| n.switch.is_some()) {
+        svg_switch(&mut s, t, net);
+    }
+    for (ni, n) in t.nodes.iter().enumerate() {
+        svg_node(&mut s, n, node_x(ni));
+    }
+    svg_legend(&mut s, height);
+    s.push_str("</svg>\n");
+    s
+}
+
+/// Where the `i`th segment's line runs.
+fn seg_y(i: usize) -> f64 {
+    TOP + 60.0 + i as f64 * ROW_H
+}
+
+/// Where the `i`th node's column stands.
+fn node_x(i: usize) -> f64 {
+    LEFT + i as f64 * NODE_W + NODE_W / 2.0
+}
+
+/// The opening tag sized to the topology, a white background, the title and description.
+fn svg_header(s: &mut String, t: &Topology, height: f64) {
+    let width = LEFT + t.nodes.len() as f64 * NODE_W + 30.0;
     let _ = writeln!(
         s,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="11">"#
@@ -105,121 +129,126 @@ pub fn svg(t: &Topology) -> String {
     if let Some(d) = &t.description {
         let _ = writeln!(s, r##"<text x="10" y="38" fill="#444">{}</text>"##, esc(d));
     }
+}
 
-    // Segments: a line each, labelled with rate and medium; switched ones dashed.
-    for (si, seg) in t.segments.iter().enumerate() {
-        let y = seg_y(si);
-        let xs: Vec<f64> = seg
-            .members
-            .iter()
-            .filter_map(|p| t.node_index(&p.node))
-            .map(node_x)
-            .collect();
-        let (x0, x1) = (
-            xs.iter().cloned().fold(f64::MAX, f64::min),
-            xs.iter().cloned().fold(f64::MIN, f64::max),
-        );
-        let dash = if seg.medium == Medium::Switched {
-            r#" stroke-dasharray="6 3""#
-        } else {
-            ""
+/// A segment: a line at height `y`, labelled with rate and medium, dashed when switched; a
+/// drop and a dot for each member.
+fn svg_segment(s: &mut String, t: &Topology, seg: &Segment, y: f64) {
+    let xs: Vec<f64> = seg
+        .members
+        .iter()
+        .filter_map(|p| t.node_index(&p.node))
+        .map(node_x)
+        .collect();
+    let (x0, x1) = (
+        xs.iter().cloned().fold(f64::MAX, f64::min),
+        xs.iter().cloned().fold(f64::MIN, f64::max),
+    );
+    let dash = if seg.medium == Medium::Switched {
+        r#" stroke-dasharray="6 3""#
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        s,
+        r##"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#1f4e79" stroke-width="3"{dash}/>"##,
+        x0 - 10.0,
+        x1 + 10.0
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{} · {} {}</text>"#,
+        LEFT - 50.0,
+        y + 4.0,
+        esc(seg.name.as_str()),
+        seg.rate,
+        medium(seg.medium)
+    );
+    for p in &seg.members {
+        let Some(ni) = t.node_index(&p.node) else {
+            continue;
         };
-        let _ = writeln!(
-            s,
-            r##"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#1f4e79" stroke-width="3"{dash}/>"##,
-            x0 - 10.0,
-            x1 + 10.0
-        );
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{} · {} {}</text>"#,
-            LEFT - 50.0,
-            y + 4.0,
-            esc(seg.name.as_str()),
-            seg.rate,
-            medium(seg.medium)
-        );
-        for p in &seg.members {
-            let Some(ni) = t.node_index(&p.node) else {
-                continue;
-            };
-            let x = node_x(ni);
-            let _ = writeln!(
-                s,
-                r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{y:.1}" stroke="#999" stroke-width="1"/>"##,
-                TOP + 14.0
-            );
-            let _ = writeln!(
-                s,
-                r##"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="#1f4e79"><title>{}:{}</title></circle>"##,
-                esc(p.node.as_str()),
-                esc(p.interface.as_str())
-            );
-        }
-    }
-    // Switches: a bracket at the left joining their segments.
-    for net in t.networks.iter().filter(|n| n.switch.is_some()) {
-        let ys: Vec<f64> = net
-            .segments
-            .iter()
-            .filter_map(|sn| t.segments.iter().position(|s| &s.name == sn))
-            .map(seg_y)
-            .collect();
-        let (y0, y1) = (
-            ys.iter().cloned().fold(f64::MAX, f64::min),
-            ys.iter().cloned().fold(f64::MIN, f64::max),
-        );
-        let x = LEFT - 35.0;
-        let _ = writeln!(
-            s,
-            r##"<rect x="{:.1}" y="{:.1}" width="14" height="{:.1}" fill="#f2c14e" stroke="#7a5c00"/>"##,
-            x - 7.0,
-            y0 - 6.0,
-            y1 - y0 + 12.0
-        );
-        for y in &ys {
-            let _ = writeln!(
-                s,
-                r##"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#7a5c00" stroke-width="2"/>"##,
-                x + 7.0,
-                LEFT - 8.0
-            );
-        }
-        let _ = writeln!(
-            s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="10">{}</text>"#,
-            x,
-            y1 + 20.0,
-            esc(net.switch.as_ref().expect("filtered").as_str())
-        );
-    }
-    // Nodes: boxes across the top; forwarding nodes filled, bonds noted under the name.
-    for (ni, n) in t.nodes.iter().enumerate() {
         let x = node_x(ni);
-        let fill = if n.forwarding { "#c6e0b4" } else { "#eeeeee" };
         let _ = writeln!(
             s,
-            r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="28" rx="4" fill="{fill}" stroke="#333"/>"##,
-            x - NODE_W / 2.0 + 4.0,
-            TOP - 14.0,
-            NODE_W - 8.0
+            r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{y:.1}" stroke="#999" stroke-width="1"/>"##,
+            TOP + 14.0
         );
         let _ = writeln!(
             s,
-            r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            TOP + 4.0,
-            esc(n.name.as_str())
+            r##"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="#1f4e79"><title>{}:{}</title></circle>"##,
+            esc(p.node.as_str()),
+            esc(p.interface.as_str())
         );
-        if let Some(b) = n.bonds.first() {
-            let _ = writeln!(
-                s,
-                r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="9">{}</text>"#,
-                TOP + 26.0,
-                esc(b.mode.as_str())
-            );
-        }
     }
-    // Legend.
+}
+
+/// A switch: a bracket at the left joining its network's segments.
+fn svg_switch(s: &mut String, t: &Topology, net: &Network) {
+    let ys: Vec<f64> = net
+        .segments
+        .iter()
+        .filter_map(|sn| t.segments.iter().position(|s| &s.name == sn))
+        .map(seg_y)
+        .collect();
+    let (y0, y1) = (
+        ys.iter().cloned().fold(f64::MAX, f64::min),
+        ys.iter().cloned().fold(f64::MIN, f64::max),
+    );
+    let x = LEFT - 35.0;
+    let _ = writeln!(
+        s,
+        r##"<rect x="{:.1}" y="{:.1}" width="14" height="{:.1}" fill="#f2c14e" stroke="#7a5c00"/>"##,
+        x - 7.0,
+        y0 - 6.0,
+        y1 - y0 + 12.0
+    );
+    for y in &ys {
+        let _ = writeln!(
+            s,
+            r##"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#7a5c00" stroke-width="2"/>"##,
+            x + 7.0,
+            LEFT - 8.0
+        );
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="10">{}</text>"#,
+        x,
+        y1 + 20.0,
+        esc(net.switch.as_ref().expect("filtered").as_str())
+    );
+}
+
+/// A node: a box across the top at column `x`, filled when it forwards, its first bond's mode
+/// noted under the name.
+fn svg_node(s: &mut String, n: &Node, x: f64) {
+    let fill = if n.forwarding { "#c6e0b4" } else { "#eeeeee" };
+    let _ = writeln!(
+        s,
+        r##"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="28" rx="4" fill="{fill}" stroke="#333"/>"##,
+        x - NODE_W / 2.0 + 4.0,
+        TOP - 14.0,
+        NODE_W - 8.0
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        TOP + 4.0,
+        esc(n.name.as_str())
+    );
+    if let Some(b) = n.bonds.first() {
+        let _ = writeln!(
+            s,
+            r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="9">{}</text>"#,
+            TOP + 26.0,
+            esc(b.mode.as_str())
+        );
+    }
+}
+
+/// The legend along the bottom edge.
+fn svg_legend(s: &mut String, height: f64) {
     let ly = height - 14.0;
     let _ = writeln!(
         s,
@@ -231,8 +260,6 @@ pub fn svg(t: &Topology) -> String {
         ly - 4.0,
         ly - 4.0
     );
-    s.push_str("</svg>\n");
-    s
 }
 
 fn esc(s: &str) -> String {

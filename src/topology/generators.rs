@@ -12,6 +12,34 @@ const DEFAULT_RATE: Rate = Rate::from_bits_per_s(10_000_000);
 /// Fills `draft`'s nodes, segments, switches and bonds from `spec`, or says which field is
 /// missing or does not apply.
 pub fn generate(spec: &GeneratorSpec, span: &Span, draft: &mut Draft) -> Result<(), String> {
+    check_fields(spec)?;
+    let g = Gen {
+        span: span.clone(),
+        rate: spec.rate.unwrap_or(DEFAULT_RATE),
+        medium: spec.medium.unwrap_or_default(),
+        emulation: spec.emulation.unwrap_or(draft.emulation),
+    };
+    if let Some(host) = spec.host {
+        draft.host = host;
+    }
+    let prefix = spec
+        .prefix
+        .clone()
+        .unwrap_or_else(|| "n".parse().expect("valid"));
+    match spec.kind {
+        GeneratorKind::Grid => g.grid(spec, &prefix, draft),
+        GeneratorKind::Bus => g.buses(spec, &prefix, draft),
+        GeneratorKind::Single => g.single(spec, &prefix, draft),
+    }
+}
+
+/// "grid", "bus" or "single", as the spec spells the kind.
+fn kind_name(spec: &GeneratorSpec) -> String {
+    format!("{:?}", spec.kind).to_lowercase()
+}
+
+/// Every field given is one the generator's kind takes.
+fn check_fields(spec: &GeneratorSpec) -> Result<(), String> {
     let allowed: &[&str] = match spec.kind {
         GeneratorKind::Grid => &["rows", "cols", "interconnect"],
         GeneratorKind::Bus => &["nodes", "buses"],
@@ -24,7 +52,7 @@ pub fn generate(spec: &GeneratorSpec, span: &Span, draft: &mut Draft) -> Result<
         ("nodes", spec.node_count.is_some()),
         ("buses", spec.buses.is_some()),
     ];
-    let kind = format!("{:?}", spec.kind).to_lowercase();
+    let kind = kind_name(spec);
     for (field, present) in given {
         if present && !allowed.contains(&field) {
             return Err(format!(
@@ -33,110 +61,16 @@ pub fn generate(spec: &GeneratorSpec, span: &Span, draft: &mut Draft) -> Result<
             ));
         }
     }
-    let need = |v: Option<u32>, field: &str, min: u32| -> Result<u32, String> {
-        let v = v.ok_or_else(|| format!("generator kind \"{kind}\" needs `{field}`"))?;
-        if v < min {
-            return Err(format!("`{field}` must be at least {min}, got {v}"));
-        }
-        Ok(v)
-    };
-    let rate = spec.rate.unwrap_or(DEFAULT_RATE);
-    let medium = spec.medium.unwrap_or_default();
-    let emulation = spec.emulation.unwrap_or(draft.emulation);
-    if let Some(host) = spec.host {
-        draft.host = host;
-    }
-    let prefix = spec
-        .prefix
-        .clone()
-        .unwrap_or_else(|| "n".parse().expect("valid"));
-    let g = Gen {
-        span: span.clone(),
-        rate,
-        medium,
-        emulation,
-    };
-
-    match spec.kind {
-        GeneratorKind::Grid => {
-            let rows = need(spec.rows, "rows", 2)?;
-            let cols = need(spec.cols, "cols", 2)?;
-            let interconnect = spec.interconnect.ok_or(
-                "generator kind \"grid\" needs `interconnect` (\"routed\" or \"switched\")",
-            )?;
-            if spec.bond.is_some() && interconnect == Interconnect::Routed {
-                return Err(
-                    "a bond over a routed mesh's row and column buses would put one \
-                            address on two subnets joined only by forwarding nodes; bond a \
-                            switched mesh (interconnect = \"switched\") instead"
-                        .into(),
-                );
-            }
-            let names = node_names(&prefix, rows * cols)?;
-            let at = |r: u32, c: u32| names[(r * cols + c) as usize].clone();
-            draft.nodes = names.iter().map(|n| (n.clone(), g.span.clone())).collect();
-            for r in 0..rows {
-                let members = (0..cols).map(|c| (at(r, c), "eth1")).collect();
-                draft
-                    .segments
-                    .push(g.segment(&format!("row{}", r + 1), members));
-            }
-            for c in 0..cols {
-                let members = (0..rows).map(|r| (at(r, c), "eth2")).collect();
-                draft
-                    .segments
-                    .push(g.segment(&format!("col{}", c + 1), members));
-            }
-            if interconnect == Interconnect::Switched {
-                let rows_sw = (1..=rows).map(|r| format!("row{r}")).collect::<Vec<_>>();
-                let cols_sw = (1..=cols).map(|c| format!("col{c}")).collect::<Vec<_>>();
-                draft.switches.push(g.switch("row-switch", &rows_sw));
-                draft.switches.push(g.switch("col-switch", &cols_sw));
-            }
-            if let Some(t) = &spec.bond {
-                g.bond_all(draft, t, &["eth1", "eth2"]);
-            }
-        }
-        GeneratorKind::Bus => {
-            let n = need(spec.node_count, "nodes", 2)?;
-            let buses = spec.buses.unwrap_or(2);
-            if buses == 0 {
-                return Err("`buses` must be at least 1".into());
-            }
-            let names = node_names(&prefix, n)?;
-            draft.nodes = names.iter().map(|n| (n.clone(), g.span.clone())).collect();
-            let ifnames: Vec<String> = (1..=buses).map(|b| format!("eth{b}")).collect();
-            for (b, ifname) in ifnames.iter().enumerate() {
-                let members = names.iter().map(|n| (n.clone(), ifname.as_str())).collect();
-                let name = format!("bus-{}", (b'a' + (b as u8 % 26)) as char);
-                let name = if buses > 26 {
-                    format!("bus{}", b + 1)
-                } else {
-                    name
-                };
-                draft.segments.push(g.segment(&name, members));
-            }
-            if let Some(t) = &spec.bond {
-                let refs: Vec<&str> = ifnames.iter().map(String::as_str).collect();
-                g.bond_all(draft, t, &refs);
-            }
-        }
-        GeneratorKind::Single => {
-            let n = need(spec.node_count, "nodes", 2)?;
-            if spec.bond.is_some() {
-                return Err("a single network has one interface per node: nothing to bond".into());
-            }
-            let names = node_names(&prefix, n)?;
-            draft.nodes = names.iter().map(|n| (n.clone(), g.span.clone())).collect();
-            let name = match medium {
-                Medium::Shared => "bus",
-                Medium::Switched => "switch",
-            };
-            let members = names.iter().map(|n| (n.clone(), "eth1")).collect();
-            draft.segments.push(g.segment(name, members));
-        }
-    }
     Ok(())
+}
+
+/// A count the generator's kind needs, at least `min`.
+fn need(spec: &GeneratorSpec, v: Option<u32>, field: &str, min: u32) -> Result<u32, String> {
+    let v = v.ok_or_else(|| format!("generator kind \"{}\" needs `{field}`", kind_name(spec)))?;
+    if v < min {
+        return Err(format!("`{field}` must be at least {min}, got {v}"));
+    }
+    Ok(v)
 }
 
 /// `n01`..`n16`: zero-padded so names sort in order.
@@ -169,6 +103,117 @@ impl Gen {
         T::Err: std::fmt::Debug,
     {
         s.parse().expect("generated names are valid")
+    }
+
+    /// `rows` x `cols` nodes, each on its row's bus (eth1) and its column's (eth2); routed
+    /// through the nodes, or with the rows and the columns each joined by a switch.
+    fn grid(
+        &self,
+        spec: &GeneratorSpec,
+        prefix: &NodeName,
+        draft: &mut Draft,
+    ) -> Result<(), String> {
+        let rows = need(spec, spec.rows, "rows", 2)?;
+        let cols = need(spec, spec.cols, "cols", 2)?;
+        let interconnect = spec
+            .interconnect
+            .ok_or("generator kind \"grid\" needs `interconnect` (\"routed\" or \"switched\")")?;
+        if spec.bond.is_some() && interconnect == Interconnect::Routed {
+            return Err(
+                "a bond over a routed mesh's row and column buses would put one \
+                        address on two subnets joined only by forwarding nodes; bond a \
+                        switched mesh (interconnect = \"switched\") instead"
+                    .into(),
+            );
+        }
+        let names = node_names(prefix, rows * cols)?;
+        let at = |r: u32, c: u32| names[(r * cols + c) as usize].clone();
+        draft.nodes = names
+            .iter()
+            .map(|n| (n.clone(), self.span.clone()))
+            .collect();
+        for r in 0..rows {
+            let members = (0..cols).map(|c| (at(r, c), "eth1")).collect();
+            draft
+                .segments
+                .push(self.segment(&format!("row{}", r + 1), members));
+        }
+        for c in 0..cols {
+            let members = (0..rows).map(|r| (at(r, c), "eth2")).collect();
+            draft
+                .segments
+                .push(self.segment(&format!("col{}", c + 1), members));
+        }
+        if interconnect == Interconnect::Switched {
+            let rows_sw = (1..=rows).map(|r| format!("row{r}")).collect::<Vec<_>>();
+            let cols_sw = (1..=cols).map(|c| format!("col{c}")).collect::<Vec<_>>();
+            draft.switches.push(self.switch("row-switch", &rows_sw));
+            draft.switches.push(self.switch("col-switch", &cols_sw));
+        }
+        if let Some(t) = &spec.bond {
+            self.bond_all(draft, t, &["eth1", "eth2"]);
+        }
+        Ok(())
+    }
+
+    /// Every node on each of `buses` parallel buses (bus-a on eth1, bus-b on eth2, ...).
+    fn buses(
+        &self,
+        spec: &GeneratorSpec,
+        prefix: &NodeName,
+        draft: &mut Draft,
+    ) -> Result<(), String> {
+        let n = need(spec, spec.node_count, "nodes", 2)?;
+        let buses = spec.buses.unwrap_or(2);
+        if buses == 0 {
+            return Err("`buses` must be at least 1".into());
+        }
+        let names = node_names(prefix, n)?;
+        draft.nodes = names
+            .iter()
+            .map(|n| (n.clone(), self.span.clone()))
+            .collect();
+        let ifnames: Vec<String> = (1..=buses).map(|b| format!("eth{b}")).collect();
+        for (b, ifname) in ifnames.iter().enumerate() {
+            let members = names.iter().map(|n| (n.clone(), ifname.as_str())).collect();
+            let name = format!("bus-{}", (b'a' + (b as u8 % 26)) as char);
+            let name = if buses > 26 {
+                format!("bus{}", b + 1)
+            } else {
+                name
+            };
+            draft.segments.push(self.segment(&name, members));
+        }
+        if let Some(t) = &spec.bond {
+            let refs: Vec<&str> = ifnames.iter().map(String::as_str).collect();
+            self.bond_all(draft, t, &refs);
+        }
+        Ok(())
+    }
+
+    /// Every node on one network: a bus, or a switch when the medium is switched.
+    fn single(
+        &self,
+        spec: &GeneratorSpec,
+        prefix: &NodeName,
+        draft: &mut Draft,
+    ) -> Result<(), String> {
+        let n = need(spec, spec.node_count, "nodes", 2)?;
+        if spec.bond.is_some() {
+            return Err("a single network has one interface per node: nothing to bond".into());
+        }
+        let names = node_names(prefix, n)?;
+        draft.nodes = names
+            .iter()
+            .map(|n| (n.clone(), self.span.clone()))
+            .collect();
+        let name = match self.medium {
+            Medium::Shared => "bus",
+            Medium::Switched => "switch",
+        };
+        let members = names.iter().map(|n| (n.clone(), "eth1")).collect();
+        draft.segments.push(self.segment(name, members));
+        Ok(())
     }
 
     fn segment(&self, name: &str, members: Vec<(NodeName, &str)>) -> DraftSegment {

@@ -4,7 +4,7 @@ use std::path::Path;
 
 use toml::Spanned;
 
-use crate::spec::topology::TopologySpec;
+use crate::spec::topology::{GeneratorSpec, TopologySpec};
 use crate::spec::{IfName, Name, NodeName, SourceFile, SpecError, SpecErrors};
 
 use super::draft::{
@@ -27,11 +27,48 @@ pub fn from_source(source: &SourceFile) -> Result<super::Topology, SpecErrors> {
 pub fn draft(source: &SourceFile) -> Result<Draft, SpecErrors> {
     let spec: TopologySpec = source.parse()?;
     let mut errors = Vec::new();
+    let mut draft = empty_draft(&spec, source, &mut errors);
+    match &spec.generator {
+        Some(generator) => run_generator(&spec, generator, source, &mut draft, &mut errors),
+        None => list_nodes(&spec, source, &mut draft, &mut errors),
+    }
+    add_segments(&spec, source, &mut draft, &mut errors);
+    for sw in &spec.switch {
+        draft.switches.push(DraftSwitch {
+            name: spanned(&sw.name),
+            segments: sw.segments.iter().map(spanned).collect(),
+        });
+    }
+    add_bonds(&spec, source, &mut draft, &mut errors);
+    for r in &spec.route {
+        draft.routes.push(DraftRoute {
+            node: spanned(&r.node),
+            to: spanned(&r.to),
+            via: spanned(&r.via),
+        });
+    }
+    for a in &spec.address {
+        draft.addresses.push(DraftAddress {
+            node: spanned(&a.node),
+            interface: spanned(&a.interface),
+            address: spanned(&a.address),
+        });
+    }
+
+    if errors.is_empty() {
+        Ok(draft)
+    } else {
+        Err(SpecErrors { errors })
+    }
+}
+
+/// The topology's name, addressing, routing mode and defaults, with no nodes or wires yet.
+fn empty_draft(spec: &TopologySpec, source: &SourceFile, errors: &mut Vec<SpecError>) -> Draft {
     let name = match &spec.name {
         Some(n) => n.get_ref().clone(),
-        None => default_name(source, &mut errors),
+        None => default_name(source, errors),
     };
-    let mut draft = Draft {
+    Draft {
         name,
         description: spec.description.clone(),
         base: (*spec.addressing.base.get_ref(), spec.addressing.base.span()),
@@ -49,52 +86,75 @@ pub fn draft(source: &SourceFile) -> Result<Draft, SpecErrors> {
         bonds: Vec::new(),
         routes: Vec::new(),
         addresses: Vec::new(),
-    };
+    }
+}
 
-    if let Some(generator) = &spec.generator {
-        let listed = [
-            ("nodes", !spec.nodes.is_empty()),
-            ("segment", !spec.segment.is_empty()),
-            ("switch", !spec.switch.is_empty()),
-            ("bond", !spec.bond.is_empty()),
-        ];
-        if let Some((key, _)) = listed.iter().find(|(_, present)| *present) {
-            errors.push(source.error(
-                generator.span(),
-                format!("a generated topology cannot also list `{key}`"),
-                Some("use either [generator] or explicit nodes and segments, not both".into()),
-            ));
-        } else if let Err(e) =
-            generators::generate(generator.get_ref(), &generator.span(), &mut draft)
-        {
-            errors.push(source.error(generator.span(), e, None));
-        }
-    } else {
-        for entry in &spec.nodes {
-            let expr = Spanned::new(entry.span(), entry.get_ref().names().to_owned());
-            match expand::<NodeName>(&expr, "node") {
-                Ok(names) => {
-                    if let Some(host) = entry.get_ref().host() {
-                        draft
-                            .node_hosts
-                            .extend(names.iter().map(|n| (n.clone(), host)));
-                    }
+/// Fills the draft from `[generator]`, which stands in for the nodes, segments, switches and
+/// bonds; listing any of them as well is an error.
+fn run_generator(
+    spec: &TopologySpec,
+    generator: &Spanned<GeneratorSpec>,
+    source: &SourceFile,
+    draft: &mut Draft,
+    errors: &mut Vec<SpecError>,
+) {
+    let listed = [
+        ("nodes", !spec.nodes.is_empty()),
+        ("segment", !spec.segment.is_empty()),
+        ("switch", !spec.switch.is_empty()),
+        ("bond", !spec.bond.is_empty()),
+    ];
+    if let Some((key, _)) = listed.iter().find(|(_, present)| *present) {
+        errors.push(source.error(
+            generator.span(),
+            format!("a generated topology cannot also list `{key}`"),
+            Some("use either [generator] or explicit nodes and segments, not both".into()),
+        ));
+    } else if let Err(e) = generators::generate(generator.get_ref(), &generator.span(), draft) {
+        errors.push(source.error(generator.span(), e, None));
+    }
+}
+
+/// The listed nodes, ranges expanded, with the host costs of entries that give their own.
+fn list_nodes(
+    spec: &TopologySpec,
+    source: &SourceFile,
+    draft: &mut Draft,
+    errors: &mut Vec<SpecError>,
+) {
+    for entry in &spec.nodes {
+        let expr = Spanned::new(entry.span(), entry.get_ref().names().to_owned());
+        match expand::<NodeName>(&expr, "node") {
+            Ok(names) => {
+                if let Some(host) = entry.get_ref().host() {
                     draft
-                        .nodes
-                        .extend(names.into_iter().map(|n| (n, expr.span())));
+                        .node_hosts
+                        .extend(names.iter().map(|n| (n.clone(), host)));
                 }
-                Err(e) => errors.push(source.error(expr.span(), e, None)),
+                draft
+                    .nodes
+                    .extend(names.into_iter().map(|n| (n, expr.span())));
             }
-        }
-        if draft.nodes.is_empty() && errors.is_empty() {
-            errors.push(source.error(
-                0..0,
-                "the topology has no nodes",
-                Some("list them with `nodes = [\"n[01-16]\"]` or use a [generator]".into()),
-            ));
+            Err(e) => errors.push(source.error(expr.span(), e, None)),
         }
     }
+    if draft.nodes.is_empty() && errors.is_empty() {
+        errors.push(source.error(
+            0..0,
+            "the topology has no nodes",
+            Some("list them with `nodes = [\"n[01-16]\"]` or use a [generator]".into()),
+        ));
+    }
+}
 
+/// The listed segments, each member's node range expanded; segments without their own
+/// emulation take the topology's.
+fn add_segments(
+    spec: &TopologySpec,
+    source: &SourceFile,
+    draft: &mut Draft,
+    errors: &mut Vec<SpecError>,
+) {
     for seg in &spec.segment {
         let mut members = Vec::new();
         for m in &seg.members {
@@ -111,12 +171,16 @@ pub fn draft(source: &SourceFile) -> Result<Draft, SpecErrors> {
             members,
         });
     }
-    for sw in &spec.switch {
-        draft.switches.push(DraftSwitch {
-            name: spanned(&sw.name),
-            segments: sw.segments.iter().map(spanned).collect(),
-        });
-    }
+}
+
+/// One bond per node it names (every node when it names none), each pointing at the text that
+/// put it there.
+fn add_bonds(
+    spec: &TopologySpec,
+    source: &SourceFile,
+    draft: &mut Draft,
+    errors: &mut Vec<SpecError>,
+) {
     for b in &spec.bond {
         let nodes: Vec<(NodeName, Span)> = match &b.nodes {
             None => draft
@@ -147,26 +211,6 @@ pub fn draft(source: &SourceFile) -> Result<Draft, SpecErrors> {
                 driver: b.driver,
             });
         }
-    }
-    for r in &spec.route {
-        draft.routes.push(DraftRoute {
-            node: spanned(&r.node),
-            to: spanned(&r.to),
-            via: spanned(&r.via),
-        });
-    }
-    for a in &spec.address {
-        draft.addresses.push(DraftAddress {
-            node: spanned(&a.node),
-            interface: spanned(&a.interface),
-            address: spanned(&a.address),
-        });
-    }
-
-    if errors.is_empty() {
-        Ok(draft)
-    } else {
-        Err(SpecErrors { errors })
     }
 }
 

@@ -1,14 +1,14 @@
-//! Topologies: the model of nodes, wires, addresses and routes, the generators that build the
+//! Topologies: the graph of nodes, wires, addresses and routes, the generators that build the
 //! study's configurations, and the checks that prove every pair of nodes can reach each other.
 
 pub mod draft;
 pub mod draw;
 pub mod generators;
+pub mod graph;
 pub mod load;
-pub mod model;
 pub mod paths;
 pub mod resolve;
 pub mod routing;
 
+pub use graph::*;
 pub use load::{from_source, load};
-pub use model::*;

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::spec::{IfName, Name, NodeName};
 
-use super::model::{Attachment, Topology};
+use super::graph::{Attachment, Topology};
 
 /// One link crossed: from a node, out of an interface, to the next node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

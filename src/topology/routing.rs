@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use ipnet::Ipv4Net;
 
-use super::model::{Route, Topology};
+use super::graph::{Route, Topology};
 
 /// Fills every node's `routes`. Existing routes are replaced.
 pub fn compute_routes(t: &mut Topology) {

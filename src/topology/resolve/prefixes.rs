@@ -1,0 +1,135 @@
+//! A prefix for every subnet: a subnet with addresses given by hand takes their network; the
+//! others are carved, in order, from the addressing base around those.
+
+use ipnet::Ipv4Net;
+
+use crate::spec::SpecErrors;
+use crate::topology::draft::Draft;
+
+use super::Errors;
+use super::links::LinkGroup;
+use super::overrides::Overrides;
+
+/// Returns one prefix per group, in the groups' order.
+pub(super) fn assign_prefixes(
+    draft: &Draft,
+    groups: &[LinkGroup],
+    overrides: &Overrides,
+    errs: &mut Errors,
+) -> Result<Vec<Ipv4Net>, SpecErrors> {
+    check_prefix_len(draft, errs)?;
+    let prefixes = prefixes_given(groups, overrides, errs);
+    let fixed: Vec<(Ipv4Net, usize)> = prefixes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| p.map(|p| (p, i)))
+        .collect();
+    check_overlaps(&fixed, groups, overrides, errs);
+    errs.check()?;
+    carve(draft, prefixes, &fixed, errs)
+}
+
+/// The subnet prefix lies between the base's and /30 (a /31 or /32 has no room for hosts).
+fn check_prefix_len(draft: &Draft, errs: &mut Errors) -> Result<(), SpecErrors> {
+    let (base, _) = &draft.base;
+    let (prefix_len, prefix_span) = &draft.prefix;
+    if *prefix_len < base.prefix_len() || *prefix_len > 30 {
+        errs.push(
+            prefix_span,
+            format!(
+                "prefix {prefix_len} does not fit: expected between the base's /{} and /30",
+                base.prefix_len()
+            ),
+        );
+        errs.check()?;
+    }
+    Ok(())
+}
+
+/// The network of each group's hand-given addresses, which must all agree; `None` where the
+/// group has none.
+fn prefixes_given(
+    groups: &[LinkGroup],
+    overrides: &Overrides,
+    errs: &mut Errors,
+) -> Vec<Option<Ipv4Net>> {
+    let mut prefixes: Vec<Option<Ipv4Net>> = vec![None; groups.len()];
+    for (gi, group) in groups.iter().enumerate() {
+        for l in &group.links {
+            if let Some((net, span)) = overrides.of(l) {
+                let trunc = net.trunc();
+                match prefixes[gi] {
+                    None => prefixes[gi] = Some(trunc),
+                    Some(p) if p != trunc => errs.push(
+                        span,
+                        format!("address {net} is not in {p}, the subnet already given to the other interfaces on this network"),
+                    ),
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+    prefixes
+}
+
+/// No two hand-given subnets overlap. `fixed` pairs each with its group's position.
+fn check_overlaps(
+    fixed: &[(Ipv4Net, usize)],
+    groups: &[LinkGroup],
+    overrides: &Overrides,
+    errs: &mut Errors,
+) {
+    for (i, (a, ai)) in fixed.iter().enumerate() {
+        for (b, bi) in &fixed[i + 1..] {
+            if a.contains(&b.network()) || b.contains(&a.network()) {
+                let span = overrides
+                    .first_span_among(&groups[*bi].links)
+                    .unwrap_or(0..0);
+                errs.push(
+                    &span,
+                    format!(
+                        "subnet {b} overlaps {a}, used on network(s) {}",
+                        groups[*ai]
+                            .networks
+                            .iter()
+                            .map(|n| n.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Fills each missing prefix with the base's next subnet that overlaps no hand-given one.
+fn carve(
+    draft: &Draft,
+    mut prefixes: Vec<Option<Ipv4Net>>,
+    fixed: &[(Ipv4Net, usize)],
+    errs: &mut Errors,
+) -> Result<Vec<Ipv4Net>, SpecErrors> {
+    let (base, base_span) = &draft.base;
+    let prefix_len = draft.prefix.0;
+    let needed = prefixes.len();
+    let mut candidates = base.subnets(prefix_len).expect("prefix checked");
+    for p in prefixes.iter_mut().filter(|p| p.is_none()) {
+        let next = candidates.find(|c| {
+            !fixed
+                .iter()
+                .any(|(f, _)| f.contains(&c.network()) || c.contains(&f.network()))
+        });
+        match next {
+            Some(c) => *p = Some(c),
+            None => {
+                errs.push_help(
+                    base_span,
+                    format!("addressing base {base} has too few /{prefix_len} subnets for the {needed} this topology needs"),
+                    "choose a larger base or a longer prefix".into(),
+                );
+                return Err(errs.check().expect_err("just pushed"));
+            }
+        }
+    }
+    Ok(prefixes.into_iter().map(|p| p.expect("assigned")).collect())
+}

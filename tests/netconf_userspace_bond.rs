@@ -14,11 +14,11 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use orchestrate::netconf;
-use orchestrate::topology::{BondDriver, BondMode, Topology};
+use orchestrate::topology::{BondDriver, BondMode, DriverChoice, Topology};
 
 fn userspace(mut t: Topology) -> Topology {
     for b in t.nodes.iter_mut().flat_map(|n| n.bonds.iter_mut()) {
-        b.driver = BondDriver::Userspace;
+        b.driver = DriverChoice::Named(BondDriver::Userspace);
     }
     t
 }
@@ -40,7 +40,7 @@ fn userspace_bond_scripts_match_their_snapshots() {
 fn auto_bonds_settle_on_the_driver_the_node_has() {
     let t = common::topology("bonded-dual-net");
     let n = t.node(&"n01".parse().unwrap()).unwrap();
-    assert!(n.bonds.iter().all(|b| b.driver == BondDriver::Auto));
+    assert!(n.bonds.iter().all(|b| b.driver == DriverChoice::Auto));
     let auto = netconf::render(&t, n).apply;
     assert!(auto.contains("type bond") && auto.contains("driver = \"auto\""));
 
@@ -50,11 +50,11 @@ fn auto_bonds_settle_on_the_driver_the_node_has() {
     assert!(with.contains("type bond") && !with.contains("driver = \"auto\""));
 
     let mut kernel = n.clone();
-    kernel.bonds[0].driver = BondDriver::Kernel;
+    kernel.bonds[0].driver = DriverChoice::Named(BondDriver::Kernel);
     let kept = netconf::settle_bond_drivers(&kernel, false);
     assert_eq!(
         kept.bonds[0].driver,
-        BondDriver::Kernel,
+        DriverChoice::Named(BondDriver::Kernel),
         "a named driver is kept"
     );
 }

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::spec::NodeName;
-use crate::topology::{Attachment, Bond, BondDriver, BondMode, Node, Topology};
+use crate::topology::{Attachment, Bond, BondDriver, BondMode, DriverChoice, Node, Topology};
 
 use super::DEFAULT_LEDGER;
 use super::steps::{Step, q};
@@ -22,7 +22,7 @@ pub struct NodeScripts {
 /// Whether the worker's userspace bond carries `bond` (it then owns the bond's address and
 /// link state too). `auto` renders the kernel path; the runner decides from the node's probe.
 fn userspace(bond: &Bond) -> bool {
-    bond.driver == BondDriver::Userspace
+    bond.driver == DriverChoice::Named(BondDriver::Userspace)
 }
 
 /// Modes the userspace bond refuses (it has no switch to negotiate with and no ARP to

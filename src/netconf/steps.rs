@@ -4,7 +4,7 @@ use ipnet::Ipv4Net;
 use serde::Serialize;
 
 use crate::spec::IfName;
-use crate::topology::{Bond, BondDriver, BondMode, Route};
+use crate::topology::{Bond, BondMode, DriverChoice, Route};
 
 /// A change the apply script makes. Every value here is typed and validated, and is still
 /// quoted when rendered.
@@ -81,7 +81,7 @@ impl Step {
     /// A comment for the script reader about how the step was chosen, if it needs one.
     pub fn note(&self) -> Option<&'static str> {
         match self {
-            Step::AddBond { bond } if bond.driver == BondDriver::Auto => Some(
+            Step::AddBond { bond } if bond.driver == DriverChoice::Auto => Some(
                 "driver = \"auto\": rendered for the kernel's bonding driver; where the node's \
                  probe finds none,\n# the runner renders this bond for the userspace bond \
                  (orchestrate-worker bond) instead.",

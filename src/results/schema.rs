@@ -4,6 +4,8 @@ use orchestrate_worker::record::Record;
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
+pub use crate::spec::topology::BondDriver;
+
 /// How the pairs of a point were placed on the topology.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[serde(rename_all = "kebab-case")]
@@ -22,24 +24,6 @@ impl Placement {
             Self::LocalWire => "local-wire",
             Self::RemoteWire => "remote-wire",
             Self::Explicit => "explicit",
-        }
-    }
-}
-
-/// Which implementation of channel bonding carried a bonded topology.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum BondDriver {
-    Kernel,
-    /// The worker's TUN stand-in, used where the kernel has no bonding driver.
-    Userspace,
-}
-
-impl BondDriver {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Kernel => "kernel",
-            Self::Userspace => "userspace",
         }
     }
 }

@@ -53,12 +53,8 @@ pub async fn prepare(
         .iter()
         .flat_map(|n| n.bonds.iter())
         .next()
-        .map(|b| match b.driver {
-            crate::topology::BondDriver::Kernel | crate::topology::BondDriver::Auto => {
-                BondDriver::Kernel
-            }
-            crate::topology::BondDriver::Userspace => BondDriver::Userspace,
-        });
+        // Settled bonds name their driver; an `auto` left over renders the kernel's.
+        .map(|b| b.driver.named().unwrap_or(BondDriver::Kernel));
     let scripts = settled
         .iter()
         .map(|n| (n.name.clone(), netconf::render(&config.topology, n)))

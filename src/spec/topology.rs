@@ -240,7 +240,7 @@ pub struct BondSpec {
     #[schemars(with = "Vec<IfName>")]
     pub slaves: Vec<Spanned<IfName>>,
     #[serde(default)]
-    pub driver: BondDriver,
+    pub driver: DriverChoice,
     /// Link monitoring interval in milliseconds (bonding driver option `miimon`).
     pub miimon: Option<u32>,
     #[schemars(with = "Option<XmitHashPolicy>")]
@@ -307,15 +307,61 @@ impl XmitHashPolicy {
     }
 }
 
-/// Which implementation carries a bond on the node.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
+/// Which implementation carries a bond on a node.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum BondDriver {
-    /// The kernel driver where the node has it, the worker's userspace bond otherwise.
+    /// The kernel's bonding driver.
+    Kernel,
+    /// The worker's TUN stand-in, used where the kernel has no bonding driver.
+    Userspace,
+}
+
+impl BondDriver {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Kernel => "kernel",
+            Self::Userspace => "userspace",
+        }
+    }
+}
+
+/// The driver a bond asks for: `auto`, or one by name.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DriverChoice {
+    /// The kernel driver where the node has it, the worker's userspace bond otherwise; the
+    /// runner settles it from the node's probe.
     #[default]
     Auto,
-    Kernel,
-    Userspace,
+    #[serde(untagged)]
+    Named(BondDriver),
+}
+
+impl DriverChoice {
+    /// The driver named, once settled; `None` for `auto`.
+    pub fn named(self) -> Option<BondDriver> {
+        match self {
+            Self::Auto => None,
+            Self::Named(d) => Some(d),
+        }
+    }
+}
+
+// By hand rather than derived: serde's untagged variant would answer a misspelt driver with
+// "did not match any variant" instead of listing the three names.
+impl<'de> Deserialize<'de> for DriverChoice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        const NAMES: &[&str] = &["auto", "kernel", "userspace"];
+        match String::deserialize(d)?.as_str() {
+            "auto" => Ok(Self::Auto),
+            "kernel" => Ok(Self::Named(BondDriver::Kernel)),
+            "userspace" => Ok(Self::Named(BondDriver::Userspace)),
+            other => Err(serde::de::Error::unknown_variant(other, NAMES)),
+        }
+    }
 }
 
 /// A static route on one node.
@@ -405,5 +451,5 @@ pub struct BondTemplate {
     pub miimon: Option<u32>,
     pub xmit_hash_policy: Option<XmitHashPolicy>,
     #[serde(default)]
-    pub driver: BondDriver,
+    pub driver: DriverChoice,
 }

@@ -8,7 +8,9 @@ use std::ops::Range;
 use ipnet::Ipv4Net;
 
 use crate::spec::HostSpec;
-use crate::spec::topology::{BondDriver, BondMode, Emulation, Medium, RoutingMode, XmitHashPolicy};
+use crate::spec::topology::{
+    BondMode, DriverChoice, Emulation, Medium, RoutingMode, XmitHashPolicy,
+};
 use crate::spec::{IfName, Name, NodeName, Rate};
 
 pub type Span = Range<usize>;
@@ -66,7 +68,7 @@ pub struct DraftBond {
     pub miimon: Option<u32>,
     pub xmit_hash_policy: Option<(XmitHashPolicy, Span)>,
     pub primary: Option<(IfName, Span)>,
-    pub driver: BondDriver,
+    pub driver: DriverChoice,
 }
 
 #[derive(Debug, Clone, PartialEq)]

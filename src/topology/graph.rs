@@ -7,7 +7,9 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 use serde::Serialize;
 
-pub use crate::spec::topology::{BondDriver, BondMode, Emulation, Medium, XmitHashPolicy};
+pub use crate::spec::topology::{
+    BondDriver, BondMode, DriverChoice, Emulation, Medium, XmitHashPolicy,
+};
 use crate::spec::{IfName, Name, NodeName, Rate};
 pub use orchestrate_medium::host::HostCosts;
 
@@ -106,7 +108,7 @@ pub struct Bond {
     pub miimon: Option<u32>,
     pub xmit_hash_policy: Option<XmitHashPolicy>,
     pub primary: Option<IfName>,
-    pub driver: BondDriver,
+    pub driver: DriverChoice,
     pub address: Ipv4Net,
 }
 

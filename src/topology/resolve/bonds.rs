@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use ipnet::Ipv4Net;
 
-use crate::spec::topology::{BondDriver, BondMode};
+use crate::spec::topology::{BondDriver, BondMode, DriverChoice};
 use crate::spec::{IfName, Name, SpecErrors};
 use crate::topology::draft::{Draft, DraftBond};
 use crate::topology::graph::Bond;
@@ -138,7 +138,7 @@ fn check_mode_options(b: &DraftBond, errs: &mut Errors) {
     }
     // The userspace bond cannot honour modes that need the switch's cooperation (802.3ad)
     // or ARP rewriting (tlb, alb); say so now rather than when the node runs it.
-    if b.driver == BondDriver::Userspace
+    if b.driver == DriverChoice::Named(BondDriver::Userspace)
         && matches!(
             mode,
             BondMode::Ieee8023ad | BondMode::BalanceTlb | BondMode::BalanceAlb

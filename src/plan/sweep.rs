@@ -16,8 +16,8 @@ use crate::topology::Topology;
 
 use super::estimate;
 use super::experiment::Experiment;
-use super::model::{self, ModelParams, Prediction};
 use super::placement::{self, Placement, PlacementError};
+use super::throughput_model::{self, ModelParams, Prediction};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
@@ -173,7 +173,7 @@ pub fn expand(e: &Experiment) -> Result<Plan, PlacementError> {
                             w.sizes
                                 .iter()
                                 .map(|&s| {
-                                    model::predict_token(
+                                    throughput_model::predict_token(
                                         &config.topology,
                                         &placement,
                                         s,

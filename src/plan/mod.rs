@@ -4,10 +4,10 @@
 
 pub mod estimate;
 pub mod experiment;
-pub mod model;
 pub mod placement;
 pub mod render;
 pub mod sweep;
+pub mod throughput_model;
 
 pub use experiment::{Experiment, load};
 pub use placement::{Placement, PlacementError, PlannedPair, place};

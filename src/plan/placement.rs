@@ -68,8 +68,30 @@ pub fn place(
         return place_explicit(t, &explicit[..count.min(explicit.len())]);
     }
     let local = kind == PlacementKind::LocalWire;
-    let label = kind.as_str();
-    // Candidates in node order, each with its path options (one per destination address).
+    let candidates = candidates(t, local);
+    if candidates.is_empty() {
+        let why = if local {
+            "no segment has two members"
+        } else {
+            "every node shares a segment with every other"
+        };
+        return Err(PlacementError::NotApplicable {
+            topology: t.name.clone(),
+            kind: kind.as_str(),
+            why,
+        });
+    }
+    least_loaded(t, kind, count, &candidates).ok_or_else(|| PlacementError::TooMany {
+        topology: t.name.clone(),
+        kind: kind.as_str(),
+        wanted: count,
+        possible: max_disjoint(&candidates, t.nodes.len()),
+    })
+}
+
+/// Every pair of nodes that is local-wire (or remote-wire), in node order, each with its
+/// shortest path options (one per destination address).
+fn candidates(t: &Topology, local: bool) -> Vec<Candidate> {
     let mut candidates: Vec<Candidate> = Vec::new();
     for (i, a) in t.nodes.iter().enumerate() {
         for b in &t.nodes[i + 1..] {
@@ -100,18 +122,19 @@ pub fn place(
             }
         }
     }
-    if candidates.is_empty() {
-        let why = if local {
-            "no segment has two members"
-        } else {
-            "every node shares a segment with every other"
-        };
-        return Err(PlacementError::NotApplicable {
-            topology: t.name.clone(),
-            kind: label,
-            why,
-        });
-    }
+    candidates
+}
+
+/// `count` candidate pairs, no node in two, such that the busiest segment carries as few
+/// pairs as the search finds: each load limit in turn from the lowest the segments allow.
+/// None when no limit admits `count` pairs.
+fn least_loaded(
+    t: &Topology,
+    kind: PlacementKind,
+    count: usize,
+    candidates: &[Candidate],
+) -> Option<Placement> {
+    // Each candidate's path options as the indices of the segments they cross.
     let seg_ix: BTreeMap<&Name, usize> = t
         .segments
         .iter()
@@ -133,7 +156,7 @@ pub fn place(
     for limit in lower..=count.max(1) {
         let mut s = Search {
             cand: &cand,
-            nodes: &candidates,
+            nodes: candidates,
             used: vec![false; t.nodes.len()],
             load: vec![0; t.segments.len()],
             chosen: Vec::new(),
@@ -154,19 +177,14 @@ pub fn place(
                 })
                 .collect();
             let max_segment_load = s.load.iter().copied().max().unwrap_or(0);
-            return Ok(Placement {
+            return Some(Placement {
                 kind,
                 pairs,
                 max_segment_load,
             });
         }
     }
-    Err(PlacementError::TooMany {
-        topology: t.name.clone(),
-        kind: label,
-        wanted: count,
-        possible: max_disjoint(&candidates, t.nodes.len()),
-    })
+    None
 }
 
 struct Candidate {

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use crate::spec::NodeName;
 use crate::spec::topology::Medium;
-use crate::topology::paths;
+use crate::topology::{Topology, paths};
 
-use super::sweep::{Configuration, Plan};
+use super::placement::PlannedPair;
+use super::sweep::{Configuration, PlacementEntry, Plan};
 
 /// (hops, nodes reached in that many hops), by hops.
 type ReachProfile = Vec<(usize, usize)>;
@@ -80,7 +81,23 @@ pub fn text(plan: &Plan, node: Option<&NodeName>) -> String {
     s
 }
 
+/// One configuration: what it is, its hosts, wires and reach, then its placements and notes.
 fn configuration(s: &mut String, c: &Configuration) {
+    summary(s, c);
+    let t = &c.topology;
+    hosts(s, t);
+    emulations(s, t);
+    reach(s, t);
+    for e in &c.placements {
+        placement_entry(s, e);
+    }
+    for n in &c.notes {
+        let _ = writeln!(s, "  note: {n}");
+    }
+}
+
+/// The configuration's heading, the topology's description and its counts.
+fn summary(s: &mut String, c: &Configuration) {
     let t = &c.topology;
     let _ = writeln!(
         s,
@@ -108,58 +125,40 @@ fn configuration(s: &mut String, c: &Configuration) {
         t.subnets.len(),
         t.forwarding_nodes().len()
     );
-    // Host profiles and emulation, grouped: most topologies give every node the same.
-    let mut hosts: Vec<(String, Vec<&str>)> = Vec::new();
-    for n in &t.nodes {
-        let d = n.host.describe();
-        match hosts.iter_mut().find(|(h, _)| *h == d) {
-            Some((_, v)) => v.push(n.name.as_str()),
-            None => hosts.push((d, vec![n.name.as_str()])),
-        }
-    }
+}
+
+/// Host profiles, grouped: most topologies give every node the same.
+fn hosts(s: &mut String, t: &Topology) {
+    let hosts = grouped(t.nodes.iter().map(|n| (n.host.describe(), n.name.as_str())));
     for (d, nodes) in &hosts {
-        let who = if nodes.len() == t.nodes.len() {
-            "every node".to_string()
-        } else {
-            nodes.join(", ")
-        };
+        let who = every_or_list(nodes, t.nodes.len(), "every node");
         let _ = writeln!(s, "  host: {who}: {d}");
     }
-    let mut emulations: Vec<(String, Vec<&str>)> = Vec::new();
-    for seg in &t.segments {
-        let e = seg.emulation.to_string();
-        match emulations.iter_mut().find(|(x, _)| *x == e) {
-            Some((_, v)) => v.push(seg.name.as_str()),
-            None => emulations.push((e, vec![seg.name.as_str()])),
-        }
-    }
+}
+
+/// Emulation, grouped: most topologies give every segment the same.
+fn emulations(s: &mut String, t: &Topology) {
+    let emulations = grouped(
+        t.segments
+            .iter()
+            .map(|seg| (seg.emulation.to_string(), seg.name.as_str())),
+    );
     for (e, segs) in &emulations {
-        let which = if segs.len() == t.segments.len() {
-            "every segment".to_string()
-        } else {
-            segs.join(", ")
-        };
+        let which = every_or_list(segs, t.segments.len(), "every segment");
         let _ = writeln!(s, "  emulation: {which}: {e}");
     }
-    // Reachability, grouped: most topologies give every node the same profile.
-    let mut profiles: Vec<(ReachProfile, Vec<&NodeName>)> = Vec::new();
-    for n in &t.nodes {
-        let r = paths::reach_by_hops(t, &n.name);
-        match profiles.iter_mut().find(|(p, _)| *p == r) {
-            Some((_, v)) => v.push(&n.name),
-            None => profiles.push((r, vec![&n.name])),
-        }
-    }
+}
+
+/// Nodes reached in each number of hops, grouped: most topologies give every node the same
+/// profile.
+fn reach(s: &mut String, t: &Topology) {
+    let profiles: Vec<(ReachProfile, Vec<&str>)> = grouped(
+        t.nodes
+            .iter()
+            .map(|n| (paths::reach_by_hops(t, &n.name), n.name.as_str())),
+    );
     for (profile, nodes) in &profiles {
-        let who = if nodes.len() == t.nodes.len() {
-            "every node".to_string()
-        } else {
-            nodes
-                .iter()
-                .map(|n| n.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let who = every_or_list(nodes, t.nodes.len(), "every node");
         let parts: Vec<String> = profile
             .iter()
             .map(|(hops, count)| {
@@ -171,55 +170,81 @@ fn configuration(s: &mut String, c: &Configuration) {
             .collect();
         let _ = writeln!(s, "  reach: {who} reaches {}", parts.join(", "));
     }
-    for e in &c.placements {
-        let p = &e.placement;
-        let _ = writeln!(
-            s,
-            "  workload {} {} x{} (busiest segment carries {} pair(s)):",
-            e.workload,
-            p.kind.as_str(),
-            e.pairs,
-            p.max_segment_load
-        );
-        if !e.predictions.is_empty() {
-            let parts: Vec<String> = e
-                .predictions
-                .iter()
-                .map(|x| {
-                    format!(
-                        "{} {:.2} ({})",
-                        crate::spec::ByteSize(x.size_bytes),
-                        x.aggregate_mbit_s,
-                        x.limit()
-                    )
-                })
-                .collect();
-            let _ = writeln!(s, "    model, aggregate Mbit/s: {}", parts.join(", "));
+}
+
+/// Values grouped by key, the groups in the order their keys first appear.
+fn grouped<K: PartialEq, V>(items: impl Iterator<Item = (K, V)>) -> Vec<(K, Vec<V>)> {
+    let mut groups: Vec<(K, Vec<V>)> = Vec::new();
+    for (key, value) in items {
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, values)) => values.push(value),
+            None => groups.push((key, vec![value])),
         }
-        for pair in &p.pairs {
-            let via = pair.path.forwarders();
-            let via = if via.is_empty() {
-                String::new()
-            } else {
+    }
+    groups
+}
+
+/// `every` when the group holds all `total` of them, else its names.
+fn every_or_list(names: &[&str], total: usize, every: &str) -> String {
+    if names.len() == total {
+        every.to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// One workload's placement: its busiest segment, the model's expectation where there is
+/// one, and each pair's path.
+fn placement_entry(s: &mut String, e: &PlacementEntry) {
+    let p = &e.placement;
+    let _ = writeln!(
+        s,
+        "  workload {} {} x{} (busiest segment carries {} pair(s)):",
+        e.workload,
+        p.kind.as_str(),
+        e.pairs,
+        p.max_segment_load
+    );
+    if !e.predictions.is_empty() {
+        let parts: Vec<String> = e
+            .predictions
+            .iter()
+            .map(|x| {
                 format!(
-                    " via {}",
-                    via.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(",")
+                    "{} {:.2} ({})",
+                    crate::spec::ByteSize(x.size_bytes),
+                    x.aggregate_mbit_s,
+                    x.limit()
                 )
-            };
-            let segs: Vec<&str> = pair.path.segments.iter().map(|x| x.as_str()).collect();
-            let _ = writeln!(
-                s,
-                "    {} -> {} at {}: {} hop(s){}; segments {}",
-                pair.client,
-                pair.server,
-                pair.path.target,
-                pair.path.hop_count(),
-                via,
-                segs.join(",")
-            );
-        }
+            })
+            .collect();
+        let _ = writeln!(s, "    model, aggregate Mbit/s: {}", parts.join(", "));
     }
-    for n in &c.notes {
-        let _ = writeln!(s, "  note: {n}");
+    for pair in &p.pairs {
+        pair_path(s, pair);
     }
+}
+
+/// A pair, where the client reaches the server, and the way there.
+fn pair_path(s: &mut String, pair: &PlannedPair) {
+    let via = pair.path.forwarders();
+    let via = if via.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " via {}",
+            via.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(",")
+        )
+    };
+    let segs: Vec<&str> = pair.path.segments.iter().map(|x| x.as_str()).collect();
+    let _ = writeln!(
+        s,
+        "    {} -> {} at {}: {} hop(s){}; segments {}",
+        pair.client,
+        pair.server,
+        pair.path.target,
+        pair.path.hop_count(),
+        via,
+        segs.join(",")
+    );
 }

@@ -15,9 +15,9 @@ use crate::spec::topology::BondMode;
 use crate::topology::Topology;
 
 use super::estimate;
-use super::experiment::Experiment;
-use super::model::{self, ModelParams, Prediction};
+use super::experiment::{Experiment, Workload};
 use super::placement::{self, Placement, PlacementError};
+use super::throughput_model::{self, ModelParams, Prediction};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
@@ -104,101 +104,10 @@ pub fn expand(e: &Experiment) -> Result<Plan, PlacementError> {
     let mut configurations = Vec::new();
     let mut points = Vec::new();
     for topology in &e.topologies {
-        let variants: Vec<Option<BondMode>> = if topology.has_bonds() && !e.bonding_modes.is_empty()
-        {
-            e.bonding_modes.iter().copied().map(Some).collect()
-        } else {
-            vec![None]
-        };
-        for bonding in variants {
-            let t = match bonding {
-                Some(m) => topology.with_bond_mode(m),
-                None => topology.clone(),
-            };
+        for bonding in bonding_variants(topology, &e.bonding_modes) {
             let id = configurations.len();
-            let mut config = Configuration {
-                id,
-                scripts: t.nodes.iter().map(|n| netconf::render(&t, n)).collect(),
-                topology: t,
-                bonding,
-                placements: Vec::new(),
-                notes: Vec::new(),
-            };
-            let mut config_points = Vec::new();
-            for (wi, w) in e.workloads.iter().enumerate() {
-                for &kind in &w.placements {
-                    for &pairs in &w.pairs {
-                        let placement = match placement::place(
-                            &config.topology,
-                            kind,
-                            pairs as usize,
-                            &w.explicit_pairs,
-                        ) {
-                            Ok(p) => p,
-                            Err(PlacementError::NotApplicable { .. }) => {
-                                let note = format!(
-                                    "{}: no {} pairs exist, so it is measured as the other placements only",
-                                    config.topology.name,
-                                    kind.as_str()
-                                );
-                                if !config.notes.contains(&note) {
-                                    config.notes.push(note);
-                                }
-                                continue;
-                            }
-                            Err(err) => return Err(err),
-                        };
-                        let entry = config.placements.len();
-                        for &size in &w.sizes {
-                            let est = estimate::point(&config.topology, w, size, &placement);
-                            for rep in 0..w.repetitions {
-                                config_points.push(Point {
-                                    id: 0,
-                                    configuration: id,
-                                    topology: config.topology.name.clone(),
-                                    bonding: config.bonding_label(),
-                                    workload: wi,
-                                    pattern: w.pattern,
-                                    protocol: w.protocol,
-                                    placement: kind,
-                                    pairs,
-                                    size_bytes: size,
-                                    rep,
-                                    placement_entry: entry,
-                                    estimate: est,
-                                });
-                            }
-                        }
-                        let predictions = if w.pattern == PatternKind::Token {
-                            w.sizes
-                                .iter()
-                                .map(|&s| {
-                                    model::predict_token(
-                                        &config.topology,
-                                        &placement,
-                                        s,
-                                        &ModelParams::default(),
-                                    )
-                                })
-                                .collect()
-                        } else {
-                            Vec::new()
-                        };
-                        config.placements.push(PlacementEntry {
-                            workload: wi,
-                            pairs,
-                            placement,
-                            predictions,
-                        });
-                    }
-                }
-            }
-            // Random order within a configuration, so that drift over time (thermal, other
-            // load) does not line up with size or pair count; configurations stay in blocks
-            // because reconfiguring every node costs seconds.
-            let mut rng =
-                ChaCha8Rng::seed_from_u64(e.seed ^ (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-            config_points.shuffle(&mut rng);
+            let (config, mut config_points) = configuration(e, id, topology, bonding)?;
+            shuffle(&mut config_points, e.seed, id);
             points.extend(config_points);
             configurations.push(config);
         }
@@ -216,6 +125,150 @@ pub fn expand(e: &Experiment) -> Result<Plan, PlacementError> {
         points,
         estimate,
     })
+}
+
+/// One configuration per swept bonding mode on a topology with bonds; otherwise one, under
+/// the topology's own modes.
+fn bonding_variants(topology: &Topology, modes: &[BondMode]) -> Vec<Option<BondMode>> {
+    if topology.has_bonds() && !modes.is_empty() {
+        modes.iter().copied().map(Some).collect()
+    } else {
+        vec![None]
+    }
+}
+
+/// Configuration `id`: `topology` under `bonding` with its scripts and every workload's
+/// placements, and its points in workload order (not yet shuffled or numbered).
+fn configuration(
+    e: &Experiment,
+    id: usize,
+    topology: &Topology,
+    bonding: Option<BondMode>,
+) -> Result<(Configuration, Vec<Point>), PlacementError> {
+    let t = match bonding {
+        Some(m) => topology.with_bond_mode(m),
+        None => topology.clone(),
+    };
+    let mut config = Configuration {
+        id,
+        scripts: t.nodes.iter().map(|n| netconf::render(&t, n)).collect(),
+        topology: t,
+        bonding,
+        placements: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut points = Vec::new();
+    for (wi, w) in e.workloads.iter().enumerate() {
+        for &kind in &w.placements {
+            for &pairs in &w.pairs {
+                let Some(placement) = place_or_note(&mut config, w, kind, pairs)? else {
+                    continue;
+                };
+                let slot = Slot {
+                    workload: wi,
+                    kind,
+                    pairs,
+                    entry: config.placements.len(),
+                };
+                points.extend(placement_points(&config, w, &slot, &placement));
+                let predictions = predictions(&config.topology, w, &placement);
+                config.placements.push(PlacementEntry {
+                    workload: wi,
+                    pairs,
+                    placement,
+                    predictions,
+                });
+            }
+        }
+    }
+    Ok((config, points))
+}
+
+/// Places `pairs` pairs of `kind` on the configuration's topology. Where no such pairs exist
+/// at all, notes it on the configuration (once) and gives None: the other placements are
+/// still measured.
+fn place_or_note(
+    config: &mut Configuration,
+    w: &Workload,
+    kind: PlacementKind,
+    pairs: u32,
+) -> Result<Option<Placement>, PlacementError> {
+    match placement::place(&config.topology, kind, pairs as usize, &w.explicit_pairs) {
+        Ok(p) => Ok(Some(p)),
+        Err(PlacementError::NotApplicable { .. }) => {
+            let note = format!(
+                "{}: no {} pairs exist, so it is measured as the other placements only",
+                config.topology.name,
+                kind.as_str()
+            );
+            if !config.notes.contains(&note) {
+                config.notes.push(note);
+            }
+            Ok(None)
+        }
+        Err(err) => Err(err),
+    }
+}
+
+/// Where one placement's points belong: the workload, the placement asked for, and its index
+/// in the configuration's `placements`.
+struct Slot {
+    workload: usize,
+    kind: PlacementKind,
+    pairs: u32,
+    entry: usize,
+}
+
+/// Every size and repetition of workload `w` on one placement, sizes in the order given.
+fn placement_points(
+    config: &Configuration,
+    w: &Workload,
+    slot: &Slot,
+    placement: &Placement,
+) -> Vec<Point> {
+    let mut points = Vec::new();
+    for &size in &w.sizes {
+        let est = estimate::point(&config.topology, w, size, placement);
+        for rep in 0..w.repetitions {
+            points.push(Point {
+                id: 0,
+                configuration: config.id,
+                topology: config.topology.name.clone(),
+                bonding: config.bonding_label(),
+                workload: slot.workload,
+                pattern: w.pattern,
+                protocol: w.protocol,
+                placement: slot.kind,
+                pairs: slot.pairs,
+                size_bytes: size,
+                rep,
+                placement_entry: slot.entry,
+                estimate: est,
+            });
+        }
+    }
+    points
+}
+
+/// The analytic model's expectation at each size, for the token test (the one it models).
+fn predictions(t: &Topology, w: &Workload, placement: &Placement) -> Vec<Prediction> {
+    if w.pattern != PatternKind::Token {
+        return Vec::new();
+    }
+    w.sizes
+        .iter()
+        .map(|&s| throughput_model::predict_token(t, placement, s, &ModelParams::default()))
+        .collect()
+}
+
+/// Random order within a configuration, so that drift over time (thermal, other load) does
+/// not line up with size or pair count; configurations stay in blocks because reconfiguring
+/// every node costs seconds.
+fn shuffle(points: &mut [Point], seed: u64, configuration: usize) {
+    let mut rng = ChaCha8Rng::seed_from_u64(
+        seed ^ (configuration as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    );
+    points.shuffle(&mut rng);
 }
 
 /// Applying and tearing down a configuration on every node, and checking its paths.

@@ -1,5 +1,5 @@
 //! The analytic model beside the measurement: for each token-test cell, what the wires allow
-//! (from `plan::model`) and the measured/predicted ratio, with a likely cause where the two
+//! (from `plan::throughput_model`) and the measured/predicted ratio, with a likely cause where the two
 //! differ by more than [`TOLERANCE`].
 //!
 //! The report does not know topologies; whoever does implements [`PredictThroughput`] (the

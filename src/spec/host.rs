@@ -12,8 +12,8 @@
 //! - NetPIPE (Snell, Mikler & Gustafson, 1996) reports about 0.7 ms one-way TCP latency for
 //!   small messages over dedicated 10 Mbit/s Ethernet. A minimum frame's wire time is 67 µs,
 //!   and the emulated node's own (modern) stack adds about 60 µs per hop
-//!   (`plan::model::ModelParams::hop_latency`), so the two hosts' share of one small message is
-//!   about 700 − 67 − 60 ≈ 570 µs, one send and one receive: **send ≈ receive ≈ 300 µs**
+//!   (`plan::throughput_model::ModelParams::hop_latency`), so the two hosts' share of one small
+//!   message is about 700 − 67 − 60 ≈ 570 µs, one send and one receive: **send ≈ receive ≈ 300 µs**
 //!   (rounded; ≈ 285 µs each exactly).
 //! - Mogul (TCP-IP list, 1988) reports "a few hundred microseconds" of interrupt work per sent
 //!   packet on a 15 MIPS processor, the same order as the 300 µs above (a 486DX4-100 is faster

@@ -406,46 +406,99 @@ pub fn predict_token(
     p: &ModelParams,
 ) -> Prediction {
     let payload: Vec<u64> = payloads(size, p.mss).collect();
-    // Per pair: the fastest exchange rate its idle round trip allows, and the seconds of wire
-    // and CPU per exchange it takes from each shared segment and host.
-    let mut max_rate = Vec::new();
-    let mut one_way_ns = Vec::new();
-    let mut demand: Vec<BTreeMap<Resource, f64>> = Vec::new();
-    // Per shared segment, how many pairs cross it: a pair's two ends take turns, so it
-    // contends like one saturated station.
-    let mut contenders: BTreeMap<Name, usize> = BTreeMap::new();
+    let pairs = pair_demands(t, placement, &payload, p);
+    let capacity = capacities(t, &pairs, frame_len(size.min(p.mss)));
+    let (rate, bound_of) = fair_share(&pairs, &capacity);
+    let per_pair: Vec<f64> = rate.iter().map(|r| r * size as f64 * 8.0 / 1e6).collect();
+    let slowest = per_pair
+        .iter()
+        .enumerate()
+        .min_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(i, _)| i);
+    let (bound, host_bound) = match slowest.and_then(|i| bound_of[i].clone()) {
+        Some(Resource::Segment(s)) => (Bound::Segment(s), None),
+        Some(Resource::Host(h)) => (Bound::Latency, Some(h)),
+        None => (Bound::Latency, None),
+    };
+    Prediction {
+        size_bytes: size,
+        aggregate_mbit_s: per_pair.iter().sum(),
+        per_pair_mbit_s: per_pair,
+        bound,
+        host_bound,
+        one_way_us: slowest.map_or(0.0, |i| pairs.one_way_ns[i] as f64 / 1e3),
+    }
+}
+
+/// What the pairs of a placement ask of the topology, by pair index.
+struct PairDemands {
+    /// The fastest exchange rate (per second) each pair's idle round trip allows.
+    max_rate: Vec<f64>,
+    /// Each pair's one-way time on an idle path, request direction, ns.
+    one_way_ns: Vec<u64>,
+    /// The seconds of wire and CPU per exchange each pair takes from each resource.
+    demand: Vec<BTreeMap<Resource, f64>>,
+    /// Per shared segment, how many pairs cross it: a pair's two ends take turns, so it
+    /// contends like one saturated station.
+    contenders: BTreeMap<Name, usize>,
+}
+
+/// Both directions of every pair's exchange, each message of `payload` frames.
+fn pair_demands(
+    t: &Topology,
+    placement: &Placement,
+    payload: &[u64],
+    p: &ModelParams,
+) -> PairDemands {
+    let mut pairs = PairDemands {
+        max_rate: Vec::new(),
+        one_way_ns: Vec::new(),
+        demand: Vec::new(),
+        contenders: BTreeMap::new(),
+    };
     for pair in &placement.pairs {
         let mut d = BTreeMap::new();
         let mut crossed = BTreeSet::new();
-        let out = direction(t, &pair.path.hops, &payload, p, &mut d, &mut crossed);
-        let back = direction(t, &pair.path.reply, &payload, p, &mut d, &mut crossed);
+        let out = direction(t, &pair.path.hops, payload, p, &mut d, &mut crossed);
+        let back = direction(t, &pair.path.reply, payload, p, &mut d, &mut crossed);
         for s in crossed {
-            *contenders.entry(s).or_default() += 1;
+            *pairs.contenders.entry(s).or_default() += 1;
         }
-        let out = transit(&out, &payload);
-        let rtt = out + transit(&back, &payload);
-        max_rate.push(1e9 / rtt.max(1) as f64);
-        one_way_ns.push(out);
-        demand.push(d);
+        let out = transit(&out, payload);
+        let rtt = out + transit(&back, payload);
+        pairs.max_rate.push(1e9 / rtt.max(1) as f64);
+        pairs.one_way_ns.push(out);
+        pairs.demand.push(d);
     }
-    // What each resource can give per second: a host all of its time, a bus what CSMA/CD
-    // leaves of it with this many stations contending.
-    let full_len = frame_len(size.min(p.mss));
+    pairs
+}
+
+/// What each resource the pairs use can give per second: a host all of its time, a bus what
+/// CSMA/CD leaves of it with this many stations contending with frames of `full_len`.
+fn capacities(t: &Topology, pairs: &PairDemands, full_len: u32) -> BTreeMap<Resource, f64> {
     let mut capacity: BTreeMap<Resource, f64> = BTreeMap::new();
-    for r in demand.iter().flat_map(|d| d.keys()) {
+    for r in pairs.demand.iter().flat_map(|d| d.keys()) {
         let cap = match r {
             Resource::Host(_) => 1.0,
             Resource::Segment(s) => {
                 let rate = t.segment(s).map_or(10_000_000, |x| x.rate.bits_per_s());
-                let k = contenders.get(s).copied().unwrap_or(1);
+                let k = pairs.contenders.get(s).copied().unwrap_or(1);
                 bus_efficiency(k, full_len, rate)
             }
         };
         capacity.insert(r.clone(), cap);
     }
+    capacity
+}
 
-    // Max-min fair progressive filling in exchanges per second.
-    let n = placement.pairs.len();
+/// Max-min fair progressive filling in exchanges per second: every pair's rate, and the
+/// saturated resource that stopped it (None where its own round trip did).
+fn fair_share(
+    pairs: &PairDemands,
+    capacity: &BTreeMap<Resource, f64>,
+) -> (Vec<f64>, Vec<Option<Resource>>) {
+    let (max_rate, demand) = (&pairs.max_rate, &pairs.demand);
+    let n = max_rate.len();
     let mut rate = vec![0.0f64; n];
     let mut frozen = vec![false; n];
     let mut bound_of: Vec<Option<Resource>> = vec![None; n];
@@ -456,7 +509,7 @@ pub fn predict_token(
         for i in (0..n).filter(|i| !frozen[*i]) {
             step = step.min(max_rate[i] - rate[i]);
         }
-        for (res, cap) in &capacity {
+        for (res, cap) in capacity {
             let used: f64 = (0..n)
                 .map(|i| rate[i] * demand[i].get(res).unwrap_or(&0.0))
                 .sum();
@@ -491,25 +544,7 @@ pub fn predict_token(
             }
         }
     }
-    let per_pair: Vec<f64> = rate.iter().map(|r| r * size as f64 * 8.0 / 1e6).collect();
-    let slowest = per_pair
-        .iter()
-        .enumerate()
-        .min_by(|a, b| a.1.total_cmp(b.1))
-        .map(|(i, _)| i);
-    let (bound, host_bound) = match slowest.and_then(|i| bound_of[i].clone()) {
-        Some(Resource::Segment(s)) => (Bound::Segment(s), None),
-        Some(Resource::Host(h)) => (Bound::Latency, Some(h)),
-        None => (Bound::Latency, None),
-    };
-    Prediction {
-        size_bytes: size,
-        aggregate_mbit_s: per_pair.iter().sum(),
-        per_pair_mbit_s: per_pair,
-        bound,
-        host_bound,
-        one_way_us: slowest.map_or(0.0, |i| one_way_ns[i] as f64 / 1e3),
-    }
+    (rate, bound_of)
 }
 
 #[cfg(test)]

@@ -27,8 +27,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use polars::prelude::*;
 
-use super::ReportError;
-use super::model::{CellKey, Config, Failure, FailureReason, Latency, Measure, PointSample};
+use super::data::{CellKey, Config, Failure, FailureReason, Latency, Measure, PointSample};
+use super::error::ReportError;
 use crate::results::schema::col as c;
 use crate::results::{BondDriver, Manifest, PointRow, PointStatus};
 

@@ -2,7 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use super::model::{Measure, Report};
+use super::data::Measure;
+use super::document::Report;
 use crate::results::schema::pattern_str;
 use orchestrate_worker::record::Pattern;
 

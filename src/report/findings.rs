@@ -1,8 +1,8 @@
 //! Findings: plain sentences written from the comparison, in a fixed order.
 
 use super::compare::{ComparisonTable, Significance, significance};
+use super::data::Failure;
 use super::format::{human, ratio, size};
-use super::model::Failure;
 use crate::results::Statistic;
 
 /// Sentences for every measurement table, then one about failures.

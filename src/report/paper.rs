@@ -8,9 +8,9 @@
 //! the producer's tokens only (tokens written × size / elapsed, the study's definition); where
 //! the paper's absolute figure only fits if both directions were counted, the text says so.
 
+use super::data::CellSummary;
 use super::format::{human, percent, ratio, size};
 use super::media::{CellMedia, MediaReport};
-use super::model::CellSummary;
 use super::predicted::ModelRow;
 use crate::results::{Placement, Statistic};
 use orchestrate_worker::record::Pattern;
@@ -633,7 +633,7 @@ impl Measured<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::model::{CellKey, Config, Latency, Measure};
+    use crate::report::data::{CellKey, Config, Latency, Measure};
     use crate::report::predicted::{Prediction, rows};
     use crate::report::stats::rep_stats;
     use orchestrate_worker::record::Protocol;

@@ -6,7 +6,7 @@
 //! runner re-plans the run directory's experiment) and hands it over in
 //! [`super::ReportOptions::model`].
 
-use super::model::{CellKey, CellSummary};
+use super::data::{CellKey, CellSummary};
 use crate::results::{Placement, Statistic};
 use orchestrate_worker::record::Pattern;
 

@@ -3,13 +3,14 @@
 
 use std::fmt::Write;
 
-use super::{Exporter, Output};
-use crate::report::ReportError;
+use super::exporter::{Exporter, RenderedFile};
 use crate::report::compare::ComparisonTable;
+use crate::report::data::{CellKey, CellSummary};
+use crate::report::document::{Report, RunInfo};
+use crate::report::error::ReportError;
 use crate::report::figures::figures;
 use crate::report::format::{human, md_cell, percent, ratio, size, unix_ns};
 use crate::report::media::{LatenessSource, MediaReport};
-use crate::report::model::{CellSummary, Report, RunInfo};
 use crate::report::predicted::TOLERANCE;
 use crate::results::Statistic;
 use crate::results::schema::{pattern_str, protocol_str};
@@ -17,7 +18,11 @@ use crate::results::schema::{pattern_str, protocol_str};
 pub struct Markdown;
 
 impl Exporter for Markdown {
-    fn export(&self, report: &Report, media: &MediaReport) -> Result<Vec<Output>, ReportError> {
+    fn export(
+        &self,
+        report: &Report,
+        media: &MediaReport,
+    ) -> Result<Vec<RenderedFile>, ReportError> {
         let mut s = String::new();
         let title = match report.runs.as_slice() {
             [one] => one.label.clone(),
@@ -42,7 +47,7 @@ impl Exporter for Markdown {
         failures(&mut s, report);
         netpipe(&mut s, report);
         environment(&mut s, report);
-        Ok(vec![Output {
+        Ok(vec![RenderedFile {
             path: "report.md".into(),
             bytes: s.into_bytes(),
         }])
@@ -373,7 +378,7 @@ const MEDIA_LEGEND: &str = "The medium during each cell's points, from the emula
      flagged a point).\n\n";
 
 /// The medium's columns of a cell's row; empty cells when its points have no statistics.
-fn media_cells(media: &MediaReport, key: &crate::report::model::CellKey) -> [String; 4] {
+fn media_cells(media: &MediaReport, key: &CellKey) -> [String; 4] {
     match media.cell(key) {
         Some(m) => [
             format!("{:.3}", m.collisions_per_frame()),
@@ -653,7 +658,7 @@ fn figures_section(s: &mut String, report: &Report) {
         let _ = writeln!(s, "![topology {name}](figures/topology-{name}.svg)\n");
     }
     // Listing what the NetPIPE exporter writes keeps the two from drifting apart.
-    let curves = super::Netpipe
+    let curves = super::netpipe::Netpipe
         .export(report, &MediaReport::default())
         .unwrap_or_default();
     if !curves.is_empty() {

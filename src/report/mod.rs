@@ -44,7 +44,7 @@ use compare::BaselineRule;
 pub use document::Report;
 pub use error::ReportError;
 pub use netpipe::NetpipeBaseline;
-pub use predicted::{PredictThroughput, Prediction};
+pub use predicted::{CellPrediction, PredictThroughput};
 pub use topology::DrawTopology;
 
 /// A NetPIPE output file to draw as a named baseline.

@@ -633,8 +633,9 @@ impl Measured<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::model::{Bound, Prediction};
     use crate::report::data::{CellKey, Config, Latency, Measure};
-    use crate::report::predicted::{Prediction, rows};
+    use crate::report::predicted::{CellPrediction, rows};
     use crate::report::stats::rep_stats;
     use orchestrate_worker::record::Protocol;
 
@@ -830,15 +831,20 @@ mod tests {
             token(BONDED_DUAL_NET, L, 7, 8192, 5.0),
             token(ROUTED_MESH, L, 7, 8192, 31.0),
         ];
-        let pred = |t: &str, bonding: &str, v: f64| Prediction {
+        let pred = |t: &str, bonding: &str, v: f64| CellPrediction {
             topology: t.into(),
             bonding: bonding.into(),
             placement: L,
             pairs: 7,
-            size_bytes: 8192,
-            aggregate_mbit_s: v,
-            bound: "segment bus-a".into(),
             token_bucket: false,
+            prediction: Prediction {
+                size_bytes: 8192,
+                aggregate_mbit_s: v,
+                per_pair_mbit_s: vec![v / 7.0; 7],
+                bound: Bound::Segment("bus-a".parse().unwrap()),
+                host_bound: None,
+                one_way_us: 0.0,
+            },
         };
         let model = rows(
             &cells,

@@ -14,6 +14,7 @@
 //! cell, [`stats`]) → [`compare`](mod@compare) (pivot, baseline ratios, winners) → [`findings`] → the
 //! [`export`]ers, one per format. Everything after Polars works on one row per point and is
 //! plain, ordered Rust with fixed number formatting, so outputs are byte-identical on re-runs.
+//! Every stage speaks of the cells in [`data`]; the whole report is a [`document::Report`].
 //!
 //! Entry points: [`report_run`] (`orchestrate report <run-dir>`, also run at the end of a run),
 //! [`compare`](fn@compare) (`orchestrate report --compare <dir>...`) and [`build`] (the

@@ -27,8 +27,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use polars::prelude::*;
 
-use super::ReportError;
-use super::model::{CellKey, Config, Failure, FailureReason, Latency, Measure, PointSample};
+use super::data::{CellKey, Config, Failure, FailureReason, Latency, Measure, PointSample};
+use super::error::ReportError;
 use crate::results::schema::col as c;
 use crate::results::{BondDriver, Manifest, PointRow, PointStatus};
 
@@ -79,48 +79,121 @@ pub fn aggregate(
     run_label: Option<&str>,
 ) -> Result<Aggregated, ReportError> {
     let spans = pair_spans(records.clone(), run_label)?;
-    let mut out = Aggregated::default();
+    let keys = PointKeys {
+        manifest,
+        run_label,
+    };
+    let attempts = Attempts::from_points(points);
+    let mut failures = status_failures(points, &attempts, &spans, &keys);
+    let windows = common_windows(&spans, &attempts, &mut failures);
+    let cell_ids = cell_ids(&windows);
+    let (bytes_in_window, latency) = window_pass(records, window_frame(&windows, &cell_ids)?)?;
+    // In the order the runner ran them.
+    failures.sort_by(|a, b| (a.point, a.rep, &a.reason).cmp(&(b.point, b.rep, &b.reason)));
+    Ok(Aggregated {
+        samples: samples(&windows, &bytes_in_window),
+        failures,
+        latency: latency_by_key(latency, &cell_ids),
+    })
+}
 
-    // Which attempts count. With a points.jsonl, only attempts the runner marked ok; records of
-    // an attempt it never finished (a killed run) are shown as failures, not used.
-    let mut ok_attempts: BTreeMap<(u32, u32), &PointRow> = BTreeMap::new();
-    for p in points {
-        match p.status {
-            PointStatus::Ok => {
-                ok_attempts.insert((p.point, p.rep), p);
-            }
-            PointStatus::Failed => out.failures.push(Failure {
-                key: key_of_point(p, manifest, run_label),
-                point: p.point,
-                rep: p.rep,
-                reason: FailureReason::Runner(
-                    p.error
-                        .clone()
-                        .unwrap_or_else(|| "failed (no error text)".into()),
-                ),
-            }),
+/// Which attempts count. With a points.jsonl, only attempts the runner marked ok; records of
+/// an attempt it never finished (a killed run) are shown as failures, not used.
+struct Attempts<'a> {
+    ok: BTreeMap<(u32, u32), &'a PointRow>,
+    /// Every attempt points.jsonl has a line for, whatever its status.
+    attempted: BTreeSet<(u32, u32)>,
+    /// Without a points.jsonl every attempt with records counts.
+    use_status: bool,
+}
+
+impl<'a> Attempts<'a> {
+    fn from_points(points: &'a [PointRow]) -> Attempts<'a> {
+        Attempts {
+            ok: points
+                .iter()
+                .filter(|p| p.status == PointStatus::Ok)
+                .map(|p| ((p.point, p.rep), p))
+                .collect(),
+            attempted: points.iter().map(|p| (p.point, p.rep)).collect(),
+            use_status: !points.is_empty(),
         }
     }
-    let use_status = !points.is_empty();
-    let attempted: BTreeSet<(u32, u32)> = points.iter().map(|p| (p.point, p.rep)).collect();
-    for (&(point, rep), p) in &ok_attempts {
+
+    /// Whether the records of this attempt are used (as a sample or as a failure).
+    fn counts(&self, point: u32, rep: u32) -> bool {
+        !self.use_status || self.ok.contains_key(&(point, rep))
+    }
+}
+
+/// The cell key of a point from its points.jsonl line, for attempts that left no records.
+struct PointKeys<'a> {
+    manifest: &'a Manifest,
+    run_label: Option<&'a str>,
+}
+
+impl PointKeys<'_> {
+    fn key(&self, p: &PointRow) -> CellKey {
+        key_of_point(p, self.manifest, self.run_label)
+    }
+}
+
+/// Failures points.jsonl tells of: attempts the runner marked failed (in its order), then
+/// attempts marked ok that left no records.
+fn status_failures(
+    points: &[PointRow],
+    attempts: &Attempts<'_>,
+    spans: &BTreeMap<(u32, u32), PointSpan>,
+    keys: &PointKeys<'_>,
+) -> Vec<Failure> {
+    let mut failures: Vec<Failure> = points
+        .iter()
+        .filter(|p| p.status == PointStatus::Failed)
+        .map(|p| Failure {
+            key: keys.key(p),
+            point: p.point,
+            rep: p.rep,
+            reason: FailureReason::Runner(
+                p.error
+                    .clone()
+                    .unwrap_or_else(|| "failed (no error text)".into()),
+            ),
+        })
+        .collect();
+    for (&(point, rep), p) in &attempts.ok {
         if !spans.contains_key(&(point, rep)) {
-            out.failures.push(Failure {
-                key: key_of_point(p, manifest, run_label),
+            failures.push(Failure {
+                key: keys.key(p),
                 point,
                 rep,
                 reason: FailureReason::NoRecords,
             });
         }
     }
+    failures
+}
 
-    // Windows of the attempts that count.
-    let mut windows: Vec<(u32, u32, u64, u64)> = Vec::new();
-    let mut kept: BTreeMap<(u32, u32), &PointSpan> = BTreeMap::new();
-    for (&(point, rep), span) in &spans {
-        if use_status && !ok_attempts.contains_key(&(point, rep)) {
-            if !attempted.contains(&(point, rep)) {
-                out.failures.push(Failure {
+/// An attempt that counts and the window all its pairs ran in, `[start, end)` in Unix ns.
+struct Window<'a> {
+    point: u32,
+    rep: u32,
+    start: u64,
+    end: u64,
+    span: &'a PointSpan,
+}
+
+/// Windows of the attempts that count, in (point, rep) order; an attempt without one becomes
+/// a failure saying why.
+fn common_windows<'a>(
+    spans: &'a BTreeMap<(u32, u32), PointSpan>,
+    attempts: &Attempts<'_>,
+    failures: &mut Vec<Failure>,
+) -> Vec<Window<'a>> {
+    let mut windows = Vec::new();
+    for (&(point, rep), span) in spans {
+        if !attempts.counts(point, rep) {
+            if !attempts.attempted.contains(&(point, rep)) {
+                failures.push(Failure {
                     key: span.key.clone(),
                     point,
                     rep,
@@ -131,125 +204,142 @@ pub fn aggregate(
             }
             continue;
         }
-        // A repetition with an errored trial is not a clean sample: a reset connection
-        // leaves a gap in its pair's traffic that the window would count as idle wire.
-        let failed_trials: u64 = span.pairs.iter().map(|p| p.failed_trials).sum();
-        if failed_trials > 0 {
-            let first = span.pairs.iter().find_map(|p| p.first_error.clone());
-            out.failures.push(Failure {
+        match common_window(span) {
+            Ok((start, end)) => windows.push(Window {
+                point,
+                rep,
+                start,
+                end,
+                span,
+            }),
+            Err(reason) => failures.push(Failure {
                 key: span.key.clone(),
                 point,
                 rep,
-                reason: FailureReason::TrialErrors {
-                    trials: failed_trials,
-                    first: first.unwrap_or_default(),
-                },
-            });
-            continue;
-        }
-        let measured: Vec<&PairSpan> = span.pairs.iter().filter(|p| p.ok_trials > 0).collect();
-        if (measured.len() as u32) < span.planned_pairs {
-            out.failures.push(Failure {
-                key: span.key.clone(),
-                point,
-                rep,
-                reason: FailureReason::MissingPairs {
-                    measured: measured.len() as u32,
-                    planned: span.planned_pairs,
-                },
-            });
-            continue;
-        }
-        let start = measured.iter().filter_map(|p| p.start).max();
-        let end = measured.iter().filter_map(|p| p.end).min();
-        match (start, end) {
-            (Some(s), Some(e)) if e > s => {
-                windows.push((point, rep, s, e));
-                kept.insert((point, rep), span);
-            }
-            _ => out.failures.push(Failure {
-                key: span.key.clone(),
-                point,
-                rep,
-                reason: FailureReason::NoOverlap,
+                reason,
             }),
         }
     }
+    windows
+}
 
-    let cell_ids: BTreeMap<&CellKey, u32> = kept
-        .values()
-        .map(|s| &s.key)
+/// The window all pairs of one attempt ran in: latest pair start to earliest pair end. An
+/// attempt with errored trials, missing pairs or pairs that never overlapped has none.
+fn common_window(span: &PointSpan) -> Result<(u64, u64), FailureReason> {
+    // A repetition with an errored trial is not a clean sample: a reset connection
+    // leaves a gap in its pair's traffic that the window would count as idle wire.
+    let failed_trials: u64 = span.pairs.iter().map(|p| p.failed_trials).sum();
+    if failed_trials > 0 {
+        let first = span.pairs.iter().find_map(|p| p.first_error.clone());
+        return Err(FailureReason::TrialErrors {
+            trials: failed_trials,
+            first: first.unwrap_or_default(),
+        });
+    }
+    let measured: Vec<&PairSpan> = span.pairs.iter().filter(|p| p.ok_trials > 0).collect();
+    if (measured.len() as u32) < span.planned_pairs {
+        return Err(FailureReason::MissingPairs {
+            measured: measured.len() as u32,
+            planned: span.planned_pairs,
+        });
+    }
+    let start = measured.iter().filter_map(|p| p.start).max();
+    let end = measured.iter().filter_map(|p| p.end).min();
+    match (start, end) {
+        (Some(s), Some(e)) if e > s => Ok((s, e)),
+        _ => Err(FailureReason::NoOverlap),
+    }
+}
+
+/// A small number per cell with a sample, in key order: the second pass groups latency by it.
+fn cell_ids<'a>(windows: &[Window<'a>]) -> BTreeMap<&'a CellKey, u32> {
+    windows
+        .iter()
+        .map(|w| &w.span.key)
         .collect::<BTreeSet<_>>()
         .into_iter()
         .enumerate()
         .map(|(i, k)| (k, i as u32))
-        .collect();
-    let window_frame = DataFrame::new(
+        .collect()
+}
+
+/// The windows as a frame to join the records with: point, rep, window start and end, cell id.
+fn window_frame(
+    windows: &[Window<'_>],
+    cell_ids: &BTreeMap<&CellKey, u32>,
+) -> Result<DataFrame, ReportError> {
+    Ok(DataFrame::new(
         windows.len(),
         vec![
             Column::new(
                 c::POINT.into(),
-                windows.iter().map(|w| w.0).collect::<Vec<_>>(),
+                windows.iter().map(|w| w.point).collect::<Vec<_>>(),
             ),
             Column::new(
                 c::REP.into(),
-                windows.iter().map(|w| w.1).collect::<Vec<_>>(),
+                windows.iter().map(|w| w.rep).collect::<Vec<_>>(),
             ),
             Column::new(
                 "w_start".into(),
-                windows.iter().map(|w| w.2).collect::<Vec<_>>(),
+                windows.iter().map(|w| w.start).collect::<Vec<_>>(),
             ),
             Column::new(
                 "w_end".into(),
-                windows.iter().map(|w| w.3).collect::<Vec<_>>(),
+                windows.iter().map(|w| w.end).collect::<Vec<_>>(),
             ),
             Column::new(
                 "cell".into(),
                 windows
                     .iter()
-                    .map(|w| cell_ids[&kept[&(w.0, w.1)].key])
+                    .map(|w| cell_ids[&w.span.key])
                     .collect::<Vec<_>>(),
             ),
         ],
-    )?;
+    )?)
+}
 
-    let (bytes_in_window, latency) = window_pass(records, window_frame)?;
+/// One sample per window: each measured pair's bytes in the window as Mbit/s, and their sum.
+fn samples(windows: &[Window<'_>], bytes_in_window: &WindowBytes) -> Vec<PointSample> {
+    windows
+        .iter()
+        .map(|w| {
+            let window_ns = w.end - w.start;
+            let pair_mbit_s: Vec<f64> = w
+                .span
+                .pairs
+                .iter()
+                .filter(|p| p.ok_trials > 0)
+                .map(|p| {
+                    let bytes = bytes_in_window
+                        .get(&(w.point, w.rep, p.pair))
+                        .copied()
+                        .unwrap_or(0.0);
+                    // bytes × 8 bit / ns = Gbit/s; × 1000 = Mbit/s.
+                    bytes * 8.0 / window_ns as f64 * 1000.0
+                })
+                .collect();
+            PointSample {
+                point: w.point,
+                rep: w.rep,
+                key: w.span.key.clone(),
+                aggregate_mbit_s: pair_mbit_s.iter().sum(),
+                pair_mbit_s,
+                window_ns,
+            }
+        })
+        .collect()
+}
 
-    for &(point, rep, ws, we) in &windows {
-        let span = kept[&(point, rep)];
-        let window_ns = we - ws;
-        let pair_mbit_s: Vec<f64> = span
-            .pairs
-            .iter()
-            .filter(|p| p.ok_trials > 0)
-            .map(|p| {
-                let bytes = bytes_in_window
-                    .get(&(point, rep, p.pair))
-                    .copied()
-                    .unwrap_or(0.0);
-                // bytes × 8 bit / ns = Gbit/s; × 1000 = Mbit/s.
-                bytes * 8.0 / window_ns as f64 * 1000.0
-            })
-            .collect();
-        out.samples.push(PointSample {
-            point,
-            rep,
-            key: span.key.clone(),
-            aggregate_mbit_s: pair_mbit_s.iter().sum(),
-            pair_mbit_s,
-            window_ns,
-        });
-    }
+/// The second pass's latency per cell id, keyed by the cell again.
+fn latency_by_key(
+    latency: BTreeMap<u32, Latency>,
+    cell_ids: &BTreeMap<&CellKey, u32>,
+) -> BTreeMap<CellKey, Latency> {
     let by_id: BTreeMap<u32, &CellKey> = cell_ids.iter().map(|(k, &i)| (i, *k)).collect();
-    for (id, lat) in latency {
-        if let Some(k) = by_id.get(&id) {
-            out.latency.insert((*k).clone(), lat);
-        }
-    }
-    // In the order the runner ran them.
-    out.failures
-        .sort_by(|a, b| (a.point, a.rep, &a.reason).cmp(&(b.point, b.rep, &b.reason)));
-    Ok(out)
+    latency
+        .into_iter()
+        .filter_map(|(id, lat)| by_id.get(&id).map(|k| ((*k).clone(), lat)))
+        .collect()
 }
 
 /// First pass: per (point, rep, pair), the cell key and the span of successful trials.
@@ -257,7 +347,13 @@ fn pair_spans(
     records: LazyFrame,
     run_label: Option<&str>,
 ) -> Result<BTreeMap<(u32, u32), PointSpan>, ReportError> {
-    let df = records
+    read_pair_spans(&pair_span_frame(records)?, run_label)
+}
+
+/// The first pass's query: one row per (point, rep, pair) with the cell's columns, the span
+/// of its successful trials and its trial counts.
+fn pair_span_frame(records: LazyFrame) -> Result<DataFrame, ReportError> {
+    Ok(records
         .filter(timing_side())
         .group_by([col(c::POINT), col(c::REP), col(c::PAIR)])
         .agg([
@@ -288,8 +384,14 @@ fn pair_spans(
             col(c::ERROR).min().alias("first_error"),
         ])
         .collect_with_engine(ENGINE)?
-        .unwrap_single();
+        .unwrap_single())
+}
 
+/// The first pass's rows grouped by attempt, pairs in order.
+fn read_pair_spans(
+    df: &DataFrame,
+    run_label: Option<&str>,
+) -> Result<BTreeMap<(u32, u32), PointSpan>, ReportError> {
     let point = df.column(c::POINT)?.u32()?;
     let rep = df.column(c::REP)?.u32()?;
     let pair = df.column(c::PAIR)?.u32()?;
@@ -363,31 +465,6 @@ fn window_pass(
     records: LazyFrame,
     windows: DataFrame,
 ) -> Result<(WindowBytes, BTreeMap<u32, Latency>), ReportError> {
-    let start = col(c::START_UNIX_NS).cast(DataType::Int64);
-    let end = col(c::END_UNIX_NS).cast(DataType::Int64);
-    let ws = col("w_start").cast(DataType::Int64);
-    let we = col("w_end").cast(DataType::Int64);
-    let lo = when(start.clone().gt(ws.clone()))
-        .then(start.clone())
-        .otherwise(ws.clone());
-    let hi = when(end.clone().lt(we.clone()))
-        .then(end.clone())
-        .otherwise(we.clone());
-    let overlap = when(hi.clone().gt(lo.clone()))
-        .then(hi - lo)
-        .otherwise(lit(0i64))
-        .cast(DataType::Float64);
-    let duration = (end.clone() - start.clone()).cast(DataType::Float64);
-    let bytes = col(c::BYTES).cast(DataType::Float64);
-    // A zero-length trial cannot be pro-rated: it counts whole if it lies in the window.
-    let contribution = when(duration.clone().gt(lit(0.0)))
-        .then(bytes.clone() * overlap / duration)
-        .otherwise(
-            when(start.clone().gt_eq(ws).and(end.lt_eq(we)))
-                .then(bytes)
-                .otherwise(lit(0.0)),
-        );
-
     let joined = records
         .filter(timing_side().and(trial_ok()))
         .select([
@@ -407,32 +484,8 @@ fn window_pass(
             JoinArgs::new(JoinType::Inner),
         )
         .cache();
-
-    let bytes_q = joined
-        .clone()
-        .group_by([col(c::POINT), col(c::REP), col(c::PAIR)])
-        // Rounded to whole bytes (±0.5 byte per trial): integer sums do not depend on the
-        // order the engine adds them in, so reruns agree to the last digit.
-        .agg([(contribution + lit(0.5))
-            .cast(DataType::Int64)
-            .sum()
-            .cast(DataType::Float64)
-            .alias("window_bytes")]);
-    let q = |p: f64, name: &str| {
-        col(c::LATENCY_US)
-            .quantile(lit(p), QuantileMethod::Nearest)
-            .alias(name)
-    };
-    let latency_q = joined
-        .filter(col(c::LATENCY_US).is_not_null())
-        .group_by([col("cell")])
-        .agg([
-            q(0.5, "p50"),
-            q(0.9, "p90"),
-            q(0.99, "p99"),
-            col(c::LATENCY_MAX_US).max().alias("max_reported"),
-            col(c::LATENCY_US).max().alias("max_mean"),
-        ]);
+    let bytes_q = window_bytes_query(joined.clone());
+    let latency_q = latency_query(joined);
     let opt = bytes_q.get_current_optimizations();
     let mut frames = LazyFrame::collect_all_with_engine(
         vec![bytes_q.logical_plan, latency_q.logical_plan],
@@ -445,7 +498,71 @@ fn window_pass(
             "collect_all returned fewer frames".into(),
         ));
     };
+    Ok((read_window_bytes(&bytes_df)?, read_latency(&latency_df)?))
+}
 
+/// Bytes a trial moved inside its point's window (`w_start`, `w_end`), pro-rated by the part
+/// of the trial that lies in it.
+fn bytes_in_window() -> Expr {
+    let start = col(c::START_UNIX_NS).cast(DataType::Int64);
+    let end = col(c::END_UNIX_NS).cast(DataType::Int64);
+    let ws = col("w_start").cast(DataType::Int64);
+    let we = col("w_end").cast(DataType::Int64);
+    let lo = when(start.clone().gt(ws.clone()))
+        .then(start.clone())
+        .otherwise(ws.clone());
+    let hi = when(end.clone().lt(we.clone()))
+        .then(end.clone())
+        .otherwise(we.clone());
+    let overlap = when(hi.clone().gt(lo.clone()))
+        .then(hi - lo)
+        .otherwise(lit(0i64))
+        .cast(DataType::Float64);
+    let duration = (end.clone() - start.clone()).cast(DataType::Float64);
+    let bytes = col(c::BYTES).cast(DataType::Float64);
+    // A zero-length trial cannot be pro-rated: it counts whole if it lies in the window.
+    when(duration.clone().gt(lit(0.0)))
+        .then(bytes.clone() * overlap / duration)
+        .otherwise(
+            when(start.clone().gt_eq(ws).and(end.lt_eq(we)))
+                .then(bytes)
+                .otherwise(lit(0.0)),
+        )
+}
+
+/// Per (point, rep, pair): the bytes its trials moved inside the window.
+fn window_bytes_query(joined: LazyFrame) -> LazyFrame {
+    joined
+        .group_by([col(c::POINT), col(c::REP), col(c::PAIR)])
+        // Rounded to whole bytes (±0.5 byte per trial): integer sums do not depend on the
+        // order the engine adds them in, so reruns agree to the last digit.
+        .agg([(bytes_in_window() + lit(0.5))
+            .cast(DataType::Int64)
+            .sum()
+            .cast(DataType::Float64)
+            .alias("window_bytes")])
+}
+
+/// Per cell id: latency percentiles over the trials, and the largest latency seen.
+fn latency_query(joined: LazyFrame) -> LazyFrame {
+    let q = |p: f64, name: &str| {
+        col(c::LATENCY_US)
+            .quantile(lit(p), QuantileMethod::Nearest)
+            .alias(name)
+    };
+    joined
+        .filter(col(c::LATENCY_US).is_not_null())
+        .group_by([col("cell")])
+        .agg([
+            q(0.5, "p50"),
+            q(0.9, "p90"),
+            q(0.99, "p99"),
+            col(c::LATENCY_MAX_US).max().alias("max_reported"),
+            col(c::LATENCY_US).max().alias("max_mean"),
+        ])
+}
+
+fn read_window_bytes(bytes_df: &DataFrame) -> Result<WindowBytes, ReportError> {
     let mut bytes = WindowBytes::new();
     let point = bytes_df.column(c::POINT)?.u32()?;
     let rep = bytes_df.column(c::REP)?.u32()?;
@@ -458,7 +575,10 @@ fn window_pass(
             bytes.insert((a, b, p), v);
         }
     }
+    Ok(bytes)
+}
 
+fn read_latency(latency_df: &DataFrame) -> Result<BTreeMap<u32, Latency>, ReportError> {
     let mut latency = BTreeMap::new();
     let cell = latency_df.column("cell")?.u32()?;
     let p50 = latency_df.column("p50")?.f64()?;
@@ -480,7 +600,7 @@ fn window_pass(
             );
         }
     }
-    Ok((bytes, latency))
+    Ok(latency)
 }
 
 fn key_of_point(p: &PointRow, manifest: &Manifest, run_label: Option<&str>) -> CellKey {

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::aggregate::Aggregated;
-use super::model::{CellKey, CellSummary, FailureReason, Latency};
+use super::data::{CellKey, CellSummary, FailureReason, Latency};
 use super::stats::rep_stats;
 
 /// One summary per cell that has a sample, a failure or a latency figure, sorted by key. A

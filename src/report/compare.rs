@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::model::{CellSummary, Config, Measure};
+use super::data::{CellSummary, Config, Measure};
 use crate::results::Statistic;
 
 /// Whether the winner of a row is distinguishable from the runner-up.

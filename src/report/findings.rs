@@ -1,8 +1,8 @@
 //! Findings: plain sentences written from the comparison, in a fixed order.
 
 use super::compare::{ComparisonTable, Significance, significance};
+use super::data::Failure;
 use super::format::{human, ratio, size};
-use super::model::Failure;
 use crate::results::Statistic;
 
 /// Sentences for every measurement table, then one about failures.
@@ -12,105 +12,119 @@ pub fn findings(
     statistic: Statistic,
 ) -> Vec<String> {
     let mut out = Vec::new();
-    let prefix = |t: &ComparisonTable| {
-        if tables.len() > 1 {
+    for t in tables {
+        // With several tables each sentence says which measurement it is about.
+        let p = if tables.len() > 1 {
             format!("{}: ", t.measure.label())
         } else {
             String::new()
-        }
-    };
-    for t in tables {
-        let p = prefix(t);
-        // The headline cell: the largest size at the largest pair count, where contention is
-        // heaviest and the study drew its conclusion.
-        if let Some(row) = t.rows.iter().max_by_key(|r| (r.pairs, r.size_bytes)) {
-            for col in 0..t.configs.len() {
-                let (Some(r), Some(b)) = (row.ratio[col], row.baseline[col]) else {
-                    continue;
-                };
-                let (me, base) = (t.cell(row, col).unwrap(), t.cell(row, b).unwrap());
-                let caveat = match significance(me, base) {
-                    Significance::Clear => "",
-                    Significance::TooFew => " (fewer than 3 repetitions: not a claim)",
-                    _ => " (confidence intervals overlap: the difference is not shown)",
-                };
-                out.push(format!(
-                    "{p}{} {} and {} {}, {} reaches {} {} ({} vs {} Mbit/s, {}){caveat}.",
-                    if p.is_empty() { "At" } else { "at" },
-                    size(row.size_bytes),
-                    row.pairs,
-                    if row.pairs == 1 { "pair" } else { "pairs" },
-                    t.configs[col].label(),
-                    ratio(r),
-                    t.configs[b].label(),
-                    human(me.value(statistic).unwrap()),
-                    human(base.value(statistic).unwrap()),
-                    statistic.as_str(),
-                ));
-            }
-        }
-        // Each configuration's peak aggregate.
-        for col in 0..t.configs.len() {
-            let peak = t
-                .rows
-                .iter()
-                .filter_map(|r| {
-                    t.cell(r, col)
-                        .and_then(|c| c.value(statistic))
-                        .map(|v| (r, v))
-                })
-                .max_by(|a, b| a.1.total_cmp(&b.1));
-            if let Some((row, v)) = peak {
-                out.push(format!(
-                    "{p}{} peaks at {} Mbit/s aggregate, at {} and {} {}.",
-                    t.configs[col].label(),
-                    human(v),
-                    size(row.size_bytes),
-                    row.pairs,
-                    if row.pairs == 1 { "pair" } else { "pairs" },
-                ));
-            }
-        }
-        // Who wins how often, and how often the win is real.
+        };
+        headline(&mut out, t, &p, statistic);
+        peaks(&mut out, t, &p, statistic);
         if t.configs.len() > 1 {
-            let contested: Vec<_> = t.rows.iter().filter(|r| r.runner_up.is_some()).collect();
-            let mut tally: Vec<(usize, usize, usize)> = (0..t.configs.len())
-                .map(|c| {
-                    let won: Vec<_> = contested.iter().filter(|r| r.winner == Some(c)).collect();
-                    let clear = won
-                        .iter()
-                        .filter(|r| r.significance == Significance::Clear)
-                        .count();
-                    (c, won.len(), clear)
-                })
-                .filter(|t| t.1 > 0)
-                .collect();
-            tally.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            for (c, won, clear) in tally {
-                out.push(format!(
-                    "{p}{} has the highest {} in {} of {} cells; {} of those wins are clear of the runner-up's confidence interval.",
-                    t.configs[c].label(),
-                    statistic.as_str(),
-                    won,
-                    contested.len(),
-                    clear,
-                ));
-            }
+            wins(&mut out, t, &p, statistic);
         }
     }
-    if failures.is_empty() {
-        out.push("No point attempt failed.".into());
-    } else {
+    out.push(failures_sentence(failures));
+    out
+}
+
+/// The headline cell: the largest size at the largest pair count, where contention is
+/// heaviest and the study drew its conclusion; each configuration against its baseline.
+fn headline(out: &mut Vec<String>, t: &ComparisonTable, p: &str, statistic: Statistic) {
+    let Some(row) = t.rows.iter().max_by_key(|r| (r.pairs, r.size_bytes)) else {
+        return;
+    };
+    for col in 0..t.configs.len() {
+        let (Some(r), Some(b)) = (row.ratio[col], row.baseline[col]) else {
+            continue;
+        };
+        let (me, base) = (t.cell(row, col).unwrap(), t.cell(row, b).unwrap());
+        let caveat = match significance(me, base) {
+            Significance::Clear => "",
+            Significance::TooFew => " (fewer than 3 repetitions: not a claim)",
+            _ => " (confidence intervals overlap: the difference is not shown)",
+        };
         out.push(format!(
-            "{} point {} failed and {} not counted in the statistics (see Failed points).",
-            failures.len(),
-            if failures.len() == 1 {
-                "attempt"
-            } else {
-                "attempts"
-            },
-            if failures.len() == 1 { "is" } else { "are" },
+            "{p}{} {} and {} {}, {} reaches {} {} ({} vs {} Mbit/s, {}){caveat}.",
+            if p.is_empty() { "At" } else { "at" },
+            size(row.size_bytes),
+            row.pairs,
+            if row.pairs == 1 { "pair" } else { "pairs" },
+            t.configs[col].label(),
+            ratio(r),
+            t.configs[b].label(),
+            human(me.value(statistic).unwrap()),
+            human(base.value(statistic).unwrap()),
+            statistic.as_str(),
         ));
     }
-    out
+}
+
+/// Each configuration's peak aggregate.
+fn peaks(out: &mut Vec<String>, t: &ComparisonTable, p: &str, statistic: Statistic) {
+    for col in 0..t.configs.len() {
+        let peak = t
+            .rows
+            .iter()
+            .filter_map(|r| {
+                t.cell(r, col)
+                    .and_then(|c| c.value(statistic))
+                    .map(|v| (r, v))
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((row, v)) = peak {
+            out.push(format!(
+                "{p}{} peaks at {} Mbit/s aggregate, at {} and {} {}.",
+                t.configs[col].label(),
+                human(v),
+                size(row.size_bytes),
+                row.pairs,
+                if row.pairs == 1 { "pair" } else { "pairs" },
+            ));
+        }
+    }
+}
+
+/// Who wins how often, and how often the win is real.
+fn wins(out: &mut Vec<String>, t: &ComparisonTable, p: &str, statistic: Statistic) {
+    let contested: Vec<_> = t.rows.iter().filter(|r| r.runner_up.is_some()).collect();
+    let mut tally: Vec<(usize, usize, usize)> = (0..t.configs.len())
+        .map(|c| {
+            let won: Vec<_> = contested.iter().filter(|r| r.winner == Some(c)).collect();
+            let clear = won
+                .iter()
+                .filter(|r| r.significance == Significance::Clear)
+                .count();
+            (c, won.len(), clear)
+        })
+        .filter(|t| t.1 > 0)
+        .collect();
+    tally.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    for (c, won, clear) in tally {
+        out.push(format!(
+            "{p}{} has the highest {} in {} of {} cells; {} of those wins are clear of the runner-up's confidence interval.",
+            t.configs[c].label(),
+            statistic.as_str(),
+            won,
+            contested.len(),
+            clear,
+        ));
+    }
+}
+
+fn failures_sentence(failures: &[Failure]) -> String {
+    if failures.is_empty() {
+        return "No point attempt failed.".into();
+    }
+    format!(
+        "{} point {} failed and {} not counted in the statistics (see Failed points).",
+        failures.len(),
+        if failures.len() == 1 {
+            "attempt"
+        } else {
+            "attempts"
+        },
+        if failures.len() == 1 { "is" } else { "are" },
+    )
 }

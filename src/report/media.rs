@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 use orchestrate_worker::record::{Pattern, Protocol};
 
-use super::ReportError;
-use super::model::CellKey;
+use super::data::CellKey;
+use super::error::ReportError;
 use crate::results::{MediaRow, MediaTotal, Placement, PointStatus, RunDir, SegmentStats};
 
 /// The medium's statistics of a run.

@@ -14,6 +14,7 @@
 //! cell, [`stats`]) → [`compare`](mod@compare) (pivot, baseline ratios, winners) → [`findings`] → the
 //! [`export`]ers, one per format. Everything after Polars works on one row per point and is
 //! plain, ordered Rust with fixed number formatting, so outputs are byte-identical on re-runs.
+//! Every stage speaks of the cells in [`data`]; the whole report is a [`document::Report`].
 //!
 //! Entry points: [`report_run`] (`orchestrate report <run-dir>`, also run at the end of a run),
 //! [`compare`](fn@compare) (`orchestrate report --compare <dir>...`) and [`build`] (the
@@ -23,12 +24,14 @@ pub mod aggregate;
 pub mod cells;
 pub mod cli;
 pub mod compare;
+pub mod data;
+pub mod document;
+pub mod error;
 pub mod export;
 pub mod figures;
 pub mod findings;
 pub mod format;
 pub mod media;
-pub mod model;
 pub mod netpipe;
 pub mod paper;
 pub mod predicted;
@@ -37,40 +40,13 @@ pub mod topology;
 
 use std::path::{Path, PathBuf};
 
-use crate::results::{ResultsError, RunDir, Statistic};
+use crate::results::{RunDir, Statistic};
 use compare::BaselineRule;
-pub use model::Report;
+pub use document::Report;
+pub use error::ReportError;
 pub use netpipe::NetpipeBaseline;
-pub use predicted::{PredictThroughput, Prediction};
+pub use predicted::{CellPrediction, PredictThroughput};
 pub use topology::DrawTopology;
-
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    #[error(transparent)]
-    Results(#[from] ResultsError),
-    #[error("polars: {0}")]
-    Polars(#[from] polars::error::PolarsError),
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("{path}: not NetPIPE output: {message}")]
-    Netpipe { path: PathBuf, message: String },
-    #[error("drawing a figure: {0}")]
-    Plot(String),
-    #[error("baseline topology {name:?} has no records in this run (topologies: {known})")]
-    UnknownBaseline { name: String, known: String },
-    #[error(
-        "PNG output needs orchestrate built with the `png` feature (cargo build --features png)"
-    )]
-    PngUnavailable,
-    #[error("compare needs at least two run directories")]
-    TooFewRuns,
-    #[error("{0}")]
-    Internal(String),
-}
 
 /// A NetPIPE output file to draw as a named baseline.
 #[derive(Debug, Clone, PartialEq)]
@@ -227,9 +203,9 @@ pub fn compare(
 }
 
 struct LoadedRun {
-    info: model::RunInfo,
-    cells: Vec<model::CellSummary>,
-    failures: Vec<model::Failure>,
+    info: document::RunInfo,
+    cells: Vec<data::CellSummary>,
+    failures: Vec<data::Failure>,
 }
 
 fn load_run(
@@ -260,7 +236,7 @@ fn load_run(
             .unwrap_or_default()
     });
     Ok(LoadedRun {
-        info: model::RunInfo {
+        info: document::RunInfo {
             label: label.map(str::to_owned).unwrap_or(default_label),
             baseline: opts.baseline.clone().or_else(|| manifest.baseline.clone()),
             manifest,

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use super::ReportError;
+use super::error::ReportError;
 
 use orchestrate_worker::netpipe as np;
 

@@ -6,33 +6,31 @@
 //! runner re-plans the run directory's experiment) and hands it over in
 //! [`super::ReportOptions::model`].
 
-use super::model::{CellKey, CellSummary};
+use super::data::{CellKey, CellSummary};
+use crate::plan::model::Prediction;
 use crate::results::{Placement, Statistic};
 use orchestrate_worker::record::Pattern;
 
 /// Measured within ±10% of the model counts as agreeing with it.
 pub const TOLERANCE: f64 = 0.10;
 
-/// What the model predicts for one token-test cell.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Prediction {
+/// The analytic model's prediction for one token-test cell: the plan's [`Prediction`] (which
+/// carries the size), with the configuration and pair count it was made for.
+#[derive(Debug, Clone)]
+pub struct CellPrediction {
     pub topology: String,
     pub bonding: String,
     pub placement: Placement,
     pub pairs: u32,
-    pub size_bytes: u64,
-    /// Sum over pairs of tokens × size / elapsed, Mbit/s.
-    pub aggregate_mbit_s: f64,
-    /// What limits the slowest pair: `latency`, `segment <name>` or `host <node>`.
-    pub bound: String,
     /// The configuration's wires were token buckets (`emulation = "rate"`), not the
     /// frame-by-frame medium: small frames and idle wires then cost less than on Ethernet.
     pub token_bucket: bool,
+    pub prediction: Prediction,
 }
 
 /// Gives the model's predictions for a run.
 pub trait PredictThroughput {
-    fn predictions(&self) -> Vec<Prediction>;
+    fn predictions(&self) -> Vec<CellPrediction>;
 }
 
 /// One cell measured and predicted.
@@ -63,7 +61,11 @@ impl ModelRow {
 }
 
 /// Token-test cells with a prediction, in cell order.
-pub fn rows(cells: &[CellSummary], predictions: &[Prediction], stat: Statistic) -> Vec<ModelRow> {
+pub fn rows(
+    cells: &[CellSummary],
+    predictions: &[CellPrediction],
+    stat: Statistic,
+) -> Vec<ModelRow> {
     cells
         .iter()
         .filter(|c| c.key.measure.pattern == Pattern::Token)
@@ -75,14 +77,14 @@ pub fn rows(cells: &[CellSummary], predictions: &[Prediction], stat: Statistic) 
                     && p.bonding == k.config.bonding
                     && p.placement == k.config.placement
                     && p.pairs == k.pairs
-                    && p.size_bytes == k.size_bytes
+                    && p.prediction.size_bytes == k.size_bytes
             })?;
-            (p.aggregate_mbit_s > 0.0).then(|| {
+            (p.prediction.aggregate_mbit_s > 0.0).then(|| {
                 let mut row = ModelRow {
                     key: k.clone(),
                     measured_mbit_s: measured,
-                    predicted_mbit_s: p.aggregate_mbit_s,
-                    bound: p.bound.clone(),
+                    predicted_mbit_s: p.prediction.aggregate_mbit_s,
+                    bound: p.prediction.limit(),
                     likely_cause: None,
                 };
                 if !row.within_tolerance() {

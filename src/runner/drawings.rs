@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::report::{DrawTopology, PredictThroughput, Prediction};
+use crate::report::{CellPrediction, DrawTopology, PredictThroughput};
 
 /// Draws the topologies a run directory holds (`topologies/<name>.toml`).
 pub struct RunDrawings {
@@ -40,7 +40,7 @@ impl RunModel {
 }
 
 impl PredictThroughput for RunModel {
-    fn predictions(&self) -> Vec<Prediction> {
+    fn predictions(&self) -> Vec<CellPrediction> {
         // Without a plan the report goes without the model section; say why.
         let Ok(e) = crate::plan::load(&self.experiment) else {
             tracing::warn!(
@@ -70,15 +70,13 @@ impl PredictThroughput for RunModel {
             for entry in &c.placements {
                 let placement = super::point::placement(entry.placement.kind);
                 for p in &entry.predictions {
-                    out.push(Prediction {
+                    out.push(CellPrediction {
                         topology: c.topology.name.to_string(),
                         bonding: bonding.clone(),
                         placement,
                         pairs: entry.pairs,
-                        size_bytes: p.size_bytes,
-                        aggregate_mbit_s: p.aggregate_mbit_s,
-                        bound: p.limit(),
                         token_bucket,
+                        prediction: p.clone(),
                     });
                 }
             }

@@ -3,17 +3,22 @@
 
 use std::fmt::Write;
 
-use super::{Exporter, Output};
-use crate::report::ReportError;
+use super::exporter::{Exporter, RenderedFile};
+use crate::report::data::Config;
+use crate::report::document::Report;
+use crate::report::error::ReportError;
 use crate::report::format::{csv_f64, csv_field};
 use crate::report::media::MediaReport;
-use crate::report::model::{Config, Report};
 use crate::results::schema::{pattern_str, protocol_str};
 
 pub struct ComparisonCsv;
 
 impl Exporter for ComparisonCsv {
-    fn export(&self, report: &Report, _media: &MediaReport) -> Result<Vec<Output>, ReportError> {
+    fn export(
+        &self,
+        report: &Report,
+        _media: &MediaReport,
+    ) -> Result<Vec<RenderedFile>, ReportError> {
         // Columns: every configuration of every table, in first-seen order.
         let mut configs: Vec<&Config> = Vec::new();
         for t in &report.comparison {
@@ -76,7 +81,7 @@ impl Exporter for ComparisonCsv {
                 );
             }
         }
-        Ok(vec![Output {
+        Ok(vec![RenderedFile {
             path: "comparison.csv".into(),
             bytes: s.into_bytes(),
         }])

@@ -3,13 +3,14 @@
 
 use std::fmt::Write;
 
-use super::{Exporter, Output};
-use crate::report::ReportError;
+use super::exporter::{Exporter, RenderedFile};
 use crate::report::compare::ComparisonTable;
+use crate::report::data::{CellKey, CellSummary};
+use crate::report::document::{Report, RunInfo};
+use crate::report::error::ReportError;
 use crate::report::figures::figures;
 use crate::report::format::{human, md_cell, percent, ratio, size, unix_ns};
-use crate::report::media::{LatenessSource, MediaReport};
-use crate::report::model::{CellSummary, Report, RunInfo};
+use crate::report::media::{ConfigMedia, LatenessSource, MediaReport};
 use crate::report::predicted::TOLERANCE;
 use crate::results::Statistic;
 use crate::results::schema::{pattern_str, protocol_str};
@@ -17,7 +18,11 @@ use crate::results::schema::{pattern_str, protocol_str};
 pub struct Markdown;
 
 impl Exporter for Markdown {
-    fn export(&self, report: &Report, media: &MediaReport) -> Result<Vec<Output>, ReportError> {
+    fn export(
+        &self,
+        report: &Report,
+        media: &MediaReport,
+    ) -> Result<Vec<RenderedFile>, ReportError> {
         let mut s = String::new();
         let title = match report.runs.as_slice() {
             [one] => one.label.clone(),
@@ -42,7 +47,7 @@ impl Exporter for Markdown {
         failures(&mut s, report);
         netpipe(&mut s, report);
         environment(&mut s, report);
-        Ok(vec![Output {
+        Ok(vec![RenderedFile {
             path: "report.md".into(),
             bytes: s.into_bytes(),
         }])
@@ -373,7 +378,7 @@ const MEDIA_LEGEND: &str = "The medium during each cell's points, from the emula
      flagged a point).\n\n";
 
 /// The medium's columns of a cell's row; empty cells when its points have no statistics.
-fn media_cells(media: &MediaReport, key: &crate::report::model::CellKey) -> [String; 4] {
+fn media_cells(media: &MediaReport, key: &CellKey) -> [String; 4] {
     match media.cell(key) {
         Some(m) => [
             format!("{:.3}", m.collisions_per_frame()),
@@ -416,148 +421,174 @@ fn the_medium(s: &mut String, report: &Report, media: &MediaReport) {
          timing is not that of the wire.\n\n",
     );
     for c in &media.configs {
+        medium_of_configuration(s, c);
+    }
+    token_cells_with_medium(s, report, media);
+}
+
+/// One configuration's part of "The medium": what to distrust first, then its segments.
+fn medium_of_configuration(s: &mut String, c: &ConfigMedia) {
+    let _ = writeln!(
+        s,
+        "### {} (configuration {})\n",
+        md_cell(&c.label()),
+        c.configuration
+    );
+    missing_statistics(s, c);
+    if c.realtime_priority == Some(false) {
+        s.push_str(
+            "The emulator ran without real-time priority (SCHED_FIFO was refused): expect \
+             more lateness.\n\n",
+        );
+    }
+    lateness_flagged(s, c);
+    if !c.segments.is_empty() {
+        segment_table(s, c);
+    }
+}
+
+/// Says which points of a configuration have no medium statistics, and why.
+fn missing_statistics(s: &mut String, c: &ConfigMedia) {
+    if c.missing_points.is_empty() && c.error.is_none() {
+        return;
+    }
+    let points = if c.missing_points.is_empty() {
+        String::new()
+    } else {
+        let list: Vec<String> = c.missing_points.iter().map(|p| p.to_string()).collect();
+        format!(" for point(s) {}", list.join(", "))
+    };
+    let _ = writeln!(
+        s,
+        "**⚠ Medium statistics missing{points}**: {}.\n",
+        md_cell(c.error.as_deref().unwrap_or("the emulator did not answer"))
+    );
+}
+
+/// One line per configuration, however many points are flagged: the worst says how far off.
+fn lateness_flagged(s: &mut String, c: &ConfigMedia) {
+    if let Some(worst) = c
+        .flagged
+        .iter()
+        .max_by(|a, b| a.p99_us.total_cmp(&b.p99_us))
+    {
+        let points: std::collections::BTreeSet<(u32, u32)> =
+            c.flagged.iter().map(|f| (f.point, f.rep)).collect();
         let _ = writeln!(
             s,
-            "### {} (configuration {})\n",
-            md_cell(&c.label()),
-            c.configuration
+            "**⚠ Lateness flagged** on {} point(s): the emulator's p99 lateness exceeded the \
+             limit of {} µs (a tenth of a minimum frame), by the most at point {} (rep {}, {} \
+             {}×, {}) on segment {}: p99 {} µs. Frame timing there is off by up to that \
+             much at the 99th percentile.\n",
+            points.len(),
+            human(worst.limit_us),
+            worst.point,
+            worst.rep,
+            crate::results::schema::pattern_str(worst.pattern),
+            worst.pairs,
+            size(worst.size_bytes),
+            md_cell(&worst.segment),
+            human(worst.p99_us),
         );
-        if !c.missing_points.is_empty() || c.error.is_some() {
-            let points = if c.missing_points.is_empty() {
-                String::new()
-            } else {
-                let list: Vec<String> = c.missing_points.iter().map(|p| p.to_string()).collect();
-                format!(" for point(s) {}", list.join(", "))
-            };
-            let _ = writeln!(
-                s,
-                "**⚠ Medium statistics missing{points}**: {}.\n",
-                md_cell(c.error.as_deref().unwrap_or("the emulator did not answer"))
-            );
-        }
-        if c.realtime_priority == Some(false) {
-            s.push_str(
-                "The emulator ran without real-time priority (SCHED_FIFO was refused): expect \
-                 more lateness.\n\n",
-            );
-        }
-        // One line per configuration, however many points: the worst says how far off.
-        if let Some(worst) = c
-            .flagged
-            .iter()
-            .max_by(|a, b| a.p99_us.total_cmp(&b.p99_us))
-        {
-            let points: std::collections::BTreeSet<(u32, u32)> =
-                c.flagged.iter().map(|f| (f.point, f.rep)).collect();
-            let _ = writeln!(
-                s,
-                "**⚠ Lateness flagged** on {} point(s): the emulator's p99 lateness exceeded the \
-                 limit of {} µs (a tenth of a minimum frame), by the most at point {} (rep {}, {} \
-                 {}×, {}) on segment {}: p99 {} µs. Frame timing there is off by up to that \
-                 much at the 99th percentile.\n",
-                points.len(),
-                human(worst.limit_us),
-                worst.point,
-                worst.rep,
-                crate::results::schema::pattern_str(worst.pattern),
-                worst.pairs,
-                size(worst.size_bytes),
-                md_cell(&worst.segment),
-                human(worst.p99_us),
-            );
-        }
-        if c.segments.is_empty() {
-            continue;
-        }
-        let total = c
-            .segments
-            .iter()
-            .any(|g| g.lateness_source == LatenessSource::Total);
-        let rows: Vec<Vec<String>> = c
-            .segments
-            .iter()
-            .map(|g| {
-                vec![
-                    md_cell(&g.segment),
-                    g.medium.clone(),
-                    human(g.rate_bps as f64 / 1e6),
-                    g.frames.to_string(),
-                    percent_util(g.utilisation()),
-                    format!("{:.3}", g.collisions_per_frame()),
-                    g.excess_collision_drops.to_string(),
-                    g.queue_drops.to_string(),
-                    g.deferrals.to_string(),
-                    human(g.lateness_p50_us),
-                    human(g.lateness_p99_us),
-                    human(g.lateness_max_us),
-                ]
-            })
-            .collect();
-        table(
-            s,
-            &[
-                "segment",
-                "medium",
-                "Mbit/s",
-                "frames",
-                "utilisation",
-                "collisions/frame",
-                "excess drops",
-                "queue drops",
-                "deferrals",
-                "lateness p50 [µs]",
-                "lateness p99 [µs]",
-                "lateness max [µs]",
+    }
+}
+
+/// Each segment of a configuration over its points: frames, utilisation, collisions, drops,
+/// the emulator's lateness.
+fn segment_table(s: &mut String, c: &ConfigMedia) {
+    let total = c
+        .segments
+        .iter()
+        .any(|g| g.lateness_source == LatenessSource::Total);
+    let rows: Vec<Vec<String>> = c
+        .segments
+        .iter()
+        .map(|g| {
+            vec![
+                md_cell(&g.segment),
+                g.medium.clone(),
+                human(g.rate_bps as f64 / 1e6),
+                g.frames.to_string(),
+                percent_util(g.utilisation()),
+                format!("{:.3}", g.collisions_per_frame()),
+                g.excess_collision_drops.to_string(),
+                g.queue_drops.to_string(),
+                g.deferrals.to_string(),
+                human(g.lateness_p50_us),
+                human(g.lateness_p99_us),
+                human(g.lateness_max_us),
             ]
-            .map(String::from),
-            &rows,
-            &[
-                false, false, true, true, true, true, true, true, true, true, true, true,
-            ],
-        );
-        let _ = writeln!(
-            s,
-            "Lateness {}.\n",
-            if total {
-                "over the whole configuration, from the emulator's own histogram"
-            } else {
-                "of the worst point (no total was recorded)"
-            }
-        );
-    }
-    // Without the model's table the token-test cells still get their medium beside them.
-    if report.model.is_empty() {
-        let rows: Vec<Vec<String>> = report
-            .cells
-            .iter()
-            .filter(|c| c.key.measure.pattern == orchestrate_worker::record::Pattern::Token)
-            .filter(|c| media.cell(&c.key).is_some())
-            .map(|c| {
-                let mut r = vec![
-                    md_cell(&c.key.config.label()),
-                    c.key.pairs.to_string(),
-                    size(c.key.size_bytes),
-                    c.value(report.statistic).map(human).unwrap_or_default(),
-                ];
-                r.extend(media_cells(media, &c.key));
-                r
-            })
-            .collect();
-        if !rows.is_empty() {
-            s.push_str("### Token-test cells\n\n");
-            s.push_str(MEDIA_LEGEND);
-            let mut header: Vec<String> = ["configuration", "pairs", "size", "Mbit/s"]
-                .map(String::from)
-                .to_vec();
-            header.extend(MEDIA_COLUMNS.map(String::from));
-            table(
-                s,
-                &header,
-                &rows,
-                &[false, true, true, true, true, false, true, true],
-            );
+        })
+        .collect();
+    table(
+        s,
+        &[
+            "segment",
+            "medium",
+            "Mbit/s",
+            "frames",
+            "utilisation",
+            "collisions/frame",
+            "excess drops",
+            "queue drops",
+            "deferrals",
+            "lateness p50 [µs]",
+            "lateness p99 [µs]",
+            "lateness max [µs]",
+        ]
+        .map(String::from),
+        &rows,
+        &[
+            false, false, true, true, true, true, true, true, true, true, true, true,
+        ],
+    );
+    let _ = writeln!(
+        s,
+        "Lateness {}.\n",
+        if total {
+            "over the whole configuration, from the emulator's own histogram"
+        } else {
+            "of the worst point (no total was recorded)"
         }
+    );
+}
+
+/// Without the model's table the token-test cells still get their medium beside them.
+fn token_cells_with_medium(s: &mut String, report: &Report, media: &MediaReport) {
+    if !report.model.is_empty() {
+        return;
     }
+    let rows: Vec<Vec<String>> = report
+        .cells
+        .iter()
+        .filter(|c| c.key.measure.pattern == orchestrate_worker::record::Pattern::Token)
+        .filter(|c| media.cell(&c.key).is_some())
+        .map(|c| {
+            let mut r = vec![
+                md_cell(&c.key.config.label()),
+                c.key.pairs.to_string(),
+                size(c.key.size_bytes),
+                c.value(report.statistic).map(human).unwrap_or_default(),
+            ];
+            r.extend(media_cells(media, &c.key));
+            r
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    s.push_str("### Token-test cells\n\n");
+    s.push_str(MEDIA_LEGEND);
+    let mut header: Vec<String> = ["configuration", "pairs", "size", "Mbit/s"]
+        .map(String::from)
+        .to_vec();
+    header.extend(MEDIA_COLUMNS.map(String::from));
+    table(
+        s,
+        &header,
+        &rows,
+        &[false, true, true, true, true, false, true, true],
+    );
 }
 
 /// The 1996 study's findings beside this run's.
@@ -653,7 +684,7 @@ fn figures_section(s: &mut String, report: &Report) {
         let _ = writeln!(s, "![topology {name}](figures/topology-{name}.svg)\n");
     }
     // Listing what the NetPIPE exporter writes keeps the two from drifting apart.
-    let curves = super::Netpipe
+    let curves = super::netpipe::Netpipe
         .export(report, &MediaReport::default())
         .unwrap_or_default();
     if !curves.is_empty() {

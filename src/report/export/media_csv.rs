@@ -3,17 +3,21 @@
 
 use std::fmt::Write;
 
-use super::{Exporter, Output};
-use crate::report::ReportError;
+use super::exporter::{Exporter, RenderedFile};
+use crate::report::document::Report;
+use crate::report::error::ReportError;
 use crate::report::format::{csv_f64, csv_field};
 use crate::report::media::MediaReport;
-use crate::report::model::Report;
 use crate::results::schema::{pattern_str, protocol_str};
 
 pub struct MediaCsv;
 
 impl Exporter for MediaCsv {
-    fn export(&self, _report: &Report, media: &MediaReport) -> Result<Vec<Output>, ReportError> {
+    fn export(
+        &self,
+        _report: &Report,
+        media: &MediaReport,
+    ) -> Result<Vec<RenderedFile>, ReportError> {
         if !media.present {
             return Ok(Vec::new());
         }
@@ -46,7 +50,7 @@ impl Exporter for MediaCsv {
                 c.flagged_points,
             );
         }
-        Ok(vec![Output {
+        Ok(vec![RenderedFile {
             path: "media.csv".into(),
             bytes: s.into_bytes(),
         }])

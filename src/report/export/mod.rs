@@ -1,6 +1,7 @@
 //! Output formats: one file per format behind one trait, and a writer for all of them.
 
 mod comparison_csv;
+mod exporter;
 mod markdown;
 mod media_csv;
 mod model_csv;
@@ -12,11 +13,12 @@ pub mod svg;
 
 use std::path::{Path, PathBuf};
 
-use super::ReportError;
+use super::document::Report;
+use super::error::ReportError;
 use super::media::MediaReport;
-use super::model::Report;
 
 pub use comparison_csv::ComparisonCsv;
+pub use exporter::{Exporter, RenderedFile};
 pub use markdown::Markdown;
 pub use media_csv::MediaCsv;
 pub use model_csv::ModelCsv;
@@ -25,21 +27,6 @@ pub use netpipe::Netpipe;
 pub use png::Png;
 pub use summary_csv::SummaryCsv;
 pub use svg::Svg;
-
-/// One file of output, relative to the output directory.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Output {
-    pub path: PathBuf,
-    pub bytes: Vec<u8>,
-}
-
-/// Turns a report, and the medium's statistics beside it, into files. Implementations must be
-/// deterministic: the same report gives the same bytes, so re-running a report changes
-/// nothing on disk. A report without medium statistics (`media.present` false) must come out
-/// exactly as it would without them.
-pub trait Exporter {
-    fn export(&self, report: &Report, media: &MediaReport) -> Result<Vec<Output>, ReportError>;
-}
 
 /// The outputs of a report: CSVs (`media.csv` only when the run has medium statistics), Markdown, SVG figures and NetPIPE-format curves, plus PNG
 /// copies when asked for.
@@ -79,15 +66,15 @@ pub fn write_all(
 ) -> Result<Vec<PathBuf>, ReportError> {
     let mut written = Vec::new();
     for e in exporters {
-        for out in e.export(report, media)? {
-            let path = dir.join(&out.path);
+        for file in e.export(report, media)? {
+            let path = dir.join(&file.path);
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| ReportError::Io {
                     path: parent.to_path_buf(),
                     source: e,
                 })?;
             }
-            std::fs::write(&path, &out.bytes).map_err(|e| ReportError::Io {
+            std::fs::write(&path, &file.bytes).map_err(|e| ReportError::Io {
                 path: path.clone(),
                 source: e,
             })?;

@@ -2,16 +2,20 @@
 
 use std::fmt::Write;
 
-use super::{Exporter, Output};
-use crate::report::ReportError;
+use super::exporter::{Exporter, RenderedFile};
+use crate::report::document::Report;
+use crate::report::error::ReportError;
 use crate::report::format::{csv_f64, csv_field};
 use crate::report::media::MediaReport;
-use crate::report::model::Report;
 
 pub struct ModelCsv;
 
 impl Exporter for ModelCsv {
-    fn export(&self, report: &Report, _media: &MediaReport) -> Result<Vec<Output>, ReportError> {
+    fn export(
+        &self,
+        report: &Report,
+        _media: &MediaReport,
+    ) -> Result<Vec<RenderedFile>, ReportError> {
         if report.model.is_empty() {
             return Ok(Vec::new());
         }
@@ -37,7 +41,7 @@ impl Exporter for ModelCsv {
                 csv_field(&r.bound),
             );
         }
-        Ok(vec![Output {
+        Ok(vec![RenderedFile {
             path: "model.csv".into(),
             bytes: s.into_bytes(),
         }])

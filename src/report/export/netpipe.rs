@@ -10,16 +10,20 @@
 
 use std::fmt::Write;
 
-use super::{Exporter, Output};
-use crate::report::ReportError;
+use super::exporter::{Exporter, RenderedFile};
+use crate::report::document::Report;
+use crate::report::error::ReportError;
 use crate::report::media::MediaReport;
-use crate::report::model::Report;
 use orchestrate_worker::record::Pattern;
 
 pub struct Netpipe;
 
 impl Exporter for Netpipe {
-    fn export(&self, report: &Report, _media: &MediaReport) -> Result<Vec<Output>, ReportError> {
+    fn export(
+        &self,
+        report: &Report,
+        _media: &MediaReport,
+    ) -> Result<Vec<RenderedFile>, ReportError> {
         let stat = report.statistic;
         let mut out = Vec::new();
         for t in &report.comparison {
@@ -57,7 +61,7 @@ impl Exporter for Netpipe {
                 for (size, rate, time) in rows {
                     let _ = writeln!(s, "{time:.6} {rate:.6} {} {size} {:.6}", size * 8, 0.0);
                 }
-                out.push(Output {
+                out.push(RenderedFile {
                     path: format!("netpipe/{}-{}.txt", slug(&config.label()), t.measure.slug())
                         .into(),
                     bytes: s.into_bytes(),

@@ -7,11 +7,12 @@
 use resvg::tiny_skia::{Pixmap, Transform};
 use resvg::usvg::{Options, Tree};
 
-use super::{Exporter, Output, svg};
-use crate::report::ReportError;
+use super::exporter::{Exporter, RenderedFile};
+use super::svg;
+use crate::report::document::Report;
+use crate::report::error::ReportError;
 use crate::report::figures::figures;
 use crate::report::media::MediaReport;
-use crate::report::model::Report;
 
 /// Pixels per SVG unit: print-friendly without huge files.
 const SCALE: f32 = 2.0;
@@ -19,7 +20,11 @@ const SCALE: f32 = 2.0;
 pub struct Png;
 
 impl Exporter for Png {
-    fn export(&self, report: &Report, _media: &MediaReport) -> Result<Vec<Output>, ReportError> {
+    fn export(
+        &self,
+        report: &Report,
+        _media: &MediaReport,
+    ) -> Result<Vec<RenderedFile>, ReportError> {
         let mut opt = Options::default();
         let db = opt.fontdb_mut();
         db.load_system_fonts();
@@ -52,7 +57,7 @@ impl Exporter for Png {
             let bytes = pixmap
                 .encode_png()
                 .map_err(|e| ReportError::Plot(format!("{}: {e}", f.stem)))?;
-            out.push(Output {
+            out.push(RenderedFile {
                 path: format!("figures/{}.png", f.stem).into(),
                 bytes,
             });

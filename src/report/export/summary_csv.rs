@@ -2,17 +2,21 @@
 
 use std::fmt::Write;
 
-use super::{Exporter, Output};
-use crate::report::ReportError;
+use super::exporter::{Exporter, RenderedFile};
+use crate::report::document::Report;
+use crate::report::error::ReportError;
 use crate::report::format::{csv_f64, csv_field};
 use crate::report::media::MediaReport;
-use crate::report::model::Report;
 use crate::results::schema::{pattern_str, protocol_str};
 
 pub struct SummaryCsv;
 
 impl Exporter for SummaryCsv {
-    fn export(&self, report: &Report, _media: &MediaReport) -> Result<Vec<Output>, ReportError> {
+    fn export(
+        &self,
+        report: &Report,
+        _media: &MediaReport,
+    ) -> Result<Vec<RenderedFile>, ReportError> {
         let with_run = report.cells.iter().any(|c| c.key.config.run.is_some());
         let mut s = String::new();
         if with_run {
@@ -60,7 +64,7 @@ impl Exporter for SummaryCsv {
                 csv_f64(c.latency.max_us),
             );
         }
-        Ok(vec![Output {
+        Ok(vec![RenderedFile {
             path: "summary.csv".into(),
             bytes: s.into_bytes(),
         }])

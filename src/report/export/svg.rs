@@ -4,26 +4,30 @@ use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 
-use super::{Exporter, Output};
-use crate::report::ReportError;
+use super::exporter::{Exporter, RenderedFile};
+use crate::report::document::Report;
+use crate::report::error::ReportError;
 use crate::report::figures::{Figure, Panel, figures};
 use crate::report::format::{human, size_tick};
 use crate::report::media::MediaReport;
-use crate::report::model::Report;
 
 pub struct Svg;
 
 impl Exporter for Svg {
-    fn export(&self, report: &Report, _media: &MediaReport) -> Result<Vec<Output>, ReportError> {
+    fn export(
+        &self,
+        report: &Report,
+        _media: &MediaReport,
+    ) -> Result<Vec<RenderedFile>, ReportError> {
         let mut out = Vec::new();
         for f in figures(report) {
-            out.push(Output {
+            out.push(RenderedFile {
                 path: format!("figures/{}.svg", f.stem).into(),
                 bytes: render(&f)?.into_bytes(),
             });
         }
         for (name, svg) in &report.topology_drawings {
-            out.push(Output {
+            out.push(RenderedFile {
                 path: format!("figures/topology-{name}.svg").into(),
                 bytes: svg.clone().into_bytes(),
             });

@@ -1,11 +1,11 @@
-//! What a report is made of, independent of how it is written out.
+//! The report's data: configurations, measures, cells and what is known about each, failed
+//! point attempts. Every stage of a report works on these, so they sit below all of them.
 
 use orchestrate_worker::record::{Pattern, Protocol};
 
-use super::netpipe::NetpipeBaseline;
 use super::stats::{MedianCi, RepStats};
 use crate::results::schema::{pattern_str, protocol_str};
-use crate::results::{BondDriver, Manifest, Placement, Statistic};
+use crate::results::{BondDriver, Placement, Statistic};
 
 /// One configuration under test: a topology with its bonding and pair placement (and, when
 /// comparing runs, the run it came from). Columns of the comparison tables.
@@ -174,36 +174,4 @@ impl CellSummary {
     pub fn n(&self) -> usize {
         self.aggregate.map_or(0, |s| s.n)
     }
-}
-
-/// A complete report for one run (or several runs compared).
-#[derive(Debug, Clone)]
-pub struct Report {
-    /// Titles and facts of the run(s); for a comparison, one per run.
-    pub runs: Vec<RunInfo>,
-    pub statistic: Statistic,
-    /// Sorted by key.
-    pub cells: Vec<CellSummary>,
-    pub comparison: Vec<super::compare::ComparisonTable>,
-    pub findings: Vec<String>,
-    /// Token-test cells beside the analytic model's prediction.
-    pub model: Vec<super::predicted::ModelRow>,
-    /// The 1996 study's findings against this run, when it measured the study's
-    /// configurations.
-    pub paper: Option<super::paper::PaperComparison>,
-    /// Sorted.
-    pub failures: Vec<Failure>,
-    pub netpipe: Vec<NetpipeBaseline>,
-    /// Pre-rendered topology drawings (name, SVG); see [`super::topology`].
-    pub topology_drawings: Vec<(String, String)>,
-}
-
-/// What the report says about a run's setup.
-#[derive(Debug, Clone)]
-pub struct RunInfo {
-    pub label: String,
-    pub manifest: Manifest,
-    pub baseline: Option<String>,
-    pub records: u64,
-    pub point_attempts: usize,
 }

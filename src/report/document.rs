@@ -1,0 +1,41 @@
+//! A report as a whole: the run(s) it covers and every section built from their cells, ready
+//! for the exporters. It sits above the stages that build its sections.
+
+use super::compare::ComparisonTable;
+use super::data::{CellSummary, Failure};
+use super::netpipe::NetpipeBaseline;
+use super::paper::PaperComparison;
+use super::predicted::ModelRow;
+use crate::results::{Manifest, Statistic};
+
+/// A complete report for one run (or several runs compared).
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// Titles and facts of the run(s); for a comparison, one per run.
+    pub runs: Vec<RunInfo>,
+    pub statistic: Statistic,
+    /// Sorted by key.
+    pub cells: Vec<CellSummary>,
+    pub comparison: Vec<ComparisonTable>,
+    pub findings: Vec<String>,
+    /// Token-test cells beside the analytic model's prediction.
+    pub model: Vec<ModelRow>,
+    /// The 1996 study's findings against this run, when it measured the study's
+    /// configurations.
+    pub paper: Option<PaperComparison>,
+    /// Sorted.
+    pub failures: Vec<Failure>,
+    pub netpipe: Vec<NetpipeBaseline>,
+    /// Pre-rendered topology drawings (name, SVG); see [`super::topology`].
+    pub topology_drawings: Vec<(String, String)>,
+}
+
+/// What the report says about a run's setup.
+#[derive(Debug, Clone)]
+pub struct RunInfo {
+    pub label: String,
+    pub manifest: Manifest,
+    pub baseline: Option<String>,
+    pub records: u64,
+    pub point_attempts: usize,
+}

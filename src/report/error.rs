@@ -1,0 +1,34 @@
+//! What can go wrong while building or writing a report. In its own file so that every stage
+//! can return it without depending on the module that runs them all.
+
+use std::path::PathBuf;
+
+use crate::results::ResultsError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Results(#[from] ResultsError),
+    #[error("polars: {0}")]
+    Polars(#[from] polars::error::PolarsError),
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: not NetPIPE output: {message}")]
+    Netpipe { path: PathBuf, message: String },
+    #[error("drawing a figure: {0}")]
+    Plot(String),
+    #[error("baseline topology {name:?} has no records in this run (topologies: {known})")]
+    UnknownBaseline { name: String, known: String },
+    #[error(
+        "PNG output needs orchestrate built with the `png` feature (cargo build --features png)"
+    )]
+    PngUnavailable,
+    #[error("compare needs at least two run directories")]
+    TooFewRuns,
+    #[error("{0}")]
+    Internal(String),
+}

@@ -673,7 +673,7 @@ fn disk_verdict(bonded: &[CopyTrend]) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::model::{Bound, Prediction};
+    use crate::plan::throughput_model::{Bound, Prediction};
     use crate::report::data::{CellKey, Config, Latency, Measure};
     use crate::report::predicted::{CellPrediction, rows};
     use crate::report::stats::rep_stats;

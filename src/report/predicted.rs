@@ -7,7 +7,7 @@
 //! [`super::ReportOptions::model`].
 
 use super::data::{CellKey, CellSummary};
-use crate::plan::model::Prediction;
+use crate::plan::throughput_model::Prediction;
 use crate::results::{Placement, Statistic};
 use orchestrate_worker::record::Pattern;
 

@@ -18,7 +18,7 @@ mod synthetic;
 use std::path::Path;
 use std::time::Instant;
 
-use orchestrate::results::{BondDriver, Placement, RecordWriter, RunDir, Statistic};
+use orchestrate::results::{BondDriver, PlacementKind, RecordWriter, RunDir, Statistic};
 use orchestrate_worker::record::Pattern;
 use polars::prelude::*;
 use synthetic::{SynthConfig, SynthSpec, generate, manifest};
@@ -44,7 +44,7 @@ fn spec(records: u64) -> SynthSpec {
                 "bonded-dual-net",
                 "balance-rr",
                 Some(BondDriver::Kernel),
-                Placement::LocalWire,
+                PlacementKind::LocalWire,
                 180.0,
                 2.0,
             ),
@@ -52,7 +52,7 @@ fn spec(records: u64) -> SynthSpec {
                 "routed-mesh-4x4",
                 "none",
                 None,
-                Placement::LocalWire,
+                PlacementKind::LocalWire,
                 150.0,
                 8.0,
             ),
@@ -60,7 +60,7 @@ fn spec(records: u64) -> SynthSpec {
                 "routed-mesh-4x4",
                 "none",
                 None,
-                Placement::RemoteWire,
+                PlacementKind::RemoteWire,
                 420.0,
                 4.0,
             ),
@@ -68,7 +68,7 @@ fn spec(records: u64) -> SynthSpec {
                 "switched-mesh-4x4",
                 "none",
                 None,
-                Placement::LocalWire,
+                PlacementKind::LocalWire,
                 160.0,
                 8.0,
             ),
@@ -76,7 +76,7 @@ fn spec(records: u64) -> SynthSpec {
                 "switched-mesh-4x4",
                 "none",
                 None,
-                Placement::RemoteWire,
+                PlacementKind::RemoteWire,
                 260.0,
                 8.0,
             ),

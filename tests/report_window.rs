@@ -6,7 +6,7 @@ mod synthetic;
 use std::path::Path;
 
 use orchestrate::report::{ReportOptions, build, compare, report_run};
-use orchestrate::results::{Placement, PointRow, PointStatus, RecordRow, RunDir, Statistic};
+use orchestrate::results::{PlacementKind, PointRow, PointStatus, RecordRow, RunDir, Statistic};
 use orchestrate_worker::record::{Pattern, Protocol, Record, Role};
 use synthetic::{SynthSpec, write_run};
 
@@ -31,7 +31,7 @@ fn row(t: Trial) -> RecordRow {
         topology: "bus".into(),
         bonding: "none".into(),
         bond_driver: None,
-        placement: Placement::LocalWire,
+        placement: PlacementKind::LocalWire,
         pairs: t.pairs,
         pair: t.pair,
         rep: t.rep,
@@ -70,7 +70,7 @@ fn point(point: u32, pairs: u32, status: PointStatus) -> PointRow {
         point,
         topology: "bus".into(),
         bonding: "none".into(),
-        placement: Placement::LocalWire,
+        placement: PlacementKind::LocalWire,
         pairs,
         pattern: Pattern::Token,
         protocol: Protocol::Tcp,

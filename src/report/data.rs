@@ -5,7 +5,7 @@ use orchestrate_worker::record::{Pattern, Protocol};
 
 use super::stats::{MedianCi, RepStats};
 use crate::results::schema::{pattern_str, protocol_str};
-use crate::results::{BondDriver, Placement, Statistic};
+use crate::results::{BondDriver, PlacementKind, Statistic};
 
 /// One configuration under test: a topology with its bonding and pair placement (and, when
 /// comparing runs, the run it came from). Columns of the comparison tables.
@@ -16,7 +16,7 @@ pub struct Config {
     pub topology: String,
     pub bonding: String,
     pub bond_driver: Option<BondDriver>,
-    pub placement: Placement,
+    pub placement: PlacementKind,
 }
 
 impl Config {

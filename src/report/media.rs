@@ -13,7 +13,7 @@ use orchestrate_worker::record::{Pattern, Protocol};
 
 use super::data::CellKey;
 use super::error::ReportError;
-use crate::results::{MediaRow, MediaTotal, Placement, PointStatus, RunDir, SegmentStats};
+use crate::results::{MediaRow, MediaTotal, PlacementKind, PointStatus, RunDir, SegmentStats};
 
 /// The medium's statistics of a run.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -31,7 +31,7 @@ pub struct MediaReport {
 pub struct MediaCellKey {
     pub topology: String,
     pub bonding: String,
-    pub placement: Placement,
+    pub placement: PlacementKind,
     pub pattern: Pattern,
     pub protocol: Protocol,
     pub pairs: u32,

@@ -12,7 +12,7 @@ use super::data::CellSummary;
 use super::format::{human, percent, ratio, size};
 use super::media::{CellMedia, MediaReport};
 use super::predicted::ModelRow;
-use crate::results::{Placement, Statistic};
+use crate::results::{PlacementKind, Statistic};
 use orchestrate_worker::record::Pattern;
 
 pub const BONDED_DUAL_NET: &str = "bonded-dual-net";
@@ -110,7 +110,7 @@ impl Measured<'_> {
         &self,
         pattern: Pattern,
         topology: &str,
-        placement: Placement,
+        placement: PlacementKind,
         pairs: u32,
         size_bytes: u64,
     ) -> Option<f64> {
@@ -133,7 +133,7 @@ impl Measured<'_> {
         &self,
         pattern: Pattern,
         topology: &str,
-        placement: Placement,
+        placement: PlacementKind,
         pairs: u32,
         size_bytes: u64,
     ) -> Option<&CellMedia> {
@@ -147,14 +147,20 @@ impl Measured<'_> {
         })
     }
 
-    fn token(&self, topology: &str, placement: Placement, pairs: u32, size: u64) -> Option<f64> {
+    fn token(
+        &self,
+        topology: &str,
+        placement: PlacementKind,
+        pairs: u32,
+        size: u64,
+    ) -> Option<f64> {
         self.cell(Pattern::Token, topology, placement, pairs, size)
     }
 
     fn predicted(
         &self,
         topology: &str,
-        placement: Placement,
+        placement: PlacementKind,
         pairs: u32,
         size: u64,
     ) -> Option<f64> {
@@ -197,7 +203,7 @@ impl Measured<'_> {
     /// The better of the two meshes at a cell: (topology, value).
     fn best_mesh(
         &self,
-        placement: Placement,
+        placement: PlacementKind,
         pairs: u32,
         size: u64,
     ) -> Option<(&'static str, f64)> {
@@ -227,7 +233,7 @@ impl Measured<'_> {
 
     fn mesh_vs_bonded(
         &self,
-        placement: Placement,
+        placement: PlacementKind,
         title: &'static str,
         paper: &'static str,
         expected: f64,
@@ -241,14 +247,14 @@ impl Measured<'_> {
         };
         let (Some((mesh, v)), Some(b)) = (
             self.best_mesh(placement, pairs, sz),
-            self.token(BONDED_DUAL_NET, Placement::LocalWire, pairs, sz),
+            self.token(BONDED_DUAL_NET, PlacementKind::LocalWire, pairs, sz),
         ) else {
             return Err(Self::not_measured(title, paper, &what));
         };
         let r = v / b;
         let model_ratio = self
             .predicted(mesh, placement, pairs, sz)
-            .zip(self.predicted(BONDED_DUAL_NET, Placement::LocalWire, pairs, sz))
+            .zip(self.predicted(BONDED_DUAL_NET, PlacementKind::LocalWire, pairs, sz))
             .map(|(pm, pb)| pm / pb);
         let verdict = if (r / expected - 1.0).abs() <= 0.25 {
             Verdict::Agrees
@@ -288,7 +294,7 @@ impl Measured<'_> {
 
     /// What the bonded dual net reached against its model, as a sentence, when known.
     fn bonded_shortfall(&self, pairs: u32, sz: u64, b: f64) -> String {
-        let Some(pb) = self.predicted(BONDED_DUAL_NET, Placement::LocalWire, pairs, sz) else {
+        let Some(pb) = self.predicted(BONDED_DUAL_NET, PlacementKind::LocalWire, pairs, sz) else {
             return String::new();
         };
         let driver = match self.bond_driver(BONDED_DUAL_NET) {
@@ -309,7 +315,7 @@ impl Measured<'_> {
         const PAPER: &str = "Local-wire traffic peaked at 6.3 MB/s with 8 KB tokens, almost 4x \
                              the bonded dual net.";
         let (mut f, v, b, r, model) =
-            match self.mesh_vs_bonded(Placement::LocalWire, TITLE, PAPER, 4.0) {
+            match self.mesh_vs_bonded(PlacementKind::LocalWire, TITLE, PAPER, 4.0) {
                 Ok(x) => x,
                 Err(f) => return f,
             };
@@ -342,7 +348,7 @@ impl Measured<'_> {
         const TITLE: &str = "Remote-wire traffic";
         const PAPER: &str = "Remote-wire traffic reached almost 2x the bonded dual net.";
         let (mut f, _v, b, r, model) =
-            match self.mesh_vs_bonded(Placement::RemoteWire, TITLE, PAPER, 2.0) {
+            match self.mesh_vs_bonded(PlacementKind::RemoteWire, TITLE, PAPER, 2.0) {
                 Ok(x) => x,
                 Err(f) => return f,
             };
@@ -369,7 +375,7 @@ impl Measured<'_> {
         let Some((pairs, sz)) = self.heaviest() else {
             return Self::not_measured(TITLE, PAPER, "token cells");
         };
-        let ratio_at = |placement: Placement, p: u32| {
+        let ratio_at = |placement: PlacementKind, p: u32| {
             self.token(SWITCHED_BONDED_MESH, placement, p, sz)
                 .zip(self.token(SWITCHED_MESH, placement, p, sz))
                 .map(|(b, s)| b / s)
@@ -378,7 +384,7 @@ impl Measured<'_> {
         let mut no_better = true;
         let mut degrades = true;
         let mut any = false;
-        for placement in [Placement::LocalWire, Placement::RemoteWire] {
+        for placement in [PlacementKind::LocalWire, PlacementKind::RemoteWire] {
             let (Some(heavy), Some(light)) = (ratio_at(placement, pairs), ratio_at(placement, 1))
             else {
                 continue;
@@ -436,8 +442,8 @@ impl Measured<'_> {
         };
         let pairs = self.heaviest().map_or(7, |h| h.0);
         let r = |p: u32, sz: u64| {
-            self.token(ROUTED_MESH, Placement::RemoteWire, p, sz)
-                .zip(self.token(SWITCHED_MESH, Placement::RemoteWire, p, sz))
+            self.token(ROUTED_MESH, PlacementKind::RemoteWire, p, sz)
+                .zip(self.token(SWITCHED_MESH, PlacementKind::RemoteWire, p, sz))
                 .map(|(a, b)| a / b)
         };
         let (Some(heavy), Some(light)) = (r(pairs, large), r(1, small)) else {
@@ -455,7 +461,7 @@ impl Measured<'_> {
                     k.measure.pattern == Pattern::Token
                         && k.config.run.is_none()
                         && k.config.topology == t
-                        && k.config.placement == Placement::RemoteWire
+                        && k.config.placement == PlacementKind::RemoteWire
                         && k.pairs == 1
                         && k.size_bytes == small
                 })
@@ -558,8 +564,8 @@ impl Measured<'_> {
 
     /// A 2 MB file copy on `topology` with `pairs` copies at once: the placement it ran with
     /// (remote wire when measured, as in the paper, else local) and its throughput.
-    fn file_copy(&self, topology: &str, pairs: u32) -> Option<(Placement, f64)> {
-        [Placement::RemoteWire, Placement::LocalWire]
+    fn file_copy(&self, topology: &str, pairs: u32) -> Option<(PlacementKind, f64)> {
+        [PlacementKind::RemoteWire, PlacementKind::LocalWire]
             .iter()
             .find_map(|&p| {
                 self.cell(Pattern::Filecopy, topology, p, pairs, DISK_FILE)
@@ -625,7 +631,7 @@ impl Measured<'_> {
     fn copy_collisions(&self, topology: &str) -> String {
         let placement = self
             .file_copy(topology, 7)
-            .map_or(Placement::LocalWire, |(p, _)| p);
+            .map_or(PlacementKind::LocalWire, |(p, _)| p);
         let medium = |pairs| self.medium(Pattern::Filecopy, topology, placement, pairs, DISK_FILE);
         medium(7)
             .map(|m| {
@@ -682,7 +688,7 @@ mod tests {
     fn cell(
         pattern: Pattern,
         topology: &str,
-        placement: Placement,
+        placement: PlacementKind,
         pairs: u32,
         size: u64,
         v: f64,
@@ -717,7 +723,13 @@ mod tests {
         }
     }
 
-    fn token(topology: &str, placement: Placement, pairs: u32, size: u64, v: f64) -> CellSummary {
+    fn token(
+        topology: &str,
+        placement: PlacementKind,
+        pairs: u32,
+        size: u64,
+        v: f64,
+    ) -> CellSummary {
         cell(Pattern::Token, topology, placement, pairs, size, v)
     }
 
@@ -725,8 +737,8 @@ mod tests {
         c.findings.iter().find(|f| f.title == title).unwrap()
     }
 
-    const L: Placement = Placement::LocalWire;
-    const R: Placement = Placement::RemoteWire;
+    const L: PlacementKind = PlacementKind::LocalWire;
+    const R: PlacementKind = PlacementKind::RemoteWire;
 
     #[test]
     fn the_disk_finding_names_the_collisions_behind_a_degrading_bonded_net() {

@@ -8,7 +8,7 @@
 
 use super::data::{CellKey, CellSummary};
 use crate::plan::throughput_model::Prediction;
-use crate::results::{Placement, Statistic};
+use crate::results::{PlacementKind, Statistic};
 use orchestrate_worker::record::Pattern;
 
 /// Measured within ±10% of the model counts as agreeing with it.
@@ -20,7 +20,7 @@ pub const TOLERANCE: f64 = 0.10;
 pub struct CellPrediction {
     pub topology: String,
     pub bonding: String,
-    pub placement: Placement,
+    pub placement: PlacementKind,
     pub pairs: u32,
     /// The configuration's wires were token buckets (`emulation = "rate"`), not the
     /// frame-by-frame medium: small frames and idle wires then cost less than on Ethernet.
@@ -56,7 +56,7 @@ impl ModelRow {
     /// Every pair shares one wire (a bus, a segment or a bond): the cases the model should
     /// get right, with nothing between the ends but the medium.
     pub fn single_segment(&self) -> bool {
-        self.key.config.placement == Placement::LocalWire
+        self.key.config.placement == PlacementKind::LocalWire
     }
 }
 

@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::ResultsError;
-use super::schema::{Placement, pattern_str, protocol_str};
+use super::schema::{PlacementKind, pattern_str, protocol_str};
 
 /// The point a line belongs to, with the keys `records.jsonl` and `points.jsonl` join on.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -28,7 +28,7 @@ pub struct MediaContext {
     pub point: u32,
     pub topology: String,
     pub bonding: String,
-    pub placement: Placement,
+    pub placement: PlacementKind,
     pub pairs: u32,
     pub pattern: Pattern,
     pub protocol: Protocol,

@@ -68,5 +68,5 @@ pub use error::ResultsError;
 pub use manifest::{Manifest, ToolInfo};
 pub use media::{HostRow, HostStats, MediaContext, MediaRow, MediaTotal, SegmentStats};
 pub use run_dir::RunDir;
-pub use schema::{BondDriver, Placement, PointRow, PointStatus, RecordRow};
+pub use schema::{BondDriver, PlacementKind, PointRow, PointStatus, RecordRow};
 pub use store::{RecordWriter, ingest};

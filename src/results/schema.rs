@@ -4,29 +4,8 @@ use orchestrate_worker::record::Record;
 use polars::prelude::*;
 use serde::{Deserialize, Serialize};
 
+pub use crate::spec::experiment::PlacementKind;
 pub use crate::spec::topology::BondDriver;
-
-/// How the pairs of a point were placed on the topology.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[serde(rename_all = "kebab-case")]
-pub enum Placement {
-    /// Both ends of every pair share a wire (bus, segment or bond).
-    LocalWire,
-    /// Every pair crosses at least one forwarding node or switch.
-    RemoteWire,
-    /// Pairs named one by one in the experiment.
-    Explicit,
-}
-
-impl Placement {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::LocalWire => "local-wire",
-            Self::RemoteWire => "remote-wire",
-            Self::Explicit => "explicit",
-        }
-    }
-}
 
 /// One line of `records.jsonl`: where and when a record was taken, then the record itself.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -37,7 +16,7 @@ pub struct RecordRow {
     pub bonding: String,
     #[serde(default)]
     pub bond_driver: Option<BondDriver>,
-    pub placement: Placement,
+    pub placement: PlacementKind,
     pub pairs: u32,
     pub pair: u32,
     pub rep: u32,
@@ -61,7 +40,7 @@ pub struct PointRow {
     pub point: u32,
     pub topology: String,
     pub bonding: String,
-    pub placement: Placement,
+    pub placement: PlacementKind,
     pub pairs: u32,
     pub pattern: orchestrate_worker::record::Pattern,
     pub protocol: orchestrate_worker::record::Protocol,

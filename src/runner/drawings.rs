@@ -4,23 +4,24 @@
 use std::path::{Path, PathBuf};
 
 use crate::report::{CellPrediction, DrawTopology, PredictThroughput};
+use crate::results::RunDir;
 
 /// Draws the topologies a run directory holds (`topologies/<name>.toml`).
 pub struct RunDrawings {
-    dir: PathBuf,
+    run: RunDir,
 }
 
 impl RunDrawings {
     pub fn new(run_dir: &Path) -> RunDrawings {
         RunDrawings {
-            dir: run_dir.join("topologies"),
+            run: RunDir::new(run_dir),
         }
     }
 }
 
 impl DrawTopology for RunDrawings {
     fn draw_svg(&self, topology: &str) -> Option<String> {
-        let t = crate::topology::load(&self.dir.join(format!("{topology}.toml"))).ok()?;
+        let t = crate::topology::load(&self.run.topology_toml(topology)).ok()?;
         Some(crate::topology::draw::svg(&t))
     }
 }
@@ -34,7 +35,7 @@ pub struct RunModel {
 impl RunModel {
     pub fn new(run_dir: &Path) -> RunModel {
         RunModel {
-            experiment: run_dir.join("experiment.toml"),
+            experiment: RunDir::new(run_dir).experiment_toml(),
         }
     }
 }
@@ -68,7 +69,7 @@ impl PredictThroughput for RunModel {
                 .iter()
                 .any(|s| s.emulation == crate::spec::topology::Emulation::Rate);
             for entry in &c.placements {
-                let placement = super::point::placement(entry.placement.kind);
+                let placement = entry.placement.kind;
                 for p in &entry.predictions {
                     out.push(CellPrediction {
                         topology: c.topology.name.to_string(),

@@ -199,7 +199,7 @@ mod tests {
     use orchestrate_medium::stats::{Lateness, SegmentCounters};
     use orchestrate_worker::record::{Pattern, Protocol};
 
-    use crate::results::Placement;
+    use crate::results::PlacementKind;
 
     fn context(point: u32) -> MediaContext {
         MediaContext {
@@ -207,7 +207,7 @@ mod tests {
             point,
             topology: "bus".into(),
             bonding: "none".into(),
-            placement: Placement::LocalWire,
+            placement: PlacementKind::LocalWire,
             pairs: 2,
             pattern: Pattern::Token,
             protocol: Protocol::Tcp,

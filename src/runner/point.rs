@@ -11,9 +11,9 @@ use orchestrate_worker::record::{Pattern, Protocol, Record, Role};
 use crate::plan::experiment::{Amount, Workload};
 use crate::plan::sweep::{PlacementEntry, Point};
 use crate::plan::{Configuration, Experiment};
-use crate::results::{BondDriver, Placement, PointRow, PointStatus, RecordRow};
+use crate::results::{BondDriver, PointRow, PointStatus, RecordRow};
 use crate::spec::NodeName;
-use crate::spec::experiment::{PatternKind, PlacementKind, ProtocolKind};
+use crate::spec::experiment::{PatternKind, ProtocolKind};
 
 use super::agent::{Agent, Task};
 use super::media::Sampler;
@@ -34,14 +34,6 @@ fn pattern(p: PatternKind) -> Pattern {
         PatternKind::Pipeline => Pattern::Pipeline,
         PatternKind::Load => Pattern::Load,
         PatternKind::Filecopy => Pattern::Filecopy,
-    }
-}
-
-pub(super) fn placement(p: PlacementKind) -> Placement {
-    match p {
-        PlacementKind::LocalWire => Placement::LocalWire,
-        PlacementKind::RemoteWire => Placement::RemoteWire,
-        PlacementKind::Explicit => Placement::Explicit,
     }
 }
 
@@ -118,7 +110,7 @@ pub async fn run(ctx: &PointContext<'_>, point: &Point, medium: Option<&mut Samp
         point: point.id as u32,
         topology: point.topology.to_string(),
         bonding: point.bonding.clone(),
-        placement: placement(point.placement),
+        placement: point.placement,
         pairs: point.pairs,
         pattern: pattern(point.pattern),
         protocol: match point.protocol {

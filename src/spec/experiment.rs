@@ -196,16 +196,17 @@ impl ProtocolKind {
     }
 }
 
+/// How the pairs of a point are placed on the topology.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum PlacementKind {
-    /// Every pair shares a segment.
+    /// Both ends of every pair share a wire (bus, segment or bond).
     LocalWire,
-    /// No pair shares a segment: traffic crosses a forwarding node or a switch.
+    /// No pair shares a wire: its traffic crosses at least one forwarding node or switch.
     RemoteWire,
-    /// The workload's `explicit_pairs`.
+    /// Pairs named one by one in the workload's `explicit_pairs`.
     Explicit,
 }
 

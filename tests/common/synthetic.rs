@@ -14,7 +14,8 @@ use std::path::Path;
 use orchestrate_worker::record::{Pattern, Protocol, RECORD_SCHEMA_VERSION, Record, Role};
 
 use orchestrate::results::{
-    BondDriver, Manifest, Placement, PointRow, PointStatus, RecordRow, RunDir, Statistic, ToolInfo,
+    BondDriver, Manifest, PlacementKind, PointRow, PointStatus, RecordRow, RunDir, Statistic,
+    ToolInfo,
 };
 
 /// One configuration of the synthetic cluster.
@@ -23,7 +24,7 @@ pub struct SynthConfig {
     pub topology: String,
     pub bonding: String,
     pub bond_driver: Option<BondDriver>,
-    pub placement: Placement,
+    pub placement: PlacementKind,
     /// Per-message software and forwarding latency, one way, µs.
     pub latency_us: f64,
     /// Rate of one wire, Mbit/s.
@@ -88,7 +89,7 @@ impl SynthSpec {
                     "bonded-dual-net",
                     "balance-rr",
                     Some(BondDriver::Userspace),
-                    Placement::LocalWire,
+                    PlacementKind::LocalWire,
                     180.0,
                     2.0,
                     None,
@@ -97,7 +98,7 @@ impl SynthSpec {
                     "routed-mesh-4x4",
                     "none",
                     None,
-                    Placement::LocalWire,
+                    PlacementKind::LocalWire,
                     150.0,
                     8.0,
                     None,
@@ -106,7 +107,7 @@ impl SynthSpec {
                     "routed-mesh-4x4",
                     "none",
                     None,
-                    Placement::RemoteWire,
+                    PlacementKind::RemoteWire,
                     420.0,
                     4.0,
                     Some(2),

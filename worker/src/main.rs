@@ -104,18 +104,6 @@ enum GoArg {
     Stdin,
 }
 
-#[derive(Clone, Copy, ValueEnum, PartialEq)]
-enum FormatArg {
-    Json,
-    Netpipe,
-}
-
-#[derive(Clone, Copy, ValueEnum, PartialEq)]
-enum ProtoArg {
-    Tcp,
-    Udp,
-}
-
 #[derive(Args)]
 struct Common {
     /// Server to run against.
@@ -144,7 +132,7 @@ struct Common {
     connect_timeout: f64,
     /// Output: JSON lines, or NetPIPE's `Time Mbits/s Bits/Block Bytes/Block Variance` rows.
     #[arg(long, value_enum, default_value = "json")]
-    format: FormatArg,
+    format: Format,
     #[arg(long, hide = true, default_value_t = protocol::VERSION)]
     protocol_version: u16,
 }
@@ -197,7 +185,7 @@ struct PingpongArgs {
     trial_time: f64,
     /// Transport of the data (the session itself is always TCP).
     #[arg(long, value_enum, default_value = "tcp")]
-    protocol: ProtoArg,
+    protocol: Protocol,
 }
 
 #[derive(Args)]
@@ -225,7 +213,7 @@ struct TokenArgs {
     counting: Counting,
     /// Transport of the data (the session itself is always TCP).
     #[arg(long, value_enum, default_value = "tcp")]
-    protocol: ProtoArg,
+    protocol: Protocol,
 }
 
 #[derive(Args)]
@@ -255,7 +243,7 @@ struct LoadArgs {
     rate: Option<String>,
     /// Transport of the data (the session itself is always TCP).
     #[arg(long, value_enum, default_value = "tcp")]
-    protocol: ProtoArg,
+    protocol: Protocol,
 }
 
 #[derive(Args)]
@@ -311,7 +299,7 @@ struct Built {
 #[allow(clippy::too_many_arguments)]
 fn build(
     pattern: Pattern,
-    protocol: ProtoArg,
+    protocol: Protocol,
     common: &Common,
     sizes: Vec<u64>,
     count: Count,
@@ -322,15 +310,10 @@ fn build(
     if sizes.is_empty() {
         return Err("no sizes to run".into());
     }
-    let format = match common.format {
-        FormatArg::Json => Format::Json,
-        FormatArg::Netpipe => {
-            if !matches!(pattern, Pattern::Pingpong | Pattern::Stream) {
-                return Err("--format netpipe is for pingpong and stream".into());
-            }
-            Format::Netpipe
-        }
-    };
+    let format = common.format;
+    if format == Format::Netpipe && !matches!(pattern, Pattern::Pingpong | Pattern::Stream) {
+        return Err("--format netpipe is for pingpong and stream".into());
+    }
     let go = match (common.go, common.start_at) {
         (Some(GoArg::Stdin), _) => Go::Stdin,
         (None, Some(t)) => Go::At(t),
@@ -340,10 +323,7 @@ fn build(
     let go_timeout = secs(common.go_timeout, "--go-timeout")?;
     let params = Params {
         pattern,
-        protocol: match protocol {
-            ProtoArg::Tcp => Protocol::Tcp,
-            ProtoArg::Udp => Protocol::Udp,
-        },
+        protocol,
         depth,
         max_size_bytes: sizes.iter().copied().max().unwrap_or(0),
         timeout_ms: timeout.as_millis() as u64,
@@ -386,7 +366,7 @@ fn netpipe_sizes(s: &Schedule) -> Vec<u64> {
 fn client_command(cmd: Cmd) -> Result<Built, String> {
     match cmd {
         Cmd::Pingpong(a) => {
-            let udp = a.protocol == ProtoArg::Udp;
+            let udp = a.protocol == Protocol::Udp;
             let sizes = sizes_or(&a.sizes, || {
                 // A datagram holds at most 65507 bytes: the UDP schedule stops there.
                 let mut v = netpipe_sizes(&a.schedule);
@@ -419,7 +399,7 @@ fn client_command(cmd: Cmd) -> Result<Built, String> {
             )?;
             build(
                 Pattern::Stream,
-                ProtoArg::Tcp,
+                Protocol::Tcp,
                 &a.common,
                 sizes,
                 count,
@@ -447,7 +427,7 @@ fn client_command(cmd: Cmd) -> Result<Built, String> {
             let count = counting(&a.counting, Count::Fixed(20_000))?;
             build(
                 Pattern::Pipeline,
-                ProtoArg::Tcp,
+                Protocol::Tcp,
                 &a.common,
                 sizes,
                 count,
@@ -500,7 +480,7 @@ fn client_command(cmd: Cmd) -> Result<Built, String> {
             }
             let mut b = build(
                 Pattern::Filecopy,
-                ProtoArg::Tcp,
+                Protocol::Tcp,
                 &a.common,
                 vec![size],
                 Count::Fixed(1),

@@ -6,7 +6,8 @@ use std::io::Write;
 use crate::netpipe::{self, NetpipeRow};
 use crate::record::{Pattern, Record, Role};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Also the value of the worker's `--format` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Json,
     Netpipe,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{Result, WorkerError};
-use crate::output::Output;
+use crate::output::RecordWriter;
 use crate::patterns::{self, Measure};
 use crate::protocol::{self, Hello, Kind, Params, TrialReport, TrialSpec, Welcome};
 use crate::record::{Pattern, Record, Role};
@@ -34,8 +34,9 @@ pub enum Count {
     Budget(Duration),
 }
 
+/// The trials a client runs: which sizes, how many trials of how many messages each.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct TrialPlan {
     pub sizes: Vec<u64>,
     pub trials: u32,
     /// Untimed messages before the trials of each size (they also calibrate `Budget`).
@@ -50,7 +51,7 @@ pub struct Plan {
 pub struct ClientOptions {
     pub connect: String,
     pub params: Params,
-    pub plan: Plan,
+    pub plan: TrialPlan,
     pub go: Go,
     pub go_timeout: Duration,
     pub connect_timeout: Duration,
@@ -61,7 +62,7 @@ pub struct ClientOptions {
 const MAX_BUDGET_COUNT: u64 = 100_000_000;
 
 /// Run a client; returns the process exit code.
-pub fn run<W: Write>(opts: &ClientOptions, out: &mut Output<W>) -> i32 {
+pub fn run<W: Write>(opts: &ClientOptions, out: &mut RecordWriter<W>) -> i32 {
     let mut state = State::default();
     match run_inner(opts, out, &mut state) {
         Ok(()) => 0,
@@ -111,7 +112,11 @@ fn connect(addr: &str, timeout: Duration) -> Result<TcpStream> {
     Err(last.unwrap_or_else(|| WorkerError::Usage(format!("{addr} resolves to no address"))))
 }
 
-fn run_inner<W: Write>(opts: &ClientOptions, out: &mut Output<W>, st: &mut State) -> Result<()> {
+fn run_inner<W: Write>(
+    opts: &ClientOptions,
+    out: &mut RecordWriter<W>,
+    st: &mut State,
+) -> Result<()> {
     st.started = unix_ns();
     let params = &opts.params;
     let timeout = Duration::from_millis(params.timeout_ms);
@@ -309,7 +314,7 @@ struct ClockEstimate {
 
 fn barrier<W: Write>(
     opts: &ClientOptions,
-    out: &mut Output<W>,
+    out: &mut RecordWriter<W>,
     c: &Conn,
     w: &Welcome,
     clock: Option<ClockEstimate>,

@@ -8,9 +8,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use orchestrate_worker::bond;
-use orchestrate_worker::client::{self, ClientOptions, Count, Go, Plan};
+use orchestrate_worker::client::{self, ClientOptions, Count, Go, TrialPlan};
 use orchestrate_worker::netpipe;
-use orchestrate_worker::output::{Format, Output};
+use orchestrate_worker::output::{Format, RecordWriter};
 use orchestrate_worker::probe;
 use orchestrate_worker::protocol::{self, Params};
 use orchestrate_worker::record::{Pattern, Protocol};
@@ -340,7 +340,7 @@ fn build(
                 udp_port: None,
                 ..params
             },
-            plan: Plan {
+            plan: TrialPlan {
                 sizes,
                 trials: common.trials.unwrap_or(default_trials).max(1),
                 warmup: common.warmup.unwrap_or(default_warmup),
@@ -543,7 +543,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let mut out = Output::new(std::io::stdout().lock(), built.format);
+            let mut out = RecordWriter::new(std::io::stdout().lock(), built.format);
             let code = client::run(&built.opts, &mut out);
             if let Some(p) = &built.temp_file {
                 let _ = std::fs::remove_file(p);

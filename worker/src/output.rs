@@ -13,7 +13,8 @@ pub enum Format {
     Netpipe,
 }
 
-pub struct Output<W: Write> {
+/// Writes a client's records in the chosen [`Format`], and the lines around them.
+pub struct RecordWriter<W: Write> {
     out: W,
     format: Format,
     /// One-way time per block of each trial of the current size, seconds.
@@ -21,9 +22,9 @@ pub struct Output<W: Write> {
     size: u64,
 }
 
-impl<W: Write> Output<W> {
+impl<W: Write> RecordWriter<W> {
     pub fn new(out: W, format: Format) -> Self {
-        Output {
+        RecordWriter {
             out,
             format,
             times: Vec::new(),

@@ -12,13 +12,23 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use super::{Measure, PatternImpl, Percentiles, mbit_s};
+use super::{Measure, PatternImpl, Percentiles, Repeats, mbit_s};
 use crate::error::{Result, WorkerError};
 use crate::protocol::{Kind, LAST, LOAD_HEADER, Params, TrialReport, TrialSpec};
 use crate::record::Record;
 use crate::session::{Buffers, Conn, Stopwatch, unix_ns};
 
 pub struct Load;
+
+/// Message size when none is given, bytes.
+pub const DEFAULT_SIZE: u64 = 1024;
+/// Length of a trial when neither a count nor a duration is given (it then needs a rate).
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(5);
+/// Trials and warm-up when none are given: one trial, no warm-up.
+pub const DEFAULT_REPEATS: Repeats = Repeats {
+    trials: 1,
+    warmup: 0,
+};
 
 /// How long the producer keeps listening for UDP echoes after its last datagram.
 const UDP_GRACE: Duration = Duration::from_millis(300);

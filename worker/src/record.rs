@@ -220,6 +220,23 @@ mod tests {
         assert_eq!(Protocol::default(), Protocol::Tcp);
     }
 
+    #[cfg(feature = "schema")]
+    #[test]
+    fn schemas_list_the_serde_names() {
+        let text = |v: schemars::Schema| serde_json::to_string(&v).unwrap();
+        let pattern = text(schemars::schema_for!(Pattern));
+        for name in [
+            "pingpong", "stream", "token", "pipeline", "load", "filecopy",
+        ] {
+            assert!(pattern.contains(&format!("\"{name}\"")), "{pattern}");
+        }
+        let protocol = text(schemars::schema_for!(Protocol));
+        assert!(
+            protocol.contains("\"tcp\"") && protocol.contains("\"udp\""),
+            "{protocol}"
+        );
+    }
+
     #[test]
     fn round_trips_and_reads_records_without_the_added_fields() {
         let mut r = Record::new(Pattern::Pipeline, Protocol::Tcp, Role::Client);

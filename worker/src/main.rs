@@ -577,16 +577,16 @@ fn main() -> ExitCode {
         }
         Cmd::Bond(a) => ExitCode::from(bond::main(a) as u8),
         cmd => {
-            let built = match client_command(cmd) {
-                Ok(b) => b,
+            let command = match client_command(cmd) {
+                Ok(c) => c,
                 Err(e) => {
                     eprintln!("orchestrate-worker: {e}");
                     return ExitCode::from(2);
                 }
             };
-            let mut out = RecordWriter::new(std::io::stdout().lock(), built.format);
-            let code = client::run(&built.opts, &mut out);
-            if let Some(p) = &built.temp_file {
+            let mut out = RecordWriter::new(std::io::stdout().lock(), command.format);
+            let code = client::run(&command.opts, &mut out);
+            if let Some(p) = &command.temp_file {
                 let _ = std::fs::remove_file(p);
             }
             ExitCode::from(code as u8)

@@ -18,8 +18,9 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -65,7 +66,7 @@ type Out = Arc<Mutex<std::io::Stdout>>;
 fn emit(out: &Out, e: &Event) {
     let mut line = serde_json::to_string(e).expect("events serialize");
     line.push('\n');
-    let mut o = out.lock().unwrap_or_else(|p| p.into_inner());
+    let mut o = lock(out);
     // A closed stdout means the controller is gone; the stdin side notices and cleans up.
     let _ = o.write_all(line.as_bytes());
     let _ = o.flush();
@@ -76,22 +77,29 @@ struct Running {
     stdin: Option<ChildStdin>,
 }
 
+/// Children still running, by the id the controller gave them; their watcher threads remove
+/// them when they exit.
+type Children = Arc<Mutex<HashMap<u64, Running>>>;
+
+/// Locks even if a thread panicked holding the lock: what it guards stays usable either way.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Runs the agent until its stdin closes. Returns the process exit status.
 pub fn run() -> i32 {
     let out: Out = Arc::new(Mutex::new(std::io::stdout()));
-    let children: Arc<Mutex<HashMap<u64, Running>>> = Arc::default();
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {
-            emit(
-                &out,
-                &Event::Error {
-                    id: 0,
-                    message: format!("cannot find own executable: {e}"),
-                },
-            );
+            emit_error(&out, 0, format!("cannot find own executable: {e}"));
             return 1;
         }
+    };
+    let agent = Agent {
+        exe,
+        out,
+        children: Children::default(),
     };
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
@@ -99,95 +107,84 @@ pub fn run() -> i32 {
         if line.trim().is_empty() {
             continue;
         }
-        let req: Request = match serde_json::from_str(&line) {
-            Ok(r) => r,
-            Err(e) => {
-                emit(
-                    &out,
-                    &Event::Error {
-                        id: 0,
-                        message: format!("bad request {line:?}: {e}"),
-                    },
-                );
-                continue;
-            }
-        };
+        match serde_json::from_str(&line) {
+            Ok(req) => agent.handle(req),
+            Err(e) => emit_error(&agent.out, 0, format!("bad request {line:?}: {e}")),
+        }
+    }
+    agent.stop_children();
+    0
+}
+
+fn emit_error(out: &Out, id: u64, message: String) {
+    emit(out, &Event::Error { id, message });
+}
+
+/// What serves the controller's requests.
+struct Agent {
+    /// This binary, which every child runs.
+    exe: PathBuf,
+    out: Out,
+    children: Children,
+}
+
+impl Agent {
+    fn handle(&self, req: Request) {
         match req {
             Request::Time { id } => emit(
-                &out,
+                &self.out,
                 &Event::Time {
                     id,
                     unix_ns: now_ns(),
                 },
             ),
-            Request::Spawn { id, args } => match spawn(&exe, &args) {
-                Ok(child) => watch(id, child, &out, &children),
-                Err(e) => emit(
-                    &out,
-                    &Event::Error {
-                        id,
-                        message: format!("cannot start {args:?}: {e}"),
-                    },
-                ),
+            Request::Spawn { id, args } => match spawn(&self.exe, &args) {
+                Ok(child) => watch(id, child, &self.out, &self.children),
+                Err(e) => emit_error(&self.out, id, format!("cannot start {args:?}: {e}")),
             },
-            Request::Input { id, line } => {
-                let mut map = children.lock().unwrap_or_else(|p| p.into_inner());
-                let written = map.get_mut(&id).and_then(|r| r.stdin.as_mut()).map(|w| {
-                    w.write_all(format!("{line}\n").as_bytes())
-                        .and_then(|()| w.flush())
-                });
-                drop(map);
-                if !matches!(written, Some(Ok(()))) {
-                    emit(
-                        &out,
-                        &Event::Error {
-                            id,
-                            message: "no such running child, or its stdin is closed".into(),
-                        },
-                    );
-                }
-            }
-            Request::Kill { id } => {
-                let pid = children
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get(&id)
-                    .map(|r| r.pid);
-                match pid {
-                    Some(pid) => terminate(pid),
-                    None => emit(
-                        &out,
-                        &Event::Error {
-                            id,
-                            message: "no such running child".into(),
-                        },
-                    ),
-                }
-            }
+            Request::Input { id, line } => self.input(id, &line),
+            Request::Kill { id } => self.kill(id),
         }
     }
-    // The controller is gone: stop everything, give it a moment, then insist.
-    let pids: Vec<u32> = children
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .values()
-        .map(|r| r.pid)
-        .collect();
-    pids.iter().for_each(|p| terminate(*p));
-    let deadline = std::time::Instant::now() + Duration::from_secs(2);
-    while std::time::Instant::now() < deadline
-        && !children
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_empty()
-    {
-        std::thread::sleep(Duration::from_millis(20));
+
+    /// Writes one line to a child's stdin.
+    fn input(&self, id: u64, line: &str) {
+        let mut map = lock(&self.children);
+        let written = map.get_mut(&id).and_then(|r| r.stdin.as_mut()).map(|w| {
+            w.write_all(format!("{line}\n").as_bytes())
+                .and_then(|()| w.flush())
+        });
+        drop(map);
+        if !matches!(written, Some(Ok(()))) {
+            emit_error(
+                &self.out,
+                id,
+                "no such running child, or its stdin is closed".into(),
+            );
+        }
     }
-    for r in children.lock().unwrap_or_else(|p| p.into_inner()).values() {
-        // SAFETY: plain kill(2) on a pid this process spawned and has not reaped.
-        unsafe { libc::kill(r.pid as libc::pid_t, libc::SIGKILL) };
+
+    fn kill(&self, id: u64) {
+        let pid = lock(&self.children).get(&id).map(|r| r.pid);
+        match pid {
+            Some(pid) => terminate(pid),
+            None => emit_error(&self.out, id, "no such running child".into()),
+        }
     }
-    0
+
+    /// The controller is gone: stop everything, give it a moment, then insist.
+    fn stop_children(&self) {
+        let pids: Vec<u32> = lock(&self.children).values().map(|r| r.pid).collect();
+        pids.iter().for_each(|p| terminate(*p));
+        let deadline = std::time::Instant::now() + Duration::from_secs(2);
+        while std::time::Instant::now() < deadline && !lock(&self.children).is_empty() {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        for r in lock(&self.children).values() {
+            // SAFETY: plain kill(2) on a pid this process spawned and has not reaped.
+            unsafe { libc::kill(r.pid as libc::pid_t, libc::SIGKILL) };
+        }
+    }
 }
 
 fn now_ns() -> u64 {
@@ -221,10 +218,10 @@ fn spawn(exe: &std::path::Path, args: &[String]) -> std::io::Result<Child> {
 }
 
 /// Relays a child's stdout lines, then its exit and stderr, from threads of its own.
-fn watch(id: u64, mut child: Child, out: &Out, children: &Arc<Mutex<HashMap<u64, Running>>>) {
+fn watch(id: u64, mut child: Child, out: &Out, children: &Children) {
     let stdout = child.stdout.take().expect("piped");
     let mut stderr = child.stderr.take().expect("piped");
-    children.lock().unwrap_or_else(|p| p.into_inner()).insert(
+    lock(children).insert(
         id,
         Running {
             pid: child.id(),
@@ -247,10 +244,7 @@ fn watch(id: u64, mut child: Child, out: &Out, children: &Arc<Mutex<HashMap<u64,
         }
         let code = child.wait().ok().and_then(|s| s.code());
         let stderr = err_buf.join().unwrap_or_default();
-        children
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&id);
+        lock(&children).remove(&id);
         emit(&out, &Event::Exit { id, code, stderr });
     });
 }

@@ -8,10 +8,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{Result, WorkerError};
-use crate::output::Output;
+use crate::output::RecordWriter;
 use crate::patterns::{self, Measure};
 use crate::protocol::{self, Hello, Kind, Params, TrialReport, TrialSpec, Welcome};
-use crate::record::{Pattern, Record, Role};
+use crate::record::{Pattern, Protocol, Record, Role};
 use crate::session::{Buffers, Conn, unix_ns};
 
 /// When the first trial starts.
@@ -34,8 +34,9 @@ pub enum Count {
     Budget(Duration),
 }
 
+/// The trials a client runs: which sizes, how many trials of how many messages each.
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct TrialPlan {
     pub sizes: Vec<u64>,
     pub trials: u32,
     /// Untimed messages before the trials of each size (they also calibrate `Budget`).
@@ -50,7 +51,7 @@ pub struct Plan {
 pub struct ClientOptions {
     pub connect: String,
     pub params: Params,
-    pub plan: Plan,
+    pub plan: TrialPlan,
     pub go: Go,
     pub go_timeout: Duration,
     pub connect_timeout: Duration,
@@ -61,7 +62,7 @@ pub struct ClientOptions {
 const MAX_BUDGET_COUNT: u64 = 100_000_000;
 
 /// Run a client; returns the process exit code.
-pub fn run<W: Write>(opts: &ClientOptions, out: &mut Output<W>) -> i32 {
+pub fn run<W: Write>(opts: &ClientOptions, out: &mut RecordWriter<W>) -> i32 {
     let mut state = State::default();
     match run_inner(opts, out, &mut state) {
         Ok(()) => 0,
@@ -111,30 +112,79 @@ fn connect(addr: &str, timeout: Duration) -> Result<TcpStream> {
     Err(last.unwrap_or_else(|| WorkerError::Usage(format!("{addr} resolves to no address"))))
 }
 
-fn run_inner<W: Write>(opts: &ClientOptions, out: &mut Output<W>, st: &mut State) -> Result<()> {
+fn run_inner<W: Write>(
+    opts: &ClientOptions,
+    out: &mut RecordWriter<W>,
+    st: &mut State,
+) -> Result<()> {
     st.started = unix_ns();
-    let params = &opts.params;
-    let timeout = Duration::from_millis(params.timeout_ms);
-    let stream = connect(&opts.connect, opts.connect_timeout)?;
-    let mut c = Conn::new(stream, timeout, opts.version)?;
-    st.local = c.local.clone();
-    st.peer = c.peer.clone();
-
-    let mut params = params.clone();
-    if params.protocol == crate::record::Protocol::Udp {
-        let ip = c
-            .stream
-            .local_addr()
-            .map_err(|e| WorkerError::io(e, "local address", 0.0))?;
-        let u =
-            UdpSocket::bind((ip.ip(), 0)).map_err(|e| WorkerError::io(e, "binding UDP", 0.0))?;
-        params.udp_port = Some(
-            u.local_addr()
-                .map_err(|e| WorkerError::io(e, "UDP address", 0.0))?
-                .port(),
-        );
-        c.udp = Some(u);
+    let mut session = open_session(opts, st)?;
+    barrier(opts, out, &session)?;
+    let mut trials = Trials {
+        plan: &opts.plan,
+        pattern: patterns::lookup(session.params.pattern),
+        bufs: Buffers::default(),
+        next: 0,
+    };
+    for &size in &opts.plan.sizes {
+        st.size = size;
+        trials.run_size(&mut session, size, out, st)?;
+        out.size_done();
     }
+    let _ = session.conn.send(Kind::Bye, &serde_json::json!({}));
+    Ok(())
+}
+
+/// A session after its handshake, ready for trials.
+struct Session {
+    conn: Conn,
+    /// What the handshake asked for, with the UDP port this side bound.
+    params: Params,
+    welcome: Welcome,
+    clock: Option<ClockEstimate>,
+}
+
+/// Connects, binds the UDP socket if the pattern needs one, and completes the handshake.
+fn open_session(opts: &ClientOptions, st: &mut State) -> Result<Session> {
+    let timeout = Duration::from_millis(opts.params.timeout_ms);
+    let stream = connect(&opts.connect, opts.connect_timeout)?;
+    let mut conn = Conn::new(stream, timeout, opts.version)?;
+    st.local = conn.local.clone();
+    st.peer = conn.peer.clone();
+    let mut params = opts.params.clone();
+    if params.protocol == Protocol::Udp {
+        params.udp_port = Some(bind_udp(&mut conn)?);
+    }
+    let (welcome, clock) = handshake(&mut conn, &params)?;
+    if let Some(u) = &conn.udp {
+        connect_udp(u, &conn, &welcome)?;
+    }
+    conn.set_timeouts(timeout)?;
+    Ok(Session {
+        conn,
+        params,
+        welcome,
+        clock,
+    })
+}
+
+/// Binds this side's UDP socket on the session's local address; returns its port.
+fn bind_udp(c: &mut Conn) -> Result<u16> {
+    let ip = c
+        .stream
+        .local_addr()
+        .map_err(|e| WorkerError::io(e, "local address", 0.0))?;
+    let u = UdpSocket::bind((ip.ip(), 0)).map_err(|e| WorkerError::io(e, "binding UDP", 0.0))?;
+    let port = u
+        .local_addr()
+        .map_err(|e| WorkerError::io(e, "UDP address", 0.0))?
+        .port();
+    c.udp = Some(u);
+    Ok(port)
+}
+
+/// Hello out, Welcome back; the exchange also estimates the server's clock.
+fn handshake(c: &mut Conn, params: &Params) -> Result<(Welcome, Option<ClockEstimate>)> {
     let sent_ns = unix_ns();
     c.send(
         Kind::Hello,
@@ -148,96 +198,124 @@ fn run_inner<W: Write>(opts: &ClientOptions, out: &mut Output<W>, st: &mut State
         .recv("waiting for the server's handshake", ts)?
         .expect(Kind::Welcome)?
         .decode()?;
-    let clock = welcome.unix_ns.map(|server| {
-        // NTP's estimate: the server stamped its reply halfway through the exchange.
-        let back_ns = unix_ns();
-        let mid = (sent_ns as i128 + back_ns as i128) / 2;
-        ClockEstimate {
-            offset_ns: (server as i128 - mid) as i64,
-            rtt_ns: back_ns.saturating_sub(sent_ns),
-        }
-    });
-    if let Some(u) = &c.udp {
-        let port = welcome
-            .udp_port
-            .ok_or_else(|| WorkerError::Protocol("server offered no UDP port".into()))?;
-        let peer_ip = c
-            .stream
-            .peer_addr()
-            .map_err(|e| WorkerError::io(e, "peer address", 0.0))?
-            .ip();
-        u.connect((peer_ip, port))
-            .map_err(|e| WorkerError::io(e, "connecting the UDP socket", 0.0))?;
-    }
-    c.set_timeouts(timeout)?;
+    let clock = welcome
+        .unix_ns
+        .map(|server| ClockEstimate::from_handshake(sent_ns, server));
+    Ok((welcome, clock))
+}
 
-    barrier(opts, out, &c, &welcome, clock)?;
+/// Points this side's UDP socket at the port the server offered.
+fn connect_udp(u: &UdpSocket, c: &Conn, welcome: &Welcome) -> Result<()> {
+    let port = welcome
+        .udp_port
+        .ok_or_else(|| WorkerError::Protocol("server offered no UDP port".into()))?;
+    let peer_ip = c
+        .stream
+        .peer_addr()
+        .map_err(|e| WorkerError::io(e, "peer address", 0.0))?
+        .ip();
+    u.connect((peer_ip, port))
+        .map_err(|e| WorkerError::io(e, "connecting the UDP socket", 0.0))
+}
 
-    let pat = patterns::lookup(params.pattern);
-    let mut bufs = Buffers::default();
-    let mut trial_no = 0u32;
-    for &size in &opts.plan.sizes {
-        st.size = size;
+/// The trials of a plan, run size after size over one session.
+struct Trials<'a> {
+    plan: &'a TrialPlan,
+    pattern: &'static dyn patterns::PatternImpl,
+    bufs: Buffers,
+    /// Number of the next trial, counted over all sizes.
+    next: u32,
+}
+
+impl Trials<'_> {
+    /// Warm up at one size, then run its trials and write their records.
+    fn run_size<W: Write>(
+        &mut self,
+        s: &mut Session,
+        size: u64,
+        out: &mut RecordWriter<W>,
+        st: &mut State,
+    ) -> Result<()> {
         let mut spec = TrialSpec {
             trial: 0,
             size_bytes: size,
             warmup: false,
             count: None,
             duration_ns: None,
-            rate_msgs_s: opts.plan.rate_msgs_s,
-            source_file: opts.plan.source_file.clone(),
-            drop_cache: opts.plan.drop_cache,
+            rate_msgs_s: self.plan.rate_msgs_s,
+            source_file: self.plan.source_file.clone(),
+            drop_cache: self.plan.drop_cache,
         };
-        let mut calibrated = None;
-        if opts.plan.warmup > 0 {
-            spec.warmup = true;
-            spec.count = Some(opts.plan.warmup);
-            let (m, _) = one_trial(&mut c, &params, &spec, pat, &mut bufs)?;
-            if m.messages > 0 {
-                calibrated = Some(m.elapsed_ns as f64 / m.messages as f64);
-            }
-            spec.warmup = false;
+        let ns_per_message = self.warm_up(s, &mut spec)?;
+        self.count_messages(&mut spec, ns_per_message);
+        for _ in 0..self.plan.trials {
+            spec.trial = self.next;
+            st.trial = self.next;
+            let (m, rep) = one_trial(&mut s.conn, &s.params, &spec, self.pattern, &mut self.bufs)?;
+            let rec = self.client_record(s, &spec, &m, &rep);
+            let srv = server_record(&s.params, &spec, &rep);
+            out.trial(&rec, Some(&srv));
+            self.next += 1;
         }
-        match opts.plan.count {
+        Ok(())
+    }
+
+    /// The untimed warm-up messages, if any; returns the time per message they took, ns.
+    fn warm_up(&mut self, s: &mut Session, spec: &mut TrialSpec) -> Result<Option<f64>> {
+        if self.plan.warmup == 0 {
+            return Ok(None);
+        }
+        spec.warmup = true;
+        spec.count = Some(self.plan.warmup);
+        let (m, _) = one_trial(&mut s.conn, &s.params, spec, self.pattern, &mut self.bufs)?;
+        spec.warmup = false;
+        Ok((m.messages > 0).then(|| m.elapsed_ns as f64 / m.messages as f64))
+    }
+
+    /// How long each timed trial runs: a count, a duration, or a count that fits the budget
+    /// at the warm-up's pace.
+    fn count_messages(&self, spec: &mut TrialSpec, ns_per_message: Option<f64>) {
+        match self.plan.count {
             Count::Fixed(n) => spec.count = Some(n.max(1)),
             Count::Duration(d) => {
                 spec.count = None;
                 spec.duration_ns = Some(d.as_nanos() as u64);
             }
             Count::Budget(b) => {
-                let per = calibrated.unwrap_or(1e6).max(1.0);
+                let per = ns_per_message.unwrap_or(1e6).max(1.0);
                 let n = (b.as_nanos() as f64 / per).ceil() as u64;
                 spec.count = Some(n.clamp(3, MAX_BUDGET_COUNT));
             }
         }
-        for _ in 0..opts.plan.trials {
-            spec.trial = trial_no;
-            st.trial = trial_no;
-            let (m, rep) = one_trial(&mut c, &params, &spec, pat, &mut bufs)?;
-            let mut rec = Record::new(params.pattern, params.protocol, Role::Client);
-            rec.local_addr = c.local.clone();
-            rec.peer_addr = c.peer.clone();
-            rec.size_bytes = size;
-            rec.trial = trial_no;
-            rec.messages = m.messages;
-            rec.bytes = m.bytes;
-            rec.start_unix_ns = m.start_unix_ns;
-            rec.end_unix_ns = m.end_unix_ns;
-            rec.elapsed_ns = m.elapsed_ns;
-            if params.pattern == Pattern::Pipeline {
-                rec.depth = Some(params.depth);
-            }
-            rec.peer_clock_offset_ns = clock.map(|k| k.offset_ns);
-            rec.peer_clock_rtt_ns = clock.map(|k| k.rtt_ns);
-            pat.figures(&m, &spec, &rep, &mut rec);
-            let srv = server_record(&params, &spec, &rep);
-            out.trial(&rec, Some(&srv));
-            trial_no += 1;
-        }
-        out.size_done();
     }
-    let _ = c.send(Kind::Bye, &serde_json::json!({}));
-    Ok(())
+
+    /// This side's view of a trial.
+    fn client_record(
+        &self,
+        s: &Session,
+        spec: &TrialSpec,
+        m: &Measure,
+        rep: &TrialReport,
+    ) -> Record {
+        let params = &s.params;
+        let mut rec = Record::new(params.pattern, params.protocol, Role::Client);
+        rec.local_addr = s.conn.local.clone();
+        rec.peer_addr = s.conn.peer.clone();
+        rec.size_bytes = spec.size_bytes;
+        rec.trial = spec.trial;
+        rec.messages = m.messages;
+        rec.bytes = m.bytes;
+        rec.start_unix_ns = m.start_unix_ns;
+        rec.end_unix_ns = m.end_unix_ns;
+        rec.elapsed_ns = m.elapsed_ns;
+        if params.pattern == Pattern::Pipeline {
+            rec.depth = Some(params.depth);
+        }
+        rec.peer_clock_offset_ns = s.clock.map(|k| k.offset_ns);
+        rec.peer_clock_rtt_ns = s.clock.map(|k| k.rtt_ns);
+        self.pattern.figures(m, spec, rep, &mut rec);
+        rec
+    }
 }
 
 fn one_trial(
@@ -307,13 +385,21 @@ struct ClockEstimate {
     rtt_ns: u64,
 }
 
-fn barrier<W: Write>(
-    opts: &ClientOptions,
-    out: &mut Output<W>,
-    c: &Conn,
-    w: &Welcome,
-    clock: Option<ClockEstimate>,
-) -> Result<()> {
+impl ClockEstimate {
+    /// From a handshake sent at `sent_ns` that the server stamped `server_ns`, answered now.
+    fn from_handshake(sent_ns: u64, server_ns: u64) -> ClockEstimate {
+        // NTP's estimate: the server stamped its reply halfway through the exchange.
+        let back_ns = unix_ns();
+        let mid = (sent_ns as i128 + back_ns as i128) / 2;
+        ClockEstimate {
+            offset_ns: (server_ns as i128 - mid) as i64,
+            rtt_ns: back_ns.saturating_sub(sent_ns),
+        }
+    }
+}
+
+fn barrier<W: Write>(opts: &ClientOptions, out: &mut RecordWriter<W>, s: &Session) -> Result<()> {
+    let (c, w, clock) = (&s.conn, &s.welcome, s.clock);
     let ready = || {
         serde_json::json!({
             "ready": true,

@@ -8,9 +8,10 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use orchestrate_worker::bond;
-use orchestrate_worker::client::{self, ClientOptions, Count, Go, Plan};
+use orchestrate_worker::client::{self, ClientOptions, Count, Go, TrialPlan};
 use orchestrate_worker::netpipe;
-use orchestrate_worker::output::{Format, Output};
+use orchestrate_worker::output::{Format, RecordWriter};
+use orchestrate_worker::patterns::{Repeats, filecopy, load, pingpong, pipeline, stream, token};
 use orchestrate_worker::probe;
 use orchestrate_worker::protocol::{self, Params};
 use orchestrate_worker::record::{Pattern, Protocol};
@@ -104,18 +105,6 @@ enum GoArg {
     Stdin,
 }
 
-#[derive(Clone, Copy, ValueEnum, PartialEq)]
-enum FormatArg {
-    Json,
-    Netpipe,
-}
-
-#[derive(Clone, Copy, ValueEnum, PartialEq)]
-enum ProtoArg {
-    Tcp,
-    Udp,
-}
-
 #[derive(Args)]
 struct Common {
     /// Server to run against.
@@ -144,7 +133,7 @@ struct Common {
     connect_timeout: f64,
     /// Output: JSON lines, or NetPIPE's `Time Mbits/s Bits/Block Bytes/Block Variance` rows.
     #[arg(long, value_enum, default_value = "json")]
-    format: FormatArg,
+    format: Format,
     #[arg(long, hide = true, default_value_t = protocol::VERSION)]
     protocol_version: u16,
 }
@@ -193,11 +182,11 @@ struct PingpongArgs {
     #[command(flatten)]
     counting: Counting,
     /// Without --exchanges/--duration: size each trial's repetitions to take about this long.
-    #[arg(long, default_value_t = 0.25, value_name = "SECS")]
+    #[arg(long, default_value_t = pingpong::DEFAULT_TRIAL_TIME_S, value_name = "SECS")]
     trial_time: f64,
     /// Transport of the data (the session itself is always TCP).
     #[arg(long, value_enum, default_value = "tcp")]
-    protocol: ProtoArg,
+    protocol: Protocol,
 }
 
 #[derive(Args)]
@@ -211,7 +200,7 @@ struct StreamArgs {
     #[command(flatten)]
     counting: Counting,
     /// Without --exchanges/--duration: size each trial's blocks to take about this long.
-    #[arg(long, default_value_t = 0.25, value_name = "SECS")]
+    #[arg(long, default_value_t = stream::DEFAULT_TRIAL_TIME_S, value_name = "SECS")]
     trial_time: f64,
 }
 
@@ -225,7 +214,7 @@ struct TokenArgs {
     counting: Counting,
     /// Transport of the data (the session itself is always TCP).
     #[arg(long, value_enum, default_value = "tcp")]
-    protocol: ProtoArg,
+    protocol: Protocol,
 }
 
 #[derive(Args)]
@@ -255,7 +244,7 @@ struct LoadArgs {
     rate: Option<String>,
     /// Transport of the data (the session itself is always TCP).
     #[arg(long, value_enum, default_value = "tcp")]
-    protocol: ProtoArg,
+    protocol: Protocol,
 }
 
 #[derive(Args)]
@@ -301,70 +290,45 @@ fn counting(c: &Counting, default: Count) -> Result<Count, String> {
     })
 }
 
-struct Built {
+/// A client command line turned into what the library runs.
+struct ClientCommand {
     opts: ClientOptions,
     format: Format,
     /// A source file this process made and must remove.
     temp_file: Option<PathBuf>,
 }
 
-#[allow(clippy::too_many_arguments)]
-fn build(
+/// What one pattern's command runs, before the options every client command shares.
+struct PatternRun {
     pattern: Pattern,
-    protocol: ProtoArg,
-    common: &Common,
+    protocol: Protocol,
     sizes: Vec<u64>,
     count: Count,
+    /// Requests outstanding (pipeline; 1 for every other pattern).
     depth: u32,
-    default_trials: u32,
-    default_warmup: u64,
-) -> Result<Built, String> {
-    if sizes.is_empty() {
+    /// Trials and warm-up unless --trials/--warmup say otherwise.
+    repeats: Repeats,
+}
+
+/// Applies the shared client options to a pattern's run, refusing what the server would.
+fn build(run: PatternRun, common: &Common) -> Result<ClientCommand, String> {
+    if run.sizes.is_empty() {
         return Err("no sizes to run".into());
     }
-    let format = match common.format {
-        FormatArg::Json => Format::Json,
-        FormatArg::Netpipe => {
-            if !matches!(pattern, Pattern::Pingpong | Pattern::Stream) {
-                return Err("--format netpipe is for pingpong and stream".into());
-            }
-            Format::Netpipe
-        }
-    };
-    let go = match (common.go, common.start_at) {
-        (Some(GoArg::Stdin), _) => Go::Stdin,
-        (None, Some(t)) => Go::At(t),
-        (None, None) => Go::Now,
-    };
+    let format = output_format(run.pattern, common.format)?;
+    let go = start_barrier(common);
     let timeout = secs(common.timeout, "--timeout")?;
     let go_timeout = secs(common.go_timeout, "--go-timeout")?;
-    let params = Params {
-        pattern,
-        protocol: match protocol {
-            ProtoArg::Tcp => Protocol::Tcp,
-            ProtoArg::Udp => Protocol::Udp,
-        },
-        depth,
-        max_size_bytes: sizes.iter().copied().max().unwrap_or(0),
-        timeout_ms: timeout.as_millis() as u64,
-        // The server must outwait our start barrier.
-        idle_timeout_ms: (go_timeout + timeout).as_millis() as u64,
-        udp_port: Some(0),
-    };
-    // Refuse what the server would refuse before connecting (the UDP port is a stand-in).
-    protocol::validate(&params)?;
-    Ok(Built {
+    let params = session_params(&run, timeout, go_timeout)?;
+    Ok(ClientCommand {
         opts: ClientOptions {
             connect: common.connect.clone(),
-            params: Params {
-                udp_port: None,
-                ..params
-            },
-            plan: Plan {
-                sizes,
-                trials: common.trials.unwrap_or(default_trials).max(1),
-                warmup: common.warmup.unwrap_or(default_warmup),
-                count,
+            params,
+            plan: TrialPlan {
+                sizes: run.sizes,
+                trials: common.trials.unwrap_or(run.repeats.trials).max(1),
+                warmup: common.warmup.unwrap_or(run.repeats.warmup),
+                count: run.count,
                 rate_msgs_s: None,
                 source_file: None,
                 drop_cache: false,
@@ -379,144 +343,201 @@ fn build(
     })
 }
 
+fn output_format(pattern: Pattern, format: Format) -> Result<Format, String> {
+    if format == Format::Netpipe && !matches!(pattern, Pattern::Pingpong | Pattern::Stream) {
+        return Err("--format netpipe is for pingpong and stream".into());
+    }
+    Ok(format)
+}
+
+fn start_barrier(common: &Common) -> Go {
+    match (common.go, common.start_at) {
+        (Some(GoArg::Stdin), _) => Go::Stdin,
+        (None, Some(t)) => Go::At(t),
+        (None, None) => Go::Now,
+    }
+}
+
+/// The session parameters the client's handshake asks for, checked here as the server would
+/// check them, so a bad command line fails before connecting.
+fn session_params(
+    run: &PatternRun,
+    timeout: Duration,
+    go_timeout: Duration,
+) -> Result<Params, String> {
+    let params = Params {
+        pattern: run.pattern,
+        protocol: run.protocol,
+        depth: run.depth,
+        max_size_bytes: run.sizes.iter().copied().max().unwrap_or(0),
+        timeout_ms: timeout.as_millis() as u64,
+        // The server must outwait our start barrier.
+        idle_timeout_ms: (go_timeout + timeout).as_millis() as u64,
+        udp_port: Some(0),
+    };
+    // The UDP port is a stand-in: the real one is bound once connected.
+    protocol::validate(&params)?;
+    Ok(Params {
+        udp_port: None,
+        ..params
+    })
+}
+
 fn netpipe_sizes(s: &Schedule) -> Vec<u64> {
     netpipe::schedule(s.start, s.end, s.perturbation)
 }
 
-fn client_command(cmd: Cmd) -> Result<Built, String> {
+fn client_command(cmd: Cmd) -> Result<ClientCommand, String> {
     match cmd {
-        Cmd::Pingpong(a) => {
-            let udp = a.protocol == ProtoArg::Udp;
-            let sizes = sizes_or(&a.sizes, || {
-                // A datagram holds at most 65507 bytes: the UDP schedule stops there.
-                let mut v = netpipe_sizes(&a.schedule);
-                if udp {
-                    v.retain(|&s| s <= protocol::MAX_UDP_SIZE);
-                }
-                v
-            });
-            let count = counting(
-                &a.counting,
-                Count::Budget(secs(a.trial_time, "--trial-time")?),
-            )?;
-            // NetPIPE's released builds: 7 trials of 0.25 s per size, the fastest reported.
-            build(
-                Pattern::Pingpong,
-                a.protocol,
-                &a.common,
-                sizes,
-                count,
-                1,
-                7,
-                20,
-            )
-        }
-        Cmd::Stream(a) => {
-            let sizes = sizes_or(&a.sizes, || netpipe_sizes(&a.schedule));
-            let count = counting(
-                &a.counting,
-                Count::Budget(secs(a.trial_time, "--trial-time")?),
-            )?;
-            build(
-                Pattern::Stream,
-                ProtoArg::Tcp,
-                &a.common,
-                sizes,
-                count,
-                1,
-                7,
-                20,
-            )
-        }
-        Cmd::Token(a) => {
-            let sizes = sizes_or(&a.sizes, || vec![4, 64, 512, 1024, 4096, 8192]);
-            let count = counting(&a.counting, Count::Fixed(5000))?;
-            build(
-                Pattern::Token,
-                a.protocol,
-                &a.common,
-                sizes,
-                count,
-                1,
-                3,
-                100,
-            )
-        }
-        Cmd::Pipeline(a) => {
-            let sizes = sizes_or(&a.sizes, || vec![64]);
-            let count = counting(&a.counting, Count::Fixed(20_000))?;
-            build(
-                Pattern::Pipeline,
-                ProtoArg::Tcp,
-                &a.common,
-                sizes,
-                count,
-                a.depth,
-                3,
-                1000,
-            )
-        }
-        Cmd::Load(a) => {
-            let sizes = sizes_or(&a.sizes, || vec![1024]);
-            let count = counting(&a.counting, Count::Duration(Duration::from_secs(5)))?;
-            let mut b = build(
-                Pattern::Load,
-                a.protocol,
-                &a.common,
-                sizes.clone(),
-                count,
-                1,
-                1,
-                0,
-            )?;
-            if let Some(r) = &a.rate {
-                if sizes.len() != 1 {
-                    return Err("--rate needs a single --size".into());
-                }
-                b.opts.plan.rate_msgs_s = Some(parse_rate(r, sizes[0])?);
-            }
-            if matches!(count, Count::Duration(_)) && b.opts.plan.rate_msgs_s.is_none() {
-                return Err("load with --duration needs --rate (or give --exchanges)".into());
-            }
-            Ok(b)
-        }
-        Cmd::Filecopy(a) => {
-            let (path, size, temp) = match &a.file {
-                Some(p) => {
-                    let len = std::fs::metadata(p)
-                        .map_err(|e| format!("{}: {e}", p.display()))?
-                        .len();
-                    (p.clone(), len, None)
-                }
-                None => {
-                    let dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
-                    let p = dir.join(format!("orchestrate-worker-src-{}.bin", std::process::id()));
-                    make_file(&p, a.size).map_err(|e| format!("{}: {e}", p.display()))?;
-                    (p.clone(), a.size, Some(p))
-                }
-            };
-            if size > protocol::MAX_FILE {
-                return Err(format!("file larger than {} bytes", protocol::MAX_FILE));
-            }
-            let mut b = build(
-                Pattern::Filecopy,
-                ProtoArg::Tcp,
-                &a.common,
-                vec![size],
-                Count::Fixed(1),
-                1,
-                3,
-                0,
-            )?;
-            b.opts.plan.source_file = Some(path);
-            b.opts.plan.drop_cache = a.drop_cache;
-            b.temp_file = temp;
-            Ok(b)
-        }
+        Cmd::Pingpong(a) => pingpong_command(&a),
+        Cmd::Stream(a) => stream_command(&a),
+        Cmd::Token(a) => token_command(&a),
+        Cmd::Pipeline(a) => pipeline_command(&a),
+        Cmd::Load(a) => load_command(&a),
+        Cmd::Filecopy(a) => filecopy_command(&a),
         Cmd::Serve(_) | Cmd::Probe | Cmd::Agent | Cmd::Bond(_) => {
             unreachable!("not a client command")
         }
     }
+}
+
+fn pingpong_command(a: &PingpongArgs) -> Result<ClientCommand, String> {
+    let sizes = sizes_or(&a.sizes, || {
+        // A datagram holds at most 65507 bytes: the UDP schedule stops there.
+        let mut v = netpipe_sizes(&a.schedule);
+        if a.protocol == Protocol::Udp {
+            v.retain(|&s| s <= protocol::MAX_UDP_SIZE);
+        }
+        v
+    });
+    let budget = secs(a.trial_time, "--trial-time")?;
+    let run = PatternRun {
+        pattern: Pattern::Pingpong,
+        protocol: a.protocol,
+        sizes,
+        count: counting(&a.counting, Count::Budget(budget))?,
+        depth: 1,
+        repeats: pingpong::DEFAULT_REPEATS,
+    };
+    build(run, &a.common)
+}
+
+fn stream_command(a: &StreamArgs) -> Result<ClientCommand, String> {
+    let budget = secs(a.trial_time, "--trial-time")?;
+    let run = PatternRun {
+        pattern: Pattern::Stream,
+        protocol: Protocol::Tcp,
+        sizes: sizes_or(&a.sizes, || netpipe_sizes(&a.schedule)),
+        count: counting(&a.counting, Count::Budget(budget))?,
+        depth: 1,
+        repeats: stream::DEFAULT_REPEATS,
+    };
+    build(run, &a.common)
+}
+
+fn token_command(a: &TokenArgs) -> Result<ClientCommand, String> {
+    let run = PatternRun {
+        pattern: Pattern::Token,
+        protocol: a.protocol,
+        sizes: sizes_or(&a.sizes, || token::DEFAULT_SIZES.to_vec()),
+        count: counting(&a.counting, Count::Fixed(token::DEFAULT_EXCHANGES))?,
+        depth: 1,
+        repeats: token::DEFAULT_REPEATS,
+    };
+    build(run, &a.common)
+}
+
+fn pipeline_command(a: &PipelineArgs) -> Result<ClientCommand, String> {
+    let run = PatternRun {
+        pattern: Pattern::Pipeline,
+        protocol: Protocol::Tcp,
+        sizes: sizes_or(&a.sizes, || vec![pipeline::DEFAULT_SIZE]),
+        count: counting(&a.counting, Count::Fixed(pipeline::DEFAULT_EXCHANGES))?,
+        depth: a.depth,
+        repeats: pipeline::DEFAULT_REPEATS,
+    };
+    build(run, &a.common)
+}
+
+fn load_command(a: &LoadArgs) -> Result<ClientCommand, String> {
+    let sizes = sizes_or(&a.sizes, || vec![load::DEFAULT_SIZE]);
+    let count = counting(&a.counting, Count::Duration(load::DEFAULT_DURATION))?;
+    let run = PatternRun {
+        pattern: Pattern::Load,
+        protocol: a.protocol,
+        sizes: sizes.clone(),
+        count,
+        depth: 1,
+        repeats: load::DEFAULT_REPEATS,
+    };
+    let mut cmd = build(run, &a.common)?;
+    cmd.opts.plan.rate_msgs_s = offered_rate(a.rate.as_deref(), &sizes)?;
+    if matches!(count, Count::Duration(_)) && cmd.opts.plan.rate_msgs_s.is_none() {
+        return Err("load with --duration needs --rate (or give --exchanges)".into());
+    }
+    Ok(cmd)
+}
+
+/// `--rate` in messages per second; a rate in bits per second needs the (single) size.
+fn offered_rate(rate: Option<&str>, sizes: &[u64]) -> Result<Option<f64>, String> {
+    let Some(r) = rate else {
+        return Ok(None);
+    };
+    if sizes.len() != 1 {
+        return Err("--rate needs a single --size".into());
+    }
+    parse_rate(r, sizes[0]).map(Some)
+}
+
+fn filecopy_command(a: &FilecopyArgs) -> Result<ClientCommand, String> {
+    let source = source_file(a)?;
+    if source.size > protocol::MAX_FILE {
+        return Err(format!("file larger than {} bytes", protocol::MAX_FILE));
+    }
+    let run = PatternRun {
+        pattern: Pattern::Filecopy,
+        protocol: Protocol::Tcp,
+        sizes: vec![source.size],
+        // A trial is one copy of the file.
+        count: Count::Fixed(1),
+        depth: 1,
+        repeats: filecopy::DEFAULT_REPEATS,
+    };
+    let mut cmd = build(run, &a.common)?;
+    cmd.opts.plan.source_file = Some(source.path);
+    cmd.opts.plan.drop_cache = a.drop_cache;
+    cmd.temp_file = source.temp;
+    Ok(cmd)
+}
+
+/// The file filecopy sends.
+struct SourceFile {
+    path: PathBuf,
+    size: u64,
+    /// Set when this process made the file (and must remove it).
+    temp: Option<PathBuf>,
+}
+
+/// The given --file, or a file of --size made in --dir.
+fn source_file(a: &FilecopyArgs) -> Result<SourceFile, String> {
+    if let Some(p) = &a.file {
+        let len = std::fs::metadata(p)
+            .map_err(|e| format!("{}: {e}", p.display()))?
+            .len();
+        return Ok(SourceFile {
+            path: p.clone(),
+            size: len,
+            temp: None,
+        });
+    }
+    let dir = a.dir.clone().unwrap_or_else(std::env::temp_dir);
+    let p = dir.join(format!("orchestrate-worker-src-{}.bin", std::process::id()));
+    make_file(&p, a.size).map_err(|e| format!("{}: {e}", p.display()))?;
+    Ok(SourceFile {
+        path: p.clone(),
+        size: a.size,
+        temp: Some(p),
+    })
 }
 
 /// Write a file of `size` bytes (non-zero content, so no filesystem stores it sparse).
@@ -556,16 +577,16 @@ fn main() -> ExitCode {
         }
         Cmd::Bond(a) => ExitCode::from(bond::main(a) as u8),
         cmd => {
-            let built = match client_command(cmd) {
-                Ok(b) => b,
+            let command = match client_command(cmd) {
+                Ok(c) => c,
                 Err(e) => {
                     eprintln!("orchestrate-worker: {e}");
                     return ExitCode::from(2);
                 }
             };
-            let mut out = Output::new(std::io::stdout().lock(), built.format);
-            let code = client::run(&built.opts, &mut out);
-            if let Some(p) = &built.temp_file {
+            let mut out = RecordWriter::new(std::io::stdout().lock(), command.format);
+            let code = client::run(&command.opts, &mut out);
+            if let Some(p) = &command.temp_file {
                 let _ = std::fs::remove_file(p);
             }
             ExitCode::from(code as u8)

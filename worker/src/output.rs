@@ -6,13 +6,15 @@ use std::io::Write;
 use crate::netpipe::{self, NetpipeRow};
 use crate::record::{Pattern, Record, Role};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Also the value of the worker's `--format` option.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Json,
     Netpipe,
 }
 
-pub struct Output<W: Write> {
+/// Writes a client's records in the chosen [`Format`], and the lines around them.
+pub struct RecordWriter<W: Write> {
     out: W,
     format: Format,
     /// One-way time per block of each trial of the current size, seconds.
@@ -20,9 +22,9 @@ pub struct Output<W: Write> {
     size: u64,
 }
 
-impl<W: Write> Output<W> {
+impl<W: Write> RecordWriter<W> {
     pub fn new(out: W, format: Format) -> Self {
-        Output {
+        RecordWriter {
             out,
             format,
             times: Vec::new(),

@@ -27,8 +27,11 @@ use serde::{Deserialize, Serialize};
 /// Version of the record layout. Bump when a field's meaning changes.
 pub const RECORD_SCHEMA_VERSION: u32 = 1;
 
+// The one type for a pattern, from the experiment spec to the stored results: the controller
+// names patterns with it too, hence the optional `schema` feature.
 /// Which measurement produced a record.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Pattern {
     /// NetPIPE ping-pong: latency and throughput of one block bounced back and forth.
@@ -45,12 +48,53 @@ pub enum Pattern {
     Filecopy,
 }
 
+impl Pattern {
+    /// The name in records, specs and on the command line (serde's lowercase name).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Pattern::Pingpong => "pingpong",
+            Pattern::Stream => "stream",
+            Pattern::Token => "token",
+            Pattern::Pipeline => "pipeline",
+            Pattern::Load => "load",
+            Pattern::Filecopy => "filecopy",
+        }
+    }
+}
+
+// Also the value of the worker's `--protocol` option: its variants carry no doc comments,
+// which clap would print in `--help`.
 /// Transport used by a pattern.
-#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Serialize,
+    Deserialize,
+    Debug,
+    Default,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    clap::ValueEnum,
+)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Protocol {
+    #[default]
     Tcp,
     Udp,
+}
+
+impl Protocol {
+    /// The name in records, specs and on the command line (serde's lowercase name).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+        }
+    }
 }
 
 /// Which side of a pair wrote the record.
@@ -163,6 +207,35 @@ impl Record {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_the_serde_names() {
+        use Pattern::*;
+        for p in [Pingpong, Stream, Token, Pipeline, Load, Filecopy] {
+            assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
+        }
+        for p in [Protocol::Tcp, Protocol::Udp] {
+            assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
+        }
+        assert_eq!(Protocol::default(), Protocol::Tcp);
+    }
+
+    #[cfg(feature = "schema")]
+    #[test]
+    fn schemas_list_the_serde_names() {
+        let text = |v: schemars::Schema| serde_json::to_string(&v).unwrap();
+        let pattern = text(schemars::schema_for!(Pattern));
+        for name in [
+            "pingpong", "stream", "token", "pipeline", "load", "filecopy",
+        ] {
+            assert!(pattern.contains(&format!("\"{name}\"")), "{pattern}");
+        }
+        let protocol = text(schemars::schema_for!(Protocol));
+        assert!(
+            protocol.contains("\"tcp\"") && protocol.contains("\"udp\""),
+            "{protocol}"
+        );
+    }
 
     #[test]
     fn round_trips_and_reads_records_without_the_added_fields() {

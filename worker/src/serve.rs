@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::client::software;
 use crate::error::{Result, WorkerError};
 use crate::output::print_server_record;
-use crate::patterns;
+use crate::patterns::{self, Measure};
 use crate::protocol::{self, ErrorMsg, Hello, Kind, Params, TrialReport, TrialSpec, Welcome};
 use crate::record::{Pattern, Protocol};
 use crate::session::{Buffers, Conn};
@@ -229,17 +229,7 @@ fn session(stream: TcpStream, id: u64, opts: &ServeOptions) -> Result<String> {
             Ok(m) => m,
             Err(e) => return Err(fail(&mut c, e)),
         };
-        let rep = TrialReport {
-            messages: m.messages,
-            bytes: m.bytes,
-            start_unix_ns: m.start_unix_ns,
-            end_unix_ns: m.end_unix_ns,
-            elapsed_ns: m.elapsed_ns,
-            local_addr: c.local.clone(),
-            peer_addr: c.peer.clone(),
-            error: None,
-            gap_max_ns: m.gap_max_ns,
-        };
+        let rep = trial_report(&c, &m);
         c.send(Kind::TrialReport, &rep)?;
         if !spec.warmup {
             trials += 1;
@@ -253,6 +243,21 @@ fn session(stream: TcpStream, id: u64, opts: &ServeOptions) -> Result<String> {
         serde_json::to_string(&p.pattern).unwrap_or_default(),
         p.protocol
     ))
+}
+
+/// What this side counted in a trial, for the client.
+fn trial_report(c: &Conn, m: &Measure) -> TrialReport {
+    TrialReport {
+        messages: m.messages,
+        bytes: m.bytes,
+        start_unix_ns: m.start_unix_ns,
+        end_unix_ns: m.end_unix_ns,
+        elapsed_ns: m.elapsed_ns,
+        local_addr: c.local.clone(),
+        peer_addr: c.peer.clone(),
+        error: None,
+        gap_max_ns: m.gap_max_ns,
+    }
 }
 
 fn open_udp(c: &Conn, p: &Params) -> Result<UdpSocket> {

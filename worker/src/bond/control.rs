@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use super::link::{ETH_HEADER, Mac};
+use super::link::ETH_HEADER;
+use super::mac::Mac;
 use super::peers::{self, HELLO_LEN, Hello, Kind};
 use super::report::emit;
 use super::{Bond, DUMP, TICK};

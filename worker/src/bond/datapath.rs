@@ -4,7 +4,8 @@
 use std::io;
 use std::net::IpAddr;
 
-use super::link::{self, ETH_HEADER, Mac};
+use super::link::{self, ETH_HEADER};
+use super::mac::Mac;
 use super::mode::Tx;
 use super::packet::Packet;
 use super::peers::{self, Hello, NextHop};

@@ -5,7 +5,7 @@ use std::io;
 use std::net::Ipv4Addr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use super::link::Mac;
+use super::mac::Mac;
 
 /// `struct ifreq`: a name and a 24-byte union, of which each call uses the start.
 #[repr(C)]

@@ -5,11 +5,11 @@
 //! which no IP packet has). Nothing is added to the IP packet, so the bond's MTU is the
 //! slaves' MTU.
 
-use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use super::ifreq::Ctl;
+use super::mac::Mac;
 
 /// Ethertype of every frame the bond sends.
 pub const ETHERTYPE: u16 = 0x88b5;
@@ -17,35 +17,6 @@ pub const ETH_HEADER: usize = 14;
 
 /// Not in every libc version: `setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING)` (Linux 4.20).
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
-
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Mac(pub [u8; 6]);
-
-impl Mac {
-    pub const BROADCAST: Mac = Mac([0xff; 6]);
-
-    /// Broadcast and multicast addresses have the group bit set.
-    pub fn is_group(&self) -> bool {
-        self.0[0] & 1 == 1
-    }
-}
-
-impl fmt::Display for Mac {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let m = self.0;
-        write!(
-            f,
-            "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
-            m[0], m[1], m[2], m[3], m[4], m[5]
-        )
-    }
-}
-
-impl fmt::Debug for Mac {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
 
 /// A slave interface and the socket that carries the bond's frames on it.
 pub struct SlaveLink {

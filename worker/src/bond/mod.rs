@@ -13,6 +13,7 @@ mod control;
 mod datapath;
 mod ifreq;
 mod link;
+mod mac;
 pub mod mode;
 pub mod packet;
 mod peers;

@@ -14,7 +14,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::RwLock;
 use std::time::Duration;
 
-use super::link::Mac;
+use super::mac::Mac;
 
 const MAGIC: [u8; 6] = [0, b'O', b'B', b'N', b'D', 1];
 pub const HELLO_LEN: usize = MAGIC.len() + 1 + 4 + 1;

@@ -9,13 +9,19 @@ use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
-use super::{Measure, PatternImpl, mbit_s};
+use super::{Measure, PatternImpl, Repeats, mbit_s};
 use crate::error::{Result, WorkerError};
 use crate::protocol::{Params, TrialReport, TrialSpec};
 use crate::record::Record;
 use crate::session::{Buffers, Conn, Stopwatch};
 
 pub struct Filecopy;
+
+/// Trials and warm-up when none are given (every trial copies the whole file once).
+pub const DEFAULT_REPEATS: Repeats = Repeats {
+    trials: 3,
+    warmup: 0,
+};
 
 const CHUNK: usize = 1024 * 1024;
 

@@ -12,13 +12,23 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use super::{Measure, PatternImpl, Percentiles, mbit_s};
+use super::{Measure, PatternImpl, Percentiles, Repeats, mbit_s};
 use crate::error::{Result, WorkerError};
 use crate::protocol::{Kind, LAST, LOAD_HEADER, Params, TrialReport, TrialSpec};
 use crate::record::Record;
 use crate::session::{Buffers, Conn, Stopwatch, unix_ns};
 
 pub struct Load;
+
+/// Message size when none is given, bytes.
+pub const DEFAULT_SIZE: u64 = 1024;
+/// Length of a trial when neither a count nor a duration is given (it then needs a rate).
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(5);
+/// Trials and warm-up when none are given: one trial, no warm-up.
+pub const DEFAULT_REPEATS: Repeats = Repeats {
+    trials: 1,
+    warmup: 0,
+};
 
 /// How long the producer keeps listening for UDP echoes after its last datagram.
 const UDP_GRACE: Duration = Duration::from_millis(300);
@@ -94,7 +104,13 @@ impl PatternImpl for Load {
                 }
             };
             let mut sent = 0u64;
-            let res = send_paced(c, tx, total, interval_ns, t0, t.duration_ns, &mut sent, ts);
+            let pace = Pace {
+                total,
+                interval_ns,
+                t0,
+                duration_ns: t.duration_ns,
+            };
+            let res = send_paced(c, tx, &pace, &mut sent, ts);
             sender_done.store(true, Ordering::Release);
             if res.is_err() {
                 // Unblock the receiver: the trial is over either way.
@@ -147,17 +163,23 @@ impl PatternImpl for Load {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn send_paced(
-    c: &Conn,
-    tx: &mut [u8],
+/// The producer's schedule: message `i` is due `i × interval_ns` after `t0`.
+struct Pace {
+    /// Messages in the trial.
     total: u64,
     interval_ns: f64,
     t0: Instant,
+    /// The trial's duration, when it is bounded by time.
     duration_ns: Option<u64>,
-    sent: &mut u64,
-    ts: f64,
-) -> Result<()> {
+}
+
+fn send_paced(c: &Conn, tx: &mut [u8], pace: &Pace, sent: &mut u64, ts: f64) -> Result<()> {
+    let Pace {
+        total,
+        interval_ns,
+        t0,
+        duration_ns,
+    } = *pace;
     let mut stream = &c.stream;
     // The default 50 µs timer slack would make every paced wake-up late by that much; ask
     // for precise wake-ups on this thread instead of spinning.

@@ -50,6 +50,16 @@ impl Measure {
     }
 }
 
+/// How often a client repeats a pattern at each size when its command line does not say:
+/// each pattern's file names its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repeats {
+    /// Timed trials per size.
+    pub trials: u32,
+    /// Untimed messages before the trials of each size.
+    pub warmup: u64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Percentiles {
     pub p50_us: f64,

@@ -5,13 +5,23 @@
 
 use std::io::{Read, Write};
 
-use super::{Measure, PatternImpl, deadline, echo, mbit_s};
+use super::{Measure, PatternImpl, Repeats, deadline, echo, mbit_s};
 use crate::error::{Result, WorkerError};
 use crate::protocol::{LAST, Params, TrialReport, TrialSpec};
 use crate::record::Record;
 use crate::session::{Buffers, Conn, Stopwatch};
 
 pub struct Pipeline;
+
+/// Request size when none is given, bytes.
+pub const DEFAULT_SIZE: u64 = 64;
+/// Requests per trial when neither a count nor a duration is given.
+pub const DEFAULT_EXCHANGES: u64 = 20_000;
+/// Trials and warm-up when none are given.
+pub const DEFAULT_REPEATS: Repeats = Repeats {
+    trials: 3,
+    warmup: 1000,
+};
 
 impl PatternImpl for Pipeline {
     fn client(&self, c: &mut Conn, p: &Params, t: &TrialSpec, b: &mut Buffers) -> Result<Measure> {

@@ -4,13 +4,19 @@
 
 use std::io::{Read, Write};
 
-use super::{Measure, PatternImpl, deadline, is_last, mbit_s};
+use super::{Measure, PatternImpl, Repeats, deadline, is_last, mbit_s};
 use crate::error::{Result, WorkerError};
 use crate::protocol::{LAST, Params, TrialReport, TrialSpec};
 use crate::record::Record;
 use crate::session::{Buffers, Conn, Stopwatch};
 
 pub struct Stream;
+
+/// As ping-pong's: both are NetPIPE's modes, run alike.
+pub const DEFAULT_REPEATS: Repeats = super::pingpong::DEFAULT_REPEATS;
+/// Without a message count or duration, each trial's blocks are sized (from the warm-up) to
+/// take about this long, seconds.
+pub const DEFAULT_TRIAL_TIME_S: f64 = super::pingpong::DEFAULT_TRIAL_TIME_S;
 
 /// The receiver reads at least this much per call, so small blocks are not timed by the
 /// receiver's system-call rate (iperf3 reads 128 KiB at a time too).

@@ -2,13 +2,23 @@
 //! returns it; a fixed number of exchanges or a duration; one record per run with
 //! throughput = tokens written × token size / elapsed.
 
-use super::{Measure, PatternImpl, echo, exchange, mbit_s};
+use super::{Measure, PatternImpl, Repeats, echo, exchange, mbit_s};
 use crate::error::Result;
 use crate::protocol::{Params, TrialReport, TrialSpec};
 use crate::record::Record;
 use crate::session::{Buffers, Conn};
 
 pub struct Token;
+
+/// Token sizes run when none are given, bytes.
+pub const DEFAULT_SIZES: [u64; 6] = [4, 64, 512, 1024, 4096, 8192];
+/// Tokens exchanged per run when neither a count nor a duration is given.
+pub const DEFAULT_EXCHANGES: u64 = 5000;
+/// Trials and warm-up when none are given.
+pub const DEFAULT_REPEATS: Repeats = Repeats {
+    trials: 3,
+    warmup: 100,
+};
 
 impl PatternImpl for Token {
     fn client(&self, c: &mut Conn, _p: &Params, t: &TrialSpec, b: &mut Buffers) -> Result<Measure> {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::spec::experiment::PatternKind;
+use crate::spec::experiment::Pattern;
 use crate::topology::Topology;
 
 use super::experiment::{Amount, Workload};
@@ -49,8 +49,8 @@ fn per_exchange(t: &Topology, w: &Workload, size: u64, placement: &Placement) ->
     let share = placement.max_segment_load.max(1) as u64;
     let one_way = Duration::from_secs_f64((wire_bits * share) as f64 / rate as f64) + HOP_LATENCY;
     let trips: u32 = match w.pattern {
-        PatternKind::Token | PatternKind::Pingpong | PatternKind::Pipeline => 2,
-        PatternKind::Stream | PatternKind::Load | PatternKind::Filecopy => 1,
+        Pattern::Token | Pattern::Pingpong | Pattern::Pipeline => 2,
+        Pattern::Stream | Pattern::Load | Pattern::Filecopy => 1,
     };
     one_way * trips * u32::try_from(hops).unwrap_or(1)
 }

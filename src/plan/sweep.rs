@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::netconf::{self, NodeScripts};
 use crate::spec::Name;
-use crate::spec::experiment::{PatternKind, PlacementKind, ProtocolKind};
+use crate::spec::experiment::{Pattern, PlacementKind, Protocol};
 use crate::spec::topology::BondMode;
 use crate::topology::Topology;
 
@@ -81,8 +81,8 @@ pub struct Point {
     pub topology: Name,
     pub bonding: String,
     pub workload: usize,
-    pub pattern: PatternKind,
-    pub protocol: ProtocolKind,
+    pub pattern: Pattern,
+    pub protocol: Protocol,
     pub placement: PlacementKind,
     pub pairs: u32,
     pub size_bytes: u64,
@@ -252,7 +252,7 @@ fn placement_points(
 
 /// The analytic model's expectation at each size, for the token test (the one it models).
 fn predictions(t: &Topology, w: &Workload, placement: &Placement) -> Vec<Prediction> {
-    if w.pattern != PatternKind::Token {
+    if w.pattern != Pattern::Token {
         return Vec::new();
     }
     w.sizes

@@ -4,7 +4,6 @@
 use orchestrate_worker::record::{Pattern, Protocol};
 
 use super::stats::{MedianCi, RepStats};
-use crate::results::schema::{pattern_str, protocol_str};
 use crate::results::{BondDriver, PlacementKind, Statistic};
 
 /// One configuration under test: a topology with its bonding and pair placement (and, when
@@ -52,19 +51,11 @@ pub struct Measure {
 
 impl Measure {
     pub fn label(&self) -> String {
-        format!(
-            "{}/{}",
-            pattern_str(self.pattern),
-            protocol_str(self.protocol)
-        )
+        format!("{}/{}", self.pattern.as_str(), self.protocol.as_str())
     }
 
     pub fn slug(&self) -> String {
-        format!(
-            "{}-{}",
-            pattern_str(self.pattern),
-            protocol_str(self.protocol)
-        )
+        format!("{}-{}", self.pattern.as_str(), self.protocol.as_str())
     }
 }
 

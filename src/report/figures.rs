@@ -6,7 +6,6 @@ use super::compare::ComparisonTable;
 use super::data::Measure;
 use super::document::Report;
 use crate::results::Statistic;
-use crate::results::schema::pattern_str;
 use orchestrate_worker::record::Pattern;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -256,5 +255,5 @@ fn netpipe_figure(report: &Report) -> Option<Figure> {
 }
 
 fn measure_name(m: Measure) -> &'static str {
-    pattern_str(m.pattern)
+    m.pattern.as_str()
 }

@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use super::ResultsError;
-use super::schema::{PlacementKind, pattern_str, protocol_str};
+use super::schema::PlacementKind;
 
 /// The point a line belongs to, with the keys `records.jsonl` and `points.jsonl` join on.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -182,8 +182,8 @@ pub fn media_frame(rows: &[MediaRow]) -> PolarsResult<DataFrame> {
             col!("bonding", |r| r.context.bonding.clone()),
             col!("placement", |r| r.context.placement.as_str()),
             col!("pairs", |r| r.context.pairs),
-            col!("pattern", |r| pattern_str(r.context.pattern)),
-            col!("protocol", |r| protocol_str(r.context.protocol)),
+            col!("pattern", |r| r.context.pattern.as_str()),
+            col!("protocol", |r| r.context.protocol.as_str()),
             col!("size_bytes", |r| r.context.size_bytes),
             col!("rep", |r| r.context.rep),
             col!("segment", |r| r.stats.segment.clone()),

@@ -190,9 +190,9 @@ impl RecordColumns {
         self.client_node.push(client_node);
         self.server_node.push(server_node);
         self.schema.push(schema);
-        self.pattern.push(pattern_str(pattern));
-        self.protocol.push(protocol_str(protocol));
-        self.role.push(role_str(role));
+        self.pattern.push(pattern.as_str());
+        self.protocol.push(protocol.as_str());
+        self.role.push(role.as_str());
         self.local_addr.push(local_addr);
         self.peer_addr.push(peer_addr);
         self.size_bytes.push(size_bytes);
@@ -264,33 +264,5 @@ impl RecordColumns {
             Column::new("gap_max_us".into(), c.gap_max_us),
         ];
         DataFrame::new(height, columns)
-    }
-}
-
-pub fn pattern_str(p: orchestrate_worker::record::Pattern) -> &'static str {
-    use orchestrate_worker::record::Pattern::*;
-    match p {
-        Pingpong => "pingpong",
-        Stream => "stream",
-        Token => "token",
-        Pipeline => "pipeline",
-        Load => "load",
-        Filecopy => "filecopy",
-    }
-}
-
-pub fn protocol_str(p: orchestrate_worker::record::Protocol) -> &'static str {
-    use orchestrate_worker::record::Protocol::*;
-    match p {
-        Tcp => "tcp",
-        Udp => "udp",
-    }
-}
-
-pub fn role_str(r: orchestrate_worker::record::Role) -> &'static str {
-    use orchestrate_worker::record::Role::*;
-    match r {
-        Client => "client",
-        Server => "server",
     }
 }

@@ -6,14 +6,13 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use orchestrate_worker::agent::Event;
-use orchestrate_worker::record::{Pattern, Protocol, Record, Role};
+use orchestrate_worker::record::{Pattern, Record, Role};
 
 use crate::plan::experiment::{Amount, Workload};
 use crate::plan::sweep::{PlacementEntry, Point};
 use crate::plan::{Configuration, Experiment};
 use crate::results::{BondDriver, PointRow, PointStatus, RecordRow};
 use crate::spec::NodeName;
-use crate::spec::experiment::{PatternKind, ProtocolKind};
 
 use super::agent::{Agent, Task};
 use super::media::Sampler;
@@ -26,17 +25,6 @@ pub struct Outcome {
     pub row: PointRow,
 }
 
-fn pattern(p: PatternKind) -> Pattern {
-    match p {
-        PatternKind::Pingpong => Pattern::Pingpong,
-        PatternKind::Stream => Pattern::Stream,
-        PatternKind::Token => Pattern::Token,
-        PatternKind::Pipeline => Pattern::Pipeline,
-        PatternKind::Load => Pattern::Load,
-        PatternKind::Filecopy => Pattern::Filecopy,
-    }
-}
-
 /// The worker command line for one pair of `point`.
 pub fn client_args(w: &Workload, size: u64, target: &str) -> Vec<String> {
     let mut a: Vec<String> = vec![w.pattern.as_str().into(), "--connect".into(), target.into()];
@@ -45,25 +33,25 @@ pub fn client_args(w: &Workload, size: u64, target: &str) -> Vec<String> {
         a.push(v);
     };
     match w.pattern {
-        PatternKind::Filecopy => push("--size", size.to_string()),
+        Pattern::Filecopy => push("--size", size.to_string()),
         _ => push("--size", size.to_string()),
     }
     match w.amount {
-        Amount::Exchanges(n) if w.pattern != PatternKind::Filecopy => {
+        Amount::Exchanges(n) if w.pattern != Pattern::Filecopy => {
             push("--exchanges", n.to_string())
         }
-        Amount::Duration(d) if w.pattern != PatternKind::Filecopy => {
+        Amount::Duration(d) if w.pattern != Pattern::Filecopy => {
             push("--duration", format!("{:.3}", d.as_secs_f64()))
         }
         _ => {}
     }
     push("--trials", "1".into());
-    if w.pattern != PatternKind::Filecopy {
+    if w.pattern != Pattern::Filecopy {
         push("--warmup", w.warmup.to_string());
     }
     if matches!(
         w.pattern,
-        PatternKind::Pingpong | PatternKind::Token | PatternKind::Load
+        Pattern::Pingpong | Pattern::Token | Pattern::Load
     ) {
         push("--protocol", w.protocol.as_str().into());
     }
@@ -112,11 +100,8 @@ pub async fn run(ctx: &PointContext<'_>, point: &Point, medium: Option<&mut Samp
         bonding: point.bonding.clone(),
         placement: point.placement,
         pairs: point.pairs,
-        pattern: pattern(point.pattern),
-        protocol: match point.protocol {
-            ProtocolKind::Tcp => Protocol::Tcp,
-            ProtocolKind::Udp => Protocol::Udp,
-        },
+        pattern: point.pattern,
+        protocol: point.protocol,
         size_bytes: point.size_bytes,
         rep: point.rep,
         status: PointStatus::Ok,

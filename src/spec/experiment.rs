@@ -83,9 +83,9 @@ pub type SpannedPair = Spanned<[Spanned<NodeName>; 2]>;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {
-    pub pattern: PatternKind,
+    pub pattern: Pattern,
     #[serde(default)]
-    pub protocol: ProtocolKind,
+    pub protocol: Protocol,
     /// Message sizes: a list, `{ from, to, factor }`, or `{ netpipe = true, from, to,
     /// perturbation }` for NetPIPE's schedule.
     #[schemars(with = "Sizes")]
@@ -140,61 +140,8 @@ fn default_repetitions() -> Spanned<u32> {
     Spanned::new(0..0, 3)
 }
 
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum PatternKind {
-    Pingpong,
-    Stream,
-    Token,
-    Pipeline,
-    Load,
-    Filecopy,
-}
-
-impl PatternKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PatternKind::Pingpong => "pingpong",
-            PatternKind::Stream => "stream",
-            PatternKind::Token => "token",
-            PatternKind::Pipeline => "pipeline",
-            PatternKind::Load => "load",
-            PatternKind::Filecopy => "filecopy",
-        }
-    }
-}
-
-#[derive(
-    Debug,
-    Default,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Deserialize,
-    Serialize,
-    JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum ProtocolKind {
-    #[default]
-    Tcp,
-    Udp,
-}
-
-impl ProtocolKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProtocolKind::Tcp => "tcp",
-            ProtocolKind::Udp => "udp",
-        }
-    }
-}
+// The worker's types: what a workload asks for is what the records say was measured.
+pub use orchestrate_worker::record::{Pattern, Protocol};
 
 /// How the pairs of a point are placed on the topology.
 #[derive(

@@ -105,6 +105,16 @@ pub enum Role {
     Server,
 }
 
+impl Role {
+    /// The name records use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Client => "client",
+            Role::Server => "server",
+        }
+    }
+}
+
 /// One trial (or run) of one pattern at one message size between two endpoints.
 ///
 /// Throughput is payload bits per second in one direction, as each pattern defines it

@@ -11,8 +11,8 @@ use serde::Serialize;
 use toml::Spanned;
 
 use crate::spec::experiment::{
-    BondingSpec, ClusterKind, ClusterSpec, ExperimentSpec, PatternKind, PlacementKind,
-    ProtocolKind, ReportFormat, Statistic,
+    BondingSpec, ClusterKind, ClusterSpec, ExperimentSpec, Pattern, PlacementKind, Protocol,
+    ReportFormat, Statistic,
 };
 use crate::spec::topology::BondMode;
 use crate::spec::{HostSpec, Name, NodeName, Rate, SourceFile, SpecError, SpecErrors, best_match};
@@ -42,8 +42,8 @@ pub enum Cluster {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Workload {
-    pub pattern: PatternKind,
-    pub protocol: ProtocolKind,
+    pub pattern: Pattern,
+    pub protocol: Protocol,
     pub sizes: Vec<u64>,
     pub pairs: Vec<u32>,
     pub placements: Vec<PlacementKind>,

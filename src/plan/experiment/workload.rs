@@ -5,7 +5,7 @@
 use toml::Spanned;
 
 use crate::spec::experiment::{
-    PatternKind, PlacementKind, ProtocolKind, SizeRange, Sizes, SpannedPair, WorkloadSpec,
+    Pattern, PlacementKind, Protocol, SizeRange, Sizes, SpannedPair, WorkloadSpec,
 };
 use crate::spec::{NodeName, best_match};
 use crate::topology::Topology;
@@ -208,7 +208,7 @@ fn amount(w: &WorkloadSpec, errors: &mut ErrorList) -> Amount {
 /// rate, and UDP goes only with the patterns that run over it.
 fn check_pattern_options(w: &WorkloadSpec, errors: &mut ErrorList) {
     if let Some(d) = &w.depth
-        && w.pattern != PatternKind::Pipeline
+        && w.pattern != Pattern::Pipeline
     {
         errors.push(
             d.span(),
@@ -219,7 +219,7 @@ fn check_pattern_options(w: &WorkloadSpec, errors: &mut ErrorList) {
         );
     }
     if let Some(r) = &w.rate
-        && w.pattern != PatternKind::Load
+        && w.pattern != Pattern::Load
     {
         errors.push(
             r.span(),
@@ -229,16 +229,16 @@ fn check_pattern_options(w: &WorkloadSpec, errors: &mut ErrorList) {
             ),
         );
     }
-    if w.pattern == PatternKind::Load && w.rate.is_none() {
+    if w.pattern == Pattern::Load && w.rate.is_none() {
         errors.push(
             w.sizes.span(),
             "pattern \"load\" needs an offered `rate`, e.g. rate = \"5mbit\"",
         );
     }
-    if w.protocol == ProtocolKind::Udp
+    if w.protocol == Protocol::Udp
         && !matches!(
             w.pattern,
-            PatternKind::Pingpong | PatternKind::Stream | PatternKind::Load
+            Pattern::Pingpong | Pattern::Stream | Pattern::Load
         )
     {
         errors.push(

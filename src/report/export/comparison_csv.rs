@@ -9,7 +9,6 @@ use crate::report::document::Report;
 use crate::report::error::ReportError;
 use crate::report::format::{csv_f64, csv_field};
 use crate::report::media::MediaReport;
-use crate::results::schema::{pattern_str, protocol_str};
 
 pub struct ComparisonCsv;
 
@@ -49,8 +48,8 @@ impl Exporter for ComparisonCsv {
                 let _ = write!(
                     s,
                     "{},{},{},{}",
-                    pattern_str(t.measure.pattern),
-                    protocol_str(t.measure.protocol),
+                    t.measure.pattern.as_str(),
+                    t.measure.protocol.as_str(),
                     row.pairs,
                     row.size_bytes
                 );

@@ -13,7 +13,6 @@ use crate::report::format::{human, md_cell, percent, ratio, size, unix_ns};
 use crate::report::media::{ConfigMedia, LatenessSource, MediaReport};
 use crate::report::predicted::TOLERANCE;
 use crate::results::Statistic;
-use crate::results::schema::{pattern_str, protocol_str};
 
 pub struct Markdown;
 
@@ -214,8 +213,8 @@ fn comparison(s: &mut String, t: &ComparisonTable, stat: Statistic) {
         s,
         "## Aggregate throughput: {} {}\n\n{} aggregate throughput in Mbit/s [95% CI of the median]; \
          ratio to the baseline beside each configuration.\n",
-        pattern_str(t.measure.pattern),
-        protocol_str(t.measure.protocol).to_uppercase(),
+        t.measure.pattern.as_str(),
+        t.measure.protocol.as_str().to_uppercase(),
         capitalised(stat.as_str())
     );
     let has_ratio: Vec<bool> = (0..t.configs.len())
@@ -484,7 +483,7 @@ fn lateness_flagged(s: &mut String, c: &ConfigMedia) {
             human(worst.limit_us),
             worst.point,
             worst.rep,
-            crate::results::schema::pattern_str(worst.pattern),
+            worst.pattern.as_str(),
             worst.pairs,
             size(worst.size_bytes),
             md_cell(&worst.segment),
@@ -653,8 +652,8 @@ fn latency(s: &mut String, report: &Report) {
         let _ = writeln!(
             s,
             "## One-way latency: {} {} at {pairs} {}\n\nPercentiles over all successful trials, µs.\n",
-            pattern_str(t.measure.pattern),
-            protocol_str(t.measure.protocol).to_uppercase(),
+            t.measure.pattern.as_str(),
+            t.measure.protocol.as_str().to_uppercase(),
             if pairs == 1 { "pair" } else { "pairs" }
         );
         table(

@@ -8,7 +8,6 @@ use crate::report::document::Report;
 use crate::report::error::ReportError;
 use crate::report::format::{csv_f64, csv_field};
 use crate::report::media::MediaReport;
-use crate::results::schema::{pattern_str, protocol_str};
 
 pub struct MediaCsv;
 
@@ -31,8 +30,8 @@ impl Exporter for MediaCsv {
             let _ = writeln!(
                 s,
                 "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                pattern_str(k.pattern),
-                protocol_str(k.protocol),
+                k.pattern.as_str(),
+                k.protocol.as_str(),
                 csv_field(&k.topology),
                 csv_field(&k.bonding),
                 k.placement.as_str(),

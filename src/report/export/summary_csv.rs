@@ -7,7 +7,6 @@ use crate::report::document::Report;
 use crate::report::error::ReportError;
 use crate::report::format::{csv_f64, csv_field};
 use crate::report::media::MediaReport;
-use crate::results::schema::{pattern_str, protocol_str};
 
 pub struct SummaryCsv;
 
@@ -39,8 +38,8 @@ impl Exporter for SummaryCsv {
             let _ = writeln!(
                 s,
                 "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-                pattern_str(k.measure.pattern),
-                protocol_str(k.measure.protocol),
+                k.measure.pattern.as_str(),
+                k.measure.protocol.as_str(),
                 csv_field(&k.config.topology),
                 csv_field(&k.config.bonding),
                 k.config.bond_driver.map(|d| d.as_str()).unwrap_or(""),

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use crate::config::MediumConfig;
-use crate::engine::{Engine, Output};
+use crate::engine::{DueFrame, Engine};
 use crate::stats::{LatenessHistogram, SegmentCounters, SegmentReport};
 use crate::time::Nanos;
 
@@ -266,7 +266,7 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
 
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; ports.len() + 2];
     let mut buf = Vec::new();
-    let mut out: Vec<Output<Vec<u8>>> = Vec::new();
+    let mut out: Vec<DueFrame<Vec<u8>>> = Vec::new();
     let mut lateness = vec![LatenessHistogram::default(); segments];
     let mut last_publish = monotonic();
     let mut send_errors = 0u64;

@@ -8,8 +8,8 @@
 
 use std::fmt::Write;
 
-use super::model::{Wiring, switch_service};
 use super::names::{ClusterName, LABEL_CLUSTER, LABEL_NAME, LABEL_ROLE};
+use super::wiring::{Wiring, switch_service};
 
 /// The compose key of a segment's network.
 pub fn segment_network_key(segment: &str) -> String {
@@ -111,8 +111,8 @@ pub fn render(input: &ComposeInput<'_>) -> String {
             y,
             "    # {} segment at {} bit/s ({} members).",
             match s.medium {
-                super::model::Medium::Shared => "Shared",
-                super::model::Medium::Switched => "Switched",
+                super::wiring::Medium::Shared => "Shared",
+                super::wiring::Medium::Switched => "Switched",
             },
             s.rate_bps,
             w.members(id).len()
@@ -181,7 +181,7 @@ fn labels(y: &mut String, c: &ClusterName, role: &str, name: &str, indent: usize
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vcluster::model::tests::mesh;
+    use crate::vcluster::wiring::tests::mesh;
 
     fn rendered() -> String {
         let c = ClusterName::parse("sw").unwrap();

@@ -13,12 +13,12 @@ use super::image::{self, ImageOptions, NodeImage};
 use super::inventory::{Host, Inventory};
 use super::keys;
 use super::medium;
-use super::model::{SegmentId, Wiring, switch_service};
 use super::names::{ClusterName, LABEL_NAME, LABEL_ROLE, MGMT_IFNAME};
 use super::netns::{self, Ns, Wanted};
 use super::paths::ClusterDir;
 use super::ssh;
 use super::state::State;
+use super::wiring::{SegmentId, Wiring, switch_service};
 
 /// The user nodes are logged into (experiment scripts change interfaces, routes and qdiscs).
 pub const NODE_USER: &str = "root";
@@ -246,10 +246,10 @@ fn bring_up(
     }
     step("interfaces");
 
-    let plan = emulation::plan(c, wiring, &ports);
-    state.ifbs = plan.ifbs.clone();
+    let setup = emulation::setup(c, wiring, &ports);
+    state.ifbs = setup.ifbs.clone();
     state.save(&dir.state_file())?;
-    emulation::apply(&plan)?;
+    emulation::apply(&setup)?;
     if let Some(config) = medium::config(wiring, &ports, opts.medium_seed) {
         state.medium_pid = Some(medium::start(dir, &config)?);
         state.save(&dir.state_file())?;
@@ -283,7 +283,7 @@ fn bring_up(
     write(&dir.ssh_config(), &ssh_config(&inventory))?;
     wait_all_ready(&inventory)?;
     step("ssh");
-    Ok((plan.ifbs.len(), state.medium_pid))
+    Ok((setup.ifbs.len(), state.medium_pid))
 }
 
 /// `compose up`. docker-compose 1.29 has been seen to hang now and then on this engine right

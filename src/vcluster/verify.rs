@@ -34,11 +34,11 @@ use serde::Serialize;
 use super::error::{Error, Result};
 use super::inventory::Inventory;
 use super::meter::{Flow, Station, measure};
-use super::model::{Emulation, Medium, SegmentId, Wiring};
 use super::names::ClusterName;
 use super::paths::ClusterDir;
 use super::ssh;
 use super::state::State;
+use super::wiring::{Emulation, Medium, SegmentId, Wiring};
 
 /// TCP payload per frame over the bytes the frame takes on Ethernet (with timestamps on:
 /// MSS 1448; 1500 + 14 header + 24 FCS, preamble and gap).

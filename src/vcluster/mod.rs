@@ -27,7 +27,6 @@ mod down;
 mod emulation;
 mod error;
 mod image;
-mod inventory;
 mod kernel;
 mod keys;
 mod medium;
@@ -49,7 +48,6 @@ pub use error::{Error, Result};
 pub use image::{
     BaseSource, ImageOptions, NodeImage, ensure as ensure_image, locate_worker, offline_base_tag,
 };
-pub use inventory::{Host, Inventory};
 pub use meter::Flow;
 pub use names::{ClusterName, LABEL_CLUSTER, MGMT_IFNAME};
 pub use paths::ClusterDir;

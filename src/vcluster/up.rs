@@ -10,7 +10,6 @@ use super::docker::{ContainerInfo, Docker};
 use super::emulation;
 use super::error::{Error, Result};
 use super::image::{self, ImageOptions, NodeImage};
-use super::inventory::{Host, Inventory};
 use super::keys;
 use super::medium;
 use super::names::{ClusterName, LABEL_NAME, LABEL_ROLE, MGMT_IFNAME};
@@ -19,6 +18,8 @@ use super::paths::ClusterDir;
 use super::ssh;
 use super::state::State;
 use super::wiring::{SegmentId, Wiring, switch_service};
+use crate::remote::{Host, Inventory};
+use crate::spec::NodeName;
 
 /// The user nodes are logged into (experiment scripts change interfaces, routes and qdiscs).
 pub const NODE_USER: &str = "root";
@@ -257,29 +258,28 @@ fn bring_up(
     step("emulation");
 
     let mut known_hosts = String::new();
-    let mut inventory = Inventory {
-        nodes: BTreeMap::new(),
-    };
+    let mut inventory = Inventory::default();
     for n in &wiring.nodes {
         let addr = &mgmt_addr[&n.name];
         known_hosts.push_str(&keys::known_hosts_line(addr, 22, &host_keys[&n.name]));
         known_hosts.push('\n');
-        inventory.nodes.insert(
-            n.name.clone(),
+        let node: NodeName = n.name.parse().map_err(|e| Error::Wiring(format!("{e}")))?;
+        inventory.hosts.insert(
+            node.clone(),
             Host {
-                host: addr.clone(),
-                port: 22,
-                user: NODE_USER.into(),
-                identity_file: dir.identity(),
-                known_hosts: dir.known_hosts(),
+                node,
+                address: addr.clone(),
+                port: Some(22),
+                user: Some(NODE_USER.into()),
+                identity: Some(dir.identity()),
+                known_hosts: Some(dir.known_hosts()),
+                jump: None,
+                sudo: false,
             },
         );
     }
     write(&dir.known_hosts(), &known_hosts)?;
-    write(
-        &dir.inventory(),
-        &inventory.to_toml(c.as_str(), dir.root())?,
-    )?;
+    write(&dir.inventory(), &inventory_file(c, &inventory, dir.root()))?;
     write(&dir.ssh_config(), &ssh_config(&inventory))?;
     wait_all_ready(&inventory)?;
     step("ssh");
@@ -335,12 +335,23 @@ fn host_name(names: &BTreeMap<u32, String>, index: u32, owner: &str) -> Result<S
     })
 }
 
+/// The inventory in the controller's format, with a header saying what it is. Paths inside
+/// `dir` (the cluster's directory, where it is written) are relative to it.
+fn inventory_file(c: &ClusterName, inventory: &Inventory, dir: &Path) -> String {
+    format!(
+        "# Inventory of virtual cluster {:?}, written by `orchestrate cluster up`.\n\
+         # Paths are relative to this file. Host keys are pinned in known_hosts.\n\n{}",
+        c.as_str(),
+        inventory.to_toml(dir)
+    )
+}
+
 fn wait_all_ready(inv: &Inventory) -> Result<()> {
     let results: Vec<Result<()>> = std::thread::scope(|s| {
         let handles: Vec<_> = inv
-            .nodes
-            .iter()
-            .map(|(name, h)| s.spawn(move || ssh::wait_ready(h, name, Duration::from_secs(60))))
+            .hosts
+            .values()
+            .map(|h| s.spawn(move || ssh::wait_ready(h, Duration::from_secs(60))))
             .collect();
         handles
             .into_iter()
@@ -350,21 +361,29 @@ fn wait_all_ready(inv: &Inventory) -> Result<()> {
     results.into_iter().collect()
 }
 
+/// The inventory as an OpenSSH config, for `ssh -F`. (`up` gives every node all of these
+/// settings; one it did not give would be left to ssh's default.)
 fn ssh_config(inv: &Inventory) -> String {
     let mut s = String::from(
         "# OpenSSH config for this virtual cluster: `ssh -F ssh_config <node>`.\n\
          # Host keys are pinned; nothing is accepted blindly.\n",
     );
-    for (name, h) in &inv.nodes {
-        s.push_str(&format!(
-            "\nHost {name}\n  HostName {}\n  Port {}\n  User {}\n  IdentityFile {}\n  IdentitiesOnly yes\n  \
-             UserKnownHostsFile {}\n  StrictHostKeyChecking yes\n",
-            h.host,
-            h.port,
-            h.user,
-            h.identity_file.display(),
-            h.known_hosts.display()
-        ));
+    for (name, h) in &inv.hosts {
+        s.push_str(&format!("\nHost {name}\n  HostName {}\n", h.address));
+        if let Some(port) = h.port {
+            s.push_str(&format!("  Port {port}\n"));
+        }
+        if let Some(user) = &h.user {
+            s.push_str(&format!("  User {user}\n"));
+        }
+        if let Some(identity) = &h.identity {
+            s.push_str(&format!("  IdentityFile {}\n", identity.display()));
+        }
+        s.push_str("  IdentitiesOnly yes\n");
+        if let Some(known_hosts) = &h.known_hosts {
+            s.push_str(&format!("  UserKnownHostsFile {}\n", known_hosts.display()));
+        }
+        s.push_str("  StrictHostKeyChecking yes\n");
     }
     s
 }
@@ -394,4 +413,60 @@ fn mkdir(p: &Path) -> Result<()> {
 
 fn write(p: &Path, text: &str) -> Result<()> {
     std::fs::write(p, text).map_err(|e| Error::io("writing", p, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_nodes(dir: &Path) -> Inventory {
+        let host = |node: &str, address: &str| Host {
+            node: node.parse().unwrap(),
+            address: address.into(),
+            port: Some(22),
+            user: Some(NODE_USER.into()),
+            identity: Some(dir.join("id_ed25519")),
+            known_hosts: Some(dir.join("known_hosts")),
+            jump: None,
+            sudo: false,
+        };
+        let hosts = [host("n01", "172.20.0.2"), host("n02", "172.20.0.3")];
+        Inventory {
+            hosts: hosts.into_iter().map(|h| (h.node.clone(), h)).collect(),
+        }
+    }
+
+    #[test]
+    fn the_inventory_file_has_its_header_and_paths_relative_to_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let inv = two_nodes(dir.path());
+        let text = inventory_file(&ClusterName::parse("demo").unwrap(), &inv, dir.path());
+        assert_eq!(
+            text,
+            "# Inventory of virtual cluster \"demo\", written by `orchestrate cluster up`.\n\
+             # Paths are relative to this file. Host keys are pinned in known_hosts.\n\n\
+             [defaults]\nuser = \"root\"\nport = 22\nidentity = \"id_ed25519\"\n\
+             known_hosts = \"known_hosts\"\n\n\
+             [[host]]\nnodes = \"n01\"\naddress = \"172.20.0.2\"\n\n\
+             [[host]]\nnodes = \"n02\"\naddress = \"172.20.0.3\"\n"
+        );
+        // The controller reads it back as it was.
+        let p = dir.path().join("inventory.toml");
+        std::fs::write(&p, text).unwrap();
+        assert_eq!(Inventory::load(&p).unwrap(), inv);
+    }
+
+    #[test]
+    fn the_ssh_config_pins_every_setting() {
+        let inv = two_nodes(Path::new("/c"));
+        let config = ssh_config(&inv);
+        assert!(
+            config.ends_with(
+                "\nHost n02\n  HostName 172.20.0.3\n  Port 22\n  User root\n  \
+                 IdentityFile /c/id_ed25519\n  IdentitiesOnly yes\n  \
+                 UserKnownHostsFile /c/known_hosts\n  StrictHostKeyChecking yes\n"
+            ),
+            "{config}"
+        );
+    }
 }

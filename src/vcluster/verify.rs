@@ -32,13 +32,13 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::error::{Error, Result};
-use super::inventory::Inventory;
 use super::meter::{Flow, Station, measure};
 use super::names::ClusterName;
 use super::paths::ClusterDir;
 use super::ssh;
 use super::state::State;
 use super::wiring::{Emulation, Medium, SegmentId, Wiring};
+use crate::remote::{Host, Inventory};
 
 /// TCP payload per frame over the bytes the frame takes on Ethernet (with timestamps on:
 /// MSS 1448; 1500 + 14 header + 24 FCS, preamble and gap).
@@ -91,7 +91,7 @@ pub fn verify(name: &ClusterName, state_dir: &Path, opts: &VerifyOptions) -> Res
         ),
         what_to_do: "bring it up with `orchestrate cluster up` (and the same --state-dir)".into(),
     })?;
-    let inventory = Inventory::load(&dir.inventory())?;
+    let inventory = load_inventory(&dir.inventory())?;
     let w = &state.wiring;
     let mut checks = Vec::new();
     for id in w.segment_ids() {
@@ -122,6 +122,27 @@ pub fn verify(name: &ClusterName, state_dir: &Path, opts: &VerifyOptions) -> Res
     Ok(checks)
 }
 
+/// The inventory `up` wrote, read as the controller reads it.
+fn load_inventory(path: &Path) -> Result<Inventory> {
+    Inventory::load(path).map_err(|e| Error::File {
+        what: "reading the inventory".into(),
+        path: path.to_owned(),
+        detail: e
+            .errors
+            .iter()
+            .map(|e| e.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; "),
+    })
+}
+
+fn host_of<'a>(inv: &'a Inventory, node: &str) -> Result<&'a Host> {
+    inv.host(node).ok_or_else(|| Error::Host {
+        problem: format!("node {node} is not in the inventory"),
+        what_to_do: "bring the cluster up again".into(),
+    })
+}
+
 fn test_address(segment: SegmentId, k: usize) -> String {
     let i = segment.index();
     format!("198.{}.{}.{}", 18 + (i / 256) % 2, i % 256, k + 1)
@@ -140,13 +161,9 @@ fn verify_segment(
     let members = w.members(id);
     let mut stations = Vec::new();
     for (k, (node, port)) in members.iter().take(4).enumerate() {
-        let host = inv.nodes.get(&node.name).ok_or_else(|| Error::Host {
-            problem: format!("node {} is not in the inventory", node.name),
-            what_to_do: "bring the cluster up again".into(),
-        })?;
         stations.push(Station {
             node: &node.name,
-            host,
+            host: host_of(inv, &node.name)?,
             ifname: &port.interface,
             addr: test_address(id, k),
         });
@@ -264,14 +281,10 @@ fn verify_switch(
             .into_iter()
             .find(|(n, _)| !stations.iter().any(|s| s.node == n.name));
         if let Some((node, port)) = pick {
-            let host = inv.nodes.get(&node.name).ok_or_else(|| Error::Host {
-                problem: format!("node {} is not in the inventory", node.name),
-                what_to_do: "bring the cluster up again".into(),
-            })?;
             let n = stations.len();
             stations.push(Station {
                 node: &node.name,
-                host,
+                host: host_of(inv, &node.name)?,
                 ifname: &port.interface,
                 // One subnet for the whole switched network, from the top of the block.
                 addr: format!("198.19.{}.{}", 255 - (k % 50), n + 1),

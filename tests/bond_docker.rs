@@ -15,7 +15,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use orchestrate::vcluster::Inventory;
+use orchestrate::remote::Inventory;
 
 /// One cluster at a time, also under `cargo test`'s threads: the throughput figures must not
 /// share the machine's two cores with another cluster.
@@ -299,7 +299,7 @@ fn inject_bus_failure(inventory: &Path) -> (String, u64) {
         assert!(Instant::now() < deadline, "the cluster never came up");
         std::thread::sleep(Duration::from_millis(500));
     };
-    let n01 = &inv.nodes["n01"];
+    let n01 = inv.host("n01").unwrap();
     let slave = loop {
         assert!(Instant::now() < deadline, "the stream never got going");
         std::thread::sleep(Duration::from_millis(300));
@@ -331,7 +331,7 @@ fn inject_bus_failure(inventory: &Path) -> (String, u64) {
     };
     let set_all = |state: &str| {
         std::thread::scope(|sc| {
-            for h in inv.nodes.values() {
+            for h in inv.hosts.values() {
                 let cmd = format!("ip link set dev {slave} {state}");
                 sc.spawn(move || {
                     let out = support::ssh(h, &cmd);

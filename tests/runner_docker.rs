@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use orchestrate::vcluster::Inventory;
+use orchestrate::remote::Inventory;
 
 /// Both tests use the cluster named after their topology: one at a time, also under
 /// `cargo test`'s threads (nextest runs docker tests one by one anyway).
@@ -202,7 +202,7 @@ fn wait_for_points(s: &Setup, n: usize, limit: Duration) -> PathBuf {
 const NODE_STATE: &str = "ip -4 -o addr show | sed 's/ *valid_lft.*//'; ip -4 route show table all; tc qdisc show | grep -v '^qdisc noqueue'; sysctl -n net.ipv4.ip_forward; ip -o link show | sed 's/ link\\/.*//'; ls -A /run/orchestrate 2>/dev/null; pgrep -a orchestrate-wor || true";
 
 fn node_states(inv: &Inventory) -> Vec<(String, String)> {
-    inv.nodes
+    inv.hosts
         .iter()
         .map(|(n, h)| {
             let out = support::ssh(h, NODE_STATE);
@@ -211,14 +211,17 @@ fn node_states(inv: &Inventory) -> Vec<(String, String)> {
                 "{n}: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
-            (n.clone(), String::from_utf8_lossy(&out.stdout).into_owned())
+            (
+                n.to_string(),
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+            )
         })
         .collect()
 }
 
 fn node_ledgers_empty(inv: &Inventory, nodes: &[&str]) {
     for n in nodes {
-        let out = support::ssh(&inv.nodes[*n], "test ! -s /run/orchestrate/ledger");
+        let out = support::ssh(inv.host(n).unwrap(), "test ! -s /run/orchestrate/ledger");
         assert!(out.status.success(), "{n} still has a ledger");
     }
 }
@@ -238,7 +241,7 @@ fn docker_run_measures_every_point_and_leaves_nodes_as_found() {
     let inv = s.inventory();
     // State of its own on a node, which the run must leave exactly as it is.
     let out = support::ssh(
-        &inv.nodes["n01"],
+        inv.host("n01").unwrap(),
         "ip link set eth1 up && ip addr add 192.0.2.7/24 dev eth1 && ip route add 198.51.100.0/24 via 192.0.2.1 dev eth1 \
          && tc qdisc add dev eth2 root tbf rate 100mbit burst 32kb latency 50ms",
     );
@@ -264,11 +267,12 @@ fn docker_run_measures_every_point_and_leaves_nodes_as_found() {
     );
     let other_pub = std::fs::read_to_string(other.with_extension("pub")).unwrap();
     let other_key: Vec<&str> = other_pub.split_whitespace().take(2).collect();
-    let n02_host = &inv.nodes["n02"];
+    let n02_host = inv.host("n02").unwrap();
     let tampered: String = pinned
         .lines()
         .map(|l| {
-            if l.starts_with(&n02_host.host) || l.starts_with(&format!("[{}]", n02_host.host)) {
+            if l.starts_with(&n02_host.address) || l.starts_with(&format!("[{}]", n02_host.address))
+            {
                 format!(
                     "{} {}",
                     l.split_whitespace().next().unwrap(),

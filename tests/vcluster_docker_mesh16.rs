@@ -7,7 +7,7 @@ mod support;
 
 use std::time::Duration;
 
-use orchestrate::vcluster::Inventory;
+use orchestrate::remote::Inventory;
 
 #[test]
 fn docker_routed_mesh_sixteen_nodes_up_in_under_a_minute() {
@@ -35,9 +35,9 @@ fn docker_routed_mesh_sixteen_nodes_up_in_under_a_minute() {
         assert!(out.contains("16 nodes"), "{out}");
         let inv =
             Inventory::load(&state.join("clusters").join(name).join("inventory.toml")).unwrap();
-        assert_eq!(inv.nodes.len(), 16);
+        assert_eq!(inv.hosts.len(), 16);
         std::thread::scope(|s| {
-            for (node, host) in &inv.nodes {
+            for (node, host) in &inv.hosts {
                 s.spawn(move || {
                     let o = support::ssh(host, "hostname");
                     assert!(
@@ -45,7 +45,7 @@ fn docker_routed_mesh_sixteen_nodes_up_in_under_a_minute() {
                         "{node}: {}",
                         String::from_utf8_lossy(&o.stderr)
                     );
-                    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), node);
+                    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), node.as_str());
                 });
             }
         });

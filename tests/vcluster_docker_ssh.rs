@@ -6,7 +6,7 @@
 #[path = "vcluster_support.rs"]
 mod support;
 
-use orchestrate::vcluster::Inventory;
+use orchestrate::remote::Inventory;
 
 #[test]
 fn docker_four_node_cluster_over_ssh_runs_the_worker_and_traffic() {
@@ -29,10 +29,10 @@ fn docker_four_node_cluster_over_ssh_runs_the_worker_and_traffic() {
         let dir = state.join("clusters").join(name);
         let inv = Inventory::load(&dir.join("inventory.toml")).unwrap();
         assert_eq!(
-            inv.nodes.keys().collect::<Vec<_>>(),
+            inv.hosts.keys().map(|n| n.as_str()).collect::<Vec<_>>(),
             ["n1", "n2", "n3", "n4"]
         );
-        for (node, host) in &inv.nodes {
+        for (node, host) in &inv.hosts {
             let out = support::ssh(
                 host,
                 "hostname; ip -o -4 addr show; ip -o link show; sysctl -n net.ipv4.ip_forward",
@@ -61,7 +61,7 @@ fn docker_four_node_cluster_over_ssh_runs_the_worker_and_traffic() {
             assert!(text.trim_end().ends_with('0'), "forwarding is on: {text}");
         }
         // The worker is in the image and runs over SSH.
-        let n1 = &inv.nodes["n1"];
+        let n1 = inv.host("n1").unwrap();
         let out = support::ssh(n1, "orchestrate-worker --version || orchestrate-worker");
         assert!(
             String::from_utf8_lossy(&out.stdout).contains("orchestrate-worker"),
@@ -74,9 +74,9 @@ fn docker_four_node_cluster_over_ssh_runs_the_worker_and_traffic() {
             std::fs::read_to_string(dir.join("nodes/n2/ssh_host_ed25519_key.pub")).unwrap();
         let mut fields = other_key.split_whitespace();
         let (kind, key) = (fields.next().unwrap(), fields.next().unwrap());
-        std::fs::write(&wrong, format!("{} {kind} {key}\n", n1.host)).unwrap();
+        std::fs::write(&wrong, format!("{} {kind} {key}\n", n1.address)).unwrap();
         let mut impostor = n1.clone();
-        impostor.known_hosts = wrong;
+        impostor.known_hosts = Some(wrong);
         let out = support::ssh(&impostor, "true");
         assert!(!out.status.success(), "a wrong host key was accepted");
         // Traffic between two nodes over SSH, on the bus and across the switch.

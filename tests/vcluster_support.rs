@@ -115,7 +115,12 @@ pub fn write_four_nodes(dir: &Path) -> PathBuf {
 }
 
 /// Runs `remote` on a node with plain OpenSSH, exactly as the inventory says, host key checked.
-pub fn ssh(host: &orchestrate::vcluster::Host, remote: &str) -> Output {
+pub fn ssh(host: &orchestrate::remote::Host, remote: &str) -> Output {
+    let known_hosts = host
+        .known_hosts
+        .as_ref()
+        .expect("the inventory pins host keys");
+    let identity = host.identity.as_ref().expect("the inventory names a key");
     Command::new("ssh")
         .args([
             "-F",
@@ -126,7 +131,7 @@ pub fn ssh(host: &orchestrate::vcluster::Host, remote: &str) -> Output {
             "StrictHostKeyChecking=yes",
         ])
         .arg("-o")
-        .arg(format!("UserKnownHostsFile={}", host.known_hosts.display()))
+        .arg(format!("UserKnownHostsFile={}", known_hosts.display()))
         .args([
             "-o",
             "GlobalKnownHostsFile=/dev/null",
@@ -134,13 +139,13 @@ pub fn ssh(host: &orchestrate::vcluster::Host, remote: &str) -> Output {
             "ConnectTimeout=10",
             "-i",
         ])
-        .arg(&host.identity_file)
+        .arg(identity)
         .args([
             "-p",
-            &host.port.to_string(),
+            &host.port.expect("the inventory gives the port").to_string(),
             "-l",
-            &host.user,
-            &host.host,
+            host.user.as_deref().expect("the inventory gives the user"),
+            &host.address,
             "--",
             remote,
         ])

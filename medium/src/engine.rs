@@ -17,7 +17,7 @@ use crate::time::{Nanos, WireClock};
 
 /// A frame due at a port at `due`: write it to the port's interface then.
 #[derive(Debug, Clone)]
-pub struct Output<F> {
+pub struct DueFrame<F> {
     pub port: usize,
     pub frame: F,
     pub due: Nanos,
@@ -220,7 +220,7 @@ impl<F: Frame> Engine<F> {
     }
 
     /// Does everything due up to `now`, in time order; frames due at ports go to `out`.
-    pub fn advance(&mut self, now: Nanos, out: &mut Vec<Output<F>>) {
+    pub fn advance(&mut self, now: Nanos, out: &mut Vec<DueFrame<F>>) {
         let mut delivered = Vec::new();
         loop {
             let job = self.next_job();
@@ -252,7 +252,7 @@ impl<F: Frame> Engine<F> {
         }
     }
 
-    fn run_job(&mut self, job: Job<F>, out: &mut Vec<Output<F>>) {
+    fn run_job(&mut self, job: Job<F>, out: &mut Vec<DueFrame<F>>) {
         let place = self.ports[job.port];
         if let Some(n) = place.node {
             self.hosts[n].done();
@@ -261,7 +261,7 @@ impl<F: Frame> Engine<F> {
             Step::ToMac => {
                 self.segments[place.segment].enqueue(place.station, job.frame, job.at);
             }
-            Step::ToPort => out.push(Output {
+            Step::ToPort => out.push(DueFrame {
                 port: job.port,
                 frame: job.frame,
                 due: job.at,
@@ -269,7 +269,7 @@ impl<F: Frame> Engine<F> {
         }
     }
 
-    fn deliver(&mut self, segment: usize, d: Delivery<F>, out: &mut Vec<Output<F>>) {
+    fn deliver(&mut self, segment: usize, d: Delivery<F>, out: &mut Vec<DueFrame<F>>) {
         let port = self.stations[segment][d.station];
         if let Some(n) = self.ports[port].node {
             let host = &mut self.hosts[n];
@@ -282,7 +282,7 @@ impl<F: Frame> Engine<F> {
                 return;
             }
         }
-        out.push(Output {
+        out.push(DueFrame {
             port,
             frame: d.frame,
             due: d.at,

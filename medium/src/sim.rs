@@ -3,7 +3,7 @@
 //! published for real Ethernets, and against the real-time emulator at the same load.
 
 use crate::config::{MediumConfig, MediumKind, PortSpec, SegmentSpec};
-use crate::engine::{Engine, Output};
+use crate::engine::{DueFrame, Engine};
 use crate::frame::Synthetic;
 use crate::stats::SegmentCounters;
 use crate::time::{FCS_BYTES, Nanos};
@@ -86,7 +86,7 @@ pub fn saturate(s: &Saturation) -> SimResult {
         }
     }
     let mut per_station = vec![0u64; s.stations];
-    let mut out: Vec<Output<Synthetic>> = Vec::new();
+    let mut out: Vec<DueFrame<Synthetic>> = Vec::new();
     while let Some(t) = engine.next_deadline() {
         if t > s.duration {
             break;

@@ -46,38 +46,70 @@ pub struct Inventory {
     pub hosts: BTreeMap<NodeName, Host>,
 }
 
-#[derive(Debug, Default, Deserialize)]
+// The file's layout, read by `load` and written by `to_toml`.
+
+#[derive(Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct Defaults {
+    #[serde(skip_serializing_if = "Option::is_none")]
     user: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     port: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     identity: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     known_hosts: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     jump: Option<String>,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     sudo: bool,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct HostSpec {
     nodes: Spanned<String>,
     address: Spanned<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     user: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     port: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     identity: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     known_hosts: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     jump: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     sudo: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 struct InventorySpec {
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Defaults::is_empty")]
     defaults: Defaults,
     #[serde(default)]
     host: Vec<HostSpec>,
+}
+
+impl Defaults {
+    fn is_empty(&self) -> bool {
+        let Defaults {
+            user,
+            port,
+            identity,
+            known_hosts,
+            jump,
+            sudo,
+        } = self;
+        user.is_none()
+            && port.is_none()
+            && identity.is_none()
+            && known_hosts.is_none()
+            && jump.is_none()
+            && !sudo
+    }
 }
 
 impl Inventory {
@@ -206,46 +238,71 @@ impl Inventory {
             .collect()
     }
 
-    /// Writes the inventory in the file format [`Inventory::load`] reads, one `[[host]]` per
-    /// node, with paths as given (absolute paths stay absolute).
-    pub fn to_toml(&self) -> String {
-        #[derive(Serialize)]
-        struct Out<'a> {
-            host: Vec<OutHost<'a>>,
-        }
-        #[derive(Serialize)]
-        struct OutHost<'a> {
-            nodes: &'a str,
-            address: &'a str,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            port: Option<u16>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            user: Option<&'a str>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            identity: Option<&'a Path>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            known_hosts: Option<&'a Path>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            jump: Option<&'a str>,
-            sudo: bool,
-        }
-        let out = Out {
+    /// How to reach `node`, if the inventory lists it.
+    pub fn host(&self, node: &str) -> Option<&Host> {
+        let node: NodeName = node.parse().ok()?;
+        self.hosts.get(&node)
+    }
+
+    /// Writes the inventory in the file format [`Inventory::load`] reads: what every host has
+    /// in common under `[defaults]`, then one `[[host]]` per node with what is its own. `dir`
+    /// is where the file is to be written: paths inside it are written relative to it, so the
+    /// directory can move; other paths as given.
+    pub fn to_toml(&self, dir: &Path) -> String {
+        let relative = |p: Option<&PathBuf>| {
+            p.map(|p| {
+                p.strip_prefix(dir)
+                    .map(Path::to_owned)
+                    .unwrap_or_else(|_| p.clone())
+            })
+        };
+        let user = self.shared(|h| h.user.clone());
+        let port = self.shared(|h| h.port);
+        let identity = self.shared(|h| relative(h.identity.as_ref()));
+        let known_hosts = self.shared(|h| relative(h.known_hosts.as_ref()));
+        let jump = self.shared(|h| h.jump.clone());
+        let sudo = self.shared(|h| h.sudo);
+        let file = InventorySpec {
             host: self
                 .hosts
                 .values()
-                .map(|h| OutHost {
-                    nodes: h.node.as_str(),
-                    address: &h.address,
-                    port: h.port,
-                    user: h.user.as_deref(),
-                    identity: h.identity.as_deref(),
-                    known_hosts: h.known_hosts.as_deref(),
-                    jump: h.jump.as_deref(),
-                    sudo: h.sudo,
+                .map(|h| HostSpec {
+                    // Spans only matter when reading.
+                    nodes: Spanned::new(0..0, h.node.to_string()),
+                    address: Spanned::new(0..0, h.address.clone()),
+                    user: own(&user, h.user.clone()).flatten(),
+                    port: own(&port, h.port).flatten(),
+                    identity: own(&identity, relative(h.identity.as_ref())).flatten(),
+                    known_hosts: own(&known_hosts, relative(h.known_hosts.as_ref())).flatten(),
+                    jump: own(&jump, h.jump.clone()).flatten(),
+                    sudo: own(&sudo, h.sudo),
                 })
                 .collect(),
+            defaults: Defaults {
+                user: user.flatten(),
+                port: port.flatten(),
+                identity: identity.flatten(),
+                known_hosts: known_hosts.flatten(),
+                jump: jump.flatten(),
+                sudo: sudo.unwrap_or(false),
+            },
         };
-        toml::to_string(&out).expect("inventory serializes")
+        toml::to_string(&file).expect("inventory serializes")
+    }
+
+    /// The value `get` finds on every host, when they all have the same one.
+    fn shared<T: PartialEq>(&self, get: impl Fn(&Host) -> T) -> Option<T> {
+        let mut values = self.hosts.values().map(get);
+        let first = values.next()?;
+        values.all(|v| v == first).then_some(first)
+    }
+}
+
+/// A host's own value of a setting: written only when the hosts do not share one.
+fn own<T>(shared: &Option<T>, value: T) -> Option<T> {
+    match shared {
+        Some(_) => None,
+        None => Some(value),
     }
 }
 
@@ -290,7 +347,9 @@ mod tests {
             Some(dir.path().join("kh").as_path())
         );
         // What is written reads back the same.
-        let (_d2, p2) = write(&inv.to_toml());
+        let d2 = tempfile::tempdir().unwrap();
+        let p2 = d2.path().join("hosts.toml");
+        std::fs::write(&p2, inv.to_toml(d2.path())).unwrap();
         assert_eq!(Inventory::load(&p2).unwrap(), inv);
     }
 
@@ -300,6 +359,53 @@ mod tests {
         let e = Inventory::load(&path).unwrap_err();
         assert_eq!(e.errors[0].location.line, 3);
         assert!(e.errors[0].message.contains("3 node(s) but 2 address(es)"));
+    }
+
+    #[test]
+    fn shared_settings_are_written_once_and_paths_inside_the_directory_relative() {
+        let dir = tempfile::tempdir().unwrap();
+        let host = |node: &str, address: &str| Host {
+            node: node.parse().unwrap(),
+            address: address.into(),
+            port: Some(22),
+            user: Some("root".into()),
+            identity: Some(dir.path().join("id_ed25519")),
+            known_hosts: Some(dir.path().join("known_hosts")),
+            jump: None,
+            sudo: false,
+        };
+        let inv = Inventory {
+            hosts: [host("n01", "172.20.0.2"), host("n02", "172.20.0.3")]
+                .into_iter()
+                .map(|h| (h.node.clone(), h))
+                .collect(),
+        };
+        let text = inv.to_toml(dir.path());
+        assert_eq!(
+            text,
+            "[defaults]\nuser = \"root\"\nport = 22\nidentity = \"id_ed25519\"\n\
+             known_hosts = \"known_hosts\"\n\n[[host]]\nnodes = \"n01\"\naddress = \"172.20.0.2\"\n\n\
+             [[host]]\nnodes = \"n02\"\naddress = \"172.20.0.3\"\n"
+        );
+        let path = dir.path().join("inventory.toml");
+        std::fs::write(&path, text).unwrap();
+        assert_eq!(Inventory::load(&path).unwrap(), inv);
+    }
+
+    #[test]
+    fn settings_the_hosts_do_not_share_are_written_per_host() {
+        let (_dir, path) = write(
+            "[defaults]\nport = 2222\n\n[[host]]\nnodes = \"a\"\naddress = \"10.0.0.1\"\nuser = \"x\"\nsudo = true\n\n\
+             [[host]]\nnodes = \"b\"\naddress = \"10.0.0.2\"\njump = \"gw\"\n",
+        );
+        let inv = Inventory::load(&path).unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let text = inv.to_toml(elsewhere.path());
+        assert!(text.starts_with("[defaults]\nport = 2222\n\n"), "{text}");
+        assert!(text.contains("user = \"x\"\nsudo = true\n"), "{text}");
+        assert!(text.contains("jump = \"gw\"\nsudo = false\n"), "{text}");
+        let (_d2, p2) = write(&text);
+        assert_eq!(Inventory::load(&p2).unwrap(), inv);
     }
 
     #[test]

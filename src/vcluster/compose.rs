@@ -8,8 +8,8 @@
 
 use std::fmt::Write;
 
-use super::model::{Wiring, switch_service};
 use super::names::{ClusterName, LABEL_CLUSTER, LABEL_NAME, LABEL_ROLE};
+use super::wiring::{Medium, Node, SegmentId, Switch, Wiring, switch_service};
 
 /// The compose key of a segment's network.
 pub fn segment_network_key(segment: &str) -> String {
@@ -50,53 +50,11 @@ pub fn render(input: &ComposeInput<'_>) -> String {
     );
     y.push_str("services:\n");
     for node in &w.nodes {
-        let n = &node.name;
-        let _ = writeln!(y, "  {}:", q(n));
-        common_service(&mut y, c, input.image, n, "node", n, node.forwarding);
-        y.push_str("    volumes:\n");
-        let _ = writeln!(
-            y,
-            "      - {}\n      - {}\n      - {}",
-            q(&format!(
-                "./nodes/{n}/ssh_host_ed25519_key:/etc/ssh/ssh_host_ed25519_key:ro"
-            )),
-            q(&format!(
-                "./nodes/{n}/ssh_host_ed25519_key.pub:/etc/ssh/ssh_host_ed25519_key.pub:ro"
-            )),
-            q("./authorized_keys:/root/.ssh/authorized_keys:ro"),
-        );
-        y.push_str("    networks:\n");
-        let _ = writeln!(y, "      {}: {{}}  # renamed to mgmt0", q(MGMT_NETWORK_KEY));
-        for p in &node.ports {
-            let seg = &w.segment(p.segment).name;
-            let _ = writeln!(
-                y,
-                "      {}: {{}}  # becomes {} (no address)",
-                q(&segment_network_key(seg)),
-                p.interface
-            );
-        }
-        y.push_str("    command: [\"/usr/sbin/sshd\", \"-D\", \"-e\"]\n");
+        render_node(&mut y, input, node);
     }
     for sw in &w.switches {
-        let service = switch_service(&sw.name);
-        let _ = writeln!(y, "  {}:", q(&service));
-        let _ = writeln!(
-            y,
-            "    # A switch: orchestrate bridges its ports (port0, port1, ...) inside it."
-        );
-        common_service(&mut y, c, input.image, &service, "switch", &sw.name, false);
-        y.push_str("    networks:\n");
-        for (i, id) in sw.segments.iter().enumerate() {
-            let _ = writeln!(
-                y,
-                "      {}: {{}}  # port{i}",
-                q(&segment_network_key(&w.segment(*id).name))
-            );
-        }
-        y.push_str("    command: [\"sleep\", \"infinity\"]\n");
+        render_switch(&mut y, input, sw);
     }
-
     y.push_str("\nnetworks:\n");
     let _ = writeln!(y, "  {}:", q(MGMT_NETWORK_KEY));
     let _ = writeln!(y, "    # SSH from the host; no route out of the machine.");
@@ -104,50 +62,129 @@ pub fn render(input: &ComposeInput<'_>) -> String {
     y.push_str("    internal: true\n");
     labels(&mut y, c, "mgmt", MGMT_NETWORK_KEY, 4);
     for id in w.segment_ids() {
-        let s = w.segment(id);
-        let key = segment_network_key(&s.name);
-        let _ = writeln!(y, "  {}:", q(&key));
-        let _ = writeln!(
-            y,
-            "    # {} segment at {} bit/s ({} members).",
-            match s.medium {
-                super::model::Medium::Shared => "Shared",
-                super::model::Medium::Switched => "Switched",
-            },
-            s.rate_bps,
-            w.members(id).len()
-        );
-        let _ = writeln!(y, "    name: {}", q(&c.network_name(&key)));
-        y.push_str("    driver: bridge\n    driver_opts:\n");
-        // No host address on the bridge (the host takes no part in experiments) and no NAT.
-        // The network is not `internal`: with br_netfilter loaded, docker's internal-network
-        // rules would drop bridged frames whose addresses are outside docker's own subnet,
-        // and the controller numbers the experiment networks itself.
-        for (k, v) in [
-            ("com.docker.network.bridge.inhibit_ipv4", "true"),
-            ("com.docker.network.bridge.enable_ip_masquerade", "false"),
-            ("com.docker.network.bridge.enable_icc", "true"),
-            ("com.docker.network.driver.mtu", "1500"),
-        ] {
-            let _ = writeln!(y, "      {k}: {}", q(v));
-        }
-        labels(&mut y, c, "segment", &s.name, 4);
+        render_segment_network(&mut y, input, id);
     }
     y
 }
 
-fn common_service(
-    y: &mut String,
-    c: &ClusterName,
-    image: &str,
-    service: &str,
-    role: &str,
-    name: &str,
+/// A node: sshd with its pinned host key and the cluster's login key, on the management
+/// network and on each of its segments.
+fn render_node(y: &mut String, input: &ComposeInput<'_>, node: &Node) {
+    let n = &node.name;
+    let _ = writeln!(y, "  {}:", q(n));
+    common_service(
+        y,
+        input,
+        &Service {
+            service: n,
+            role: "node",
+            name: n,
+            forwarding: node.forwarding,
+        },
+    );
+    y.push_str("    volumes:\n");
+    let _ = writeln!(
+        y,
+        "      - {}\n      - {}\n      - {}",
+        q(&format!(
+            "./nodes/{n}/ssh_host_ed25519_key:/etc/ssh/ssh_host_ed25519_key:ro"
+        )),
+        q(&format!(
+            "./nodes/{n}/ssh_host_ed25519_key.pub:/etc/ssh/ssh_host_ed25519_key.pub:ro"
+        )),
+        q("./authorized_keys:/root/.ssh/authorized_keys:ro"),
+    );
+    y.push_str("    networks:\n");
+    let _ = writeln!(y, "      {}: {{}}  # renamed to mgmt0", q(MGMT_NETWORK_KEY));
+    for p in &node.ports {
+        let seg = &input.wiring.segment(p.segment).name;
+        let _ = writeln!(
+            y,
+            "      {}: {{}}  # becomes {} (no address)",
+            q(&segment_network_key(seg)),
+            p.interface
+        );
+    }
+    y.push_str("    command: [\"/usr/sbin/sshd\", \"-D\", \"-e\"]\n");
+}
+
+/// A switch: a container with one port on each segment it joins.
+fn render_switch(y: &mut String, input: &ComposeInput<'_>, sw: &Switch) {
+    let service = switch_service(&sw.name);
+    let _ = writeln!(y, "  {}:", q(&service));
+    let _ = writeln!(
+        y,
+        "    # A switch: orchestrate bridges its ports (port0, port1, ...) inside it."
+    );
+    common_service(
+        y,
+        input,
+        &Service {
+            service: &service,
+            role: "switch",
+            name: &sw.name,
+            forwarding: false,
+        },
+    );
+    y.push_str("    networks:\n");
+    for (i, id) in sw.segments.iter().enumerate() {
+        let _ = writeln!(
+            y,
+            "      {}: {{}}  # port{i}",
+            q(&segment_network_key(&input.wiring.segment(*id).name))
+        );
+    }
+    y.push_str("    command: [\"sleep\", \"infinity\"]\n");
+}
+
+/// A segment's docker network: a plain bridge the host neither addresses nor NATs.
+fn render_segment_network(y: &mut String, input: &ComposeInput<'_>, id: SegmentId) {
+    let (c, w) = (input.cluster, input.wiring);
+    let s = w.segment(id);
+    let key = segment_network_key(&s.name);
+    let _ = writeln!(y, "  {}:", q(&key));
+    let _ = writeln!(
+        y,
+        "    # {} segment at {} bit/s ({} members).",
+        match s.medium {
+            Medium::Shared => "Shared",
+            Medium::Switched => "Switched",
+        },
+        s.rate_bps,
+        w.members(id).len()
+    );
+    let _ = writeln!(y, "    name: {}", q(&c.network_name(&key)));
+    y.push_str("    driver: bridge\n    driver_opts:\n");
+    // No host address on the bridge (the host takes no part in experiments) and no NAT.
+    // The network is not `internal`: with br_netfilter loaded, docker's internal-network
+    // rules would drop bridged frames whose addresses are outside docker's own subnet,
+    // and the controller numbers the experiment networks itself.
+    for (k, v) in [
+        ("com.docker.network.bridge.inhibit_ipv4", "true"),
+        ("com.docker.network.bridge.enable_ip_masquerade", "false"),
+        ("com.docker.network.bridge.enable_icc", "true"),
+        ("com.docker.network.driver.mtu", "1500"),
+    ] {
+        let _ = writeln!(y, "      {k}: {}", q(v));
+    }
+    labels(y, c, "segment", &s.name, 4);
+}
+
+/// What sets one service's common part apart: its compose name, and its role and name in
+/// the labels.
+struct Service<'a> {
+    service: &'a str,
+    role: &'a str,
+    name: &'a str,
+    /// IP forwarding on (a node the topology routes through).
     forwarding: bool,
-) {
-    let _ = writeln!(y, "    image: {}", q(image));
-    let _ = writeln!(y, "    container_name: {}", q(&c.container_name(service)));
-    let _ = writeln!(y, "    hostname: {}", q(service));
+}
+
+fn common_service(y: &mut String, input: &ComposeInput<'_>, s: &Service<'_>) {
+    let c = input.cluster;
+    let _ = writeln!(y, "    image: {}", q(input.image));
+    let _ = writeln!(y, "    container_name: {}", q(&c.container_name(s.service)));
+    let _ = writeln!(y, "    hostname: {}", q(s.service));
     // docker's init reaps what SSH sessions and experiments leave behind.
     y.push_str("    init: true\n");
     y.push_str("    cap_add: [\"NET_ADMIN\", \"NET_RAW\"]\n");
@@ -157,13 +194,13 @@ fn common_service(
     // the topology's routes go through; IPv6 is off so its background chatter does not cross
     // the measured wires.
     for (k, v) in [
-        ("net.ipv4.ip_forward", if forwarding { "1" } else { "0" }),
+        ("net.ipv4.ip_forward", if s.forwarding { "1" } else { "0" }),
         ("net.ipv6.conf.all.disable_ipv6", "1"),
         ("net.ipv6.conf.default.disable_ipv6", "1"),
     ] {
         let _ = writeln!(y, "      {k}: {}", q(v));
     }
-    labels(y, c, role, name, 4);
+    labels(y, c, s.role, s.name, 4);
 }
 
 fn labels(y: &mut String, c: &ClusterName, role: &str, name: &str, indent: usize) {
@@ -181,7 +218,7 @@ fn labels(y: &mut String, c: &ClusterName, role: &str, name: &str, indent: usize
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vcluster::model::tests::mesh;
+    use crate::vcluster::wiring::tests::mesh;
 
     fn rendered() -> String {
         let c = ClusterName::parse("sw").unwrap();

@@ -26,9 +26,9 @@ use std::collections::BTreeMap;
 use super::cmd::Cmd;
 use super::error::Result;
 use super::kernel::KernelConfig;
-use super::model::{Emulation, Medium, SegmentId, Wiring};
 use super::names::ClusterName;
 use super::netns::{self, Ns};
+use super::wiring::{Emulation, Medium, SegmentId, Wiring};
 
 /// Bytes Ethernet spends per frame beyond the kernel's frame length.
 pub const WIRE_OVERHEAD_BYTES: u32 = 24;
@@ -37,7 +37,7 @@ const QUEUE_LATENCY: &str = "100ms";
 
 /// Host objects and commands for one cluster's emulation.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Plan {
+pub struct EmulationSetup {
     /// ifb devices to create (recorded in the state file before they are).
     pub ifbs: Vec<String>,
     /// `ip -batch` lines (host).
@@ -74,14 +74,14 @@ fn netem(delay: Option<std::time::Duration>, loss: Option<f64>) -> Option<String
     Some(s)
 }
 
-/// Plans the emulation. `ports` gives, per segment, the host-side veth of every container
+/// The emulation's host objects and commands. `ports` gives, per segment, the host-side veth of every container
 /// attached to it (nodes first, then switch ports, in a stable order).
-pub fn plan(
+pub fn setup(
     cluster: &ClusterName,
     wiring: &Wiring,
     ports: &BTreeMap<SegmentId, Vec<String>>,
-) -> Plan {
-    let mut p = Plan::default();
+) -> EmulationSetup {
+    let mut p = EmulationSetup::default();
     for id in wiring.segment_ids() {
         let seg = wiring.segment(id);
         if seg.emulation == Emulation::Frames {
@@ -93,7 +93,7 @@ pub fn plan(
         let imp = netem(seg.delay, seg.loss_percent);
         let empty = Vec::new();
         let seg_ports = ports.get(&id).unwrap_or(&empty);
-        let add_ifb = |p: &mut Plan, ifb: &str| {
+        let add_ifb = |p: &mut EmulationSetup, ifb: &str| {
             p.ifbs.push(ifb.to_owned());
             p.ip.push(format!("link add {ifb} type ifb"));
             p.ip.push(format!("link set dev {ifb} up"));
@@ -103,7 +103,7 @@ pub fn plan(
                 p.tc.push(format!("qdisc add dev {ifb} parent 1:1 handle 10: {n}"));
             }
         };
-        let redirect = |p: &mut Plan, port: &str, ifb: &str| {
+        let redirect = |p: &mut EmulationSetup, port: &str, ifb: &str| {
             p.tc.push(format!("qdisc add dev {port} handle ffff: ingress"));
             p.tc.push(format!(
                 "filter add dev {port} parent ffff: protocol all prio 1 u32 match u32 0 0 \
@@ -179,9 +179,9 @@ pub fn check_kernel(wiring: &Wiring) -> Result<()> {
     Ok(())
 }
 
-pub fn apply(plan: &Plan) -> Result<()> {
-    netns::ip_batch(Ns::Host, "creating the segments' ifb devices", &plan.ip)?;
-    let detach: Vec<String> = plan
+pub fn apply(setup: &EmulationSetup) -> Result<()> {
+    netns::ip_batch(Ns::Host, "creating the segments' ifb devices", &setup.ip)?;
+    let detach: Vec<String> = setup
         .detach
         .iter()
         .map(|port| format!("link set dev {port} nomaster"))
@@ -191,7 +191,7 @@ pub fn apply(plan: &Plan) -> Result<()> {
         "taking the emulated segments' ports off their bridges",
         &detach,
     )?;
-    for port in &plan.detach {
+    for port in &setup.detach {
         // The host must not speak on a port (IPv6 router solicitations and the like): every
         // frame on an emulated wire is a node's.
         let knob = format!("/proc/sys/net/ipv6/conf/{port}/disable_ipv6");
@@ -201,10 +201,10 @@ pub fn apply(plan: &Plan) -> Result<()> {
             })?;
         }
     }
-    if plan.tc.is_empty() {
+    if setup.tc.is_empty() {
         return Ok(());
     }
-    let mut script = plan.tc.join("\n");
+    let mut script = setup.tc.join("\n");
     script.push('\n');
     Cmd::new("tc", "shaping the segments")
         .args(["-batch", "-"])
@@ -249,7 +249,7 @@ pub fn remove_ifbs(names: &[String]) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vcluster::model::{Emulation, tests::mesh};
+    use crate::vcluster::wiring::{Emulation, tests::mesh};
 
     /// The token-bucket path: every segment `rate`.
     fn rate(mut w: Wiring) -> Wiring {
@@ -264,7 +264,7 @@ mod tests {
         let c = ClusterName::parse("f").unwrap();
         let w = mesh(true);
         let ports = ports_of(&w);
-        let p = plan(&c, &w, &ports);
+        let p = setup(&c, &w, &ports);
         assert!(p.ifbs.is_empty() && p.tc.is_empty() && p.ip.is_empty());
         assert_eq!(p.detach.len(), ports.values().map(Vec::len).sum::<usize>());
     }
@@ -289,7 +289,7 @@ mod tests {
     fn a_shared_bus_funnels_every_port_into_one_shaped_ifb() {
         let c = ClusterName::parse("m").unwrap();
         let w = rate(mesh(true));
-        let p = plan(&c, &w, &ports_of(&w));
+        let p = setup(&c, &w, &ports_of(&w));
         // One ifb per bus, 8 buses.
         assert_eq!(p.ifbs.len(), 8);
         let ifb0 = c.shared_ifb(0);
@@ -320,7 +320,7 @@ mod tests {
             .node("b", [("eth1", "sw")])
             .build()
             .unwrap();
-        let p = plan(&c, &w, &ports_of(&w));
+        let p = setup(&c, &w, &ports_of(&w));
         assert_eq!(p.ifbs, [c.port_ifb(0, 0), c.port_ifb(0, 1)]);
         assert!(p.tc.contains(&"qdisc add dev veth0x1 root handle 1: stab overhead 24 tbf rate 100000000bit burst 50000 latency 100ms".to_string()));
         assert!(
@@ -339,7 +339,7 @@ mod tests {
             .node("x", [("eth1", "a")])
             .build()
             .unwrap();
-        let p = plan(&c, &w, &ports_of(&w));
+        let p = setup(&c, &w, &ports_of(&w));
         assert!(p.tc.contains(&format!(
             "qdisc add dev {} parent 1:1 handle 10: netem delay 2000us loss 0.5%",
             c.shared_ifb(0)

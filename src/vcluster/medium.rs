@@ -20,8 +20,8 @@ use orchestrate_medium::config::{MediumConfig, MediumKind, NodeSpec, PortSpec, S
 use orchestrate_medium::realtime::control;
 
 use super::error::{Error, Result};
-use super::model::{Medium, SegmentId, Wiring};
 use super::paths::ClusterDir;
+use super::wiring::{Medium, SegmentId, Wiring};
 
 /// The emulator's configuration for `wiring`, given each segment's host-side ports (nodes in
 /// wiring order, then switches' ports, as `up` lists them). `None` when no segment is
@@ -294,7 +294,7 @@ fn reap(pid: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vcluster::model::{Emulation, HostCosts};
+    use crate::vcluster::wiring::{Emulation, HostCosts};
 
     #[test]
     fn only_frame_emulated_segments_and_their_ports_go_to_the_emulator() {

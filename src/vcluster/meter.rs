@@ -10,8 +10,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::error::{Error, Result};
-use super::inventory::Host;
 use super::ssh;
+use crate::remote::Host;
 
 /// One measured flow.
 #[derive(Debug, Clone, Serialize)]

@@ -27,12 +27,10 @@ mod down;
 mod emulation;
 mod error;
 mod image;
-mod inventory;
 mod kernel;
 mod keys;
 mod medium;
 mod meter;
-mod model;
 mod names;
 mod netns;
 pub mod paths;
@@ -42,6 +40,7 @@ mod state;
 mod status;
 mod up;
 mod verify;
+mod wiring;
 
 pub use docker::{Compose, Docker};
 pub use down::{DownReport, down};
@@ -50,11 +49,7 @@ pub use error::{Error, Result};
 pub use image::{
     BaseSource, ImageOptions, NodeImage, ensure as ensure_image, locate_worker, offline_base_tag,
 };
-pub use inventory::{Host, Inventory};
 pub use meter::Flow;
-pub use model::{
-    Emulation, HostCosts, Medium, Node, Port, Segment, SegmentId, Switch, Wiring, WiringBuilder,
-};
 pub use names::{ClusterName, LABEL_CLUSTER, MGMT_IFNAME};
 pub use paths::ClusterDir;
 pub use source::VirtualClusters;
@@ -62,6 +57,9 @@ pub use ssh::command as ssh_command;
 pub use status::{MemberStatus, Status, list_clusters, status};
 pub use up::{NODE_USER, UpOptions, UpReport, up};
 pub use verify::{Check, TCP_GOODPUT_RATIO, VerifyOptions, table as verify_table, verify};
+pub use wiring::{
+    Emulation, HostCosts, Medium, Node, Port, Segment, SegmentId, Switch, Wiring, WiringBuilder,
+};
 
 /// Seeds the medium emulator's backoff draws (the study's year): the same seed, the same
 /// sequence of draws for the same sequence of contentions.

@@ -5,43 +5,91 @@ use std::time::{Duration, Instant};
 
 use super::cmd::Cmd;
 use super::error::Result;
-use super::inventory::Host;
+use crate::remote::Host;
 
 /// An `ssh` invocation of `remote` (one shell command line) on `host`. The user's own ssh
-/// config is not read (`-F /dev/null`): the inventory says everything.
+/// config is not read (`-F /dev/null`): the inventory says everything (a cluster's inventory
+/// gives every node its user, port, key and known_hosts).
 pub fn command(host: &Host, what: &str, remote: &str) -> Cmd {
-    Cmd::new("ssh", what)
-        .args(["-F", "/dev/null", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"])
-        .arg("-o")
-        .arg(format!("UserKnownHostsFile={}", host.known_hosts.display()))
-        .args([
-            "-o",
-            "GlobalKnownHostsFile=/dev/null",
-            "-o",
-            "IdentitiesOnly=yes",
-            "-o",
-            "ConnectTimeout=5",
-            "-o",
-            "LogLevel=ERROR",
-            "-i",
-        ])
-        .arg(host.identity_file.display().to_string())
-        .args(["-p", &host.port.to_string(), "-l", &host.user, &host.host, "--", remote])
-        .hint("is the cluster up (`orchestrate cluster status`)? ssh -v with the same options tells more")
+    let mut cmd = Cmd::new("ssh", what).args([
+        "-F",
+        "/dev/null",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "StrictHostKeyChecking=yes",
+    ]);
+    if let Some(known_hosts) = &host.known_hosts {
+        cmd = cmd
+            .arg("-o")
+            .arg(format!("UserKnownHostsFile={}", known_hosts.display()));
+    }
+    cmd = cmd.args([
+        "-o",
+        "GlobalKnownHostsFile=/dev/null",
+        "-o",
+        "IdentitiesOnly=yes",
+        "-o",
+        "ConnectTimeout=5",
+        "-o",
+        "LogLevel=ERROR",
+    ]);
+    if let Some(identity) = &host.identity {
+        cmd = cmd.arg("-i").arg(identity.display().to_string());
+    }
+    if let Some(port) = host.port {
+        cmd = cmd.args(["-p", &port.to_string()]);
+    }
+    if let Some(user) = &host.user {
+        cmd = cmd.args(["-l", user]);
+    }
+    cmd.args([host.address.as_str(), "--", remote]).hint(
+        "is the cluster up (`orchestrate cluster status`)? ssh -v with the same options tells more",
+    )
 }
 
 /// Waits until `true` runs on the node over SSH (sshd starts with the container, a moment
 /// after it).
-pub fn wait_ready(host: &Host, name: &str, limit: Duration) -> Result<()> {
+pub fn wait_ready(host: &Host, limit: Duration) -> Result<()> {
     let start = Instant::now();
     loop {
-        let attempt = command(host, &format!("reaching node {name} over SSH"), "true")
-            .timeout(Duration::from_secs(15))
-            .run();
+        let attempt = command(
+            host,
+            &format!("reaching node {} over SSH", host.node),
+            "true",
+        )
+        .timeout(Duration::from_secs(15))
+        .run();
         match attempt {
             Ok(_) => return Ok(()),
             Err(e) if start.elapsed() > limit => return Err(e),
             Err(_) => std::thread::sleep(Duration::from_millis(250)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_setting_of_the_inventory_reaches_ssh() {
+        let host = Host {
+            node: "n01".parse().unwrap(),
+            address: "172.20.0.2".into(),
+            port: Some(22),
+            user: Some("root".into()),
+            identity: Some("/c/id_ed25519".into()),
+            known_hosts: Some("/c/known_hosts".into()),
+            jump: None,
+            sudo: false,
+        };
+        assert_eq!(
+            command(&host, "testing", "true").display(),
+            "ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=yes \
+             -o UserKnownHostsFile=/c/known_hosts -o GlobalKnownHostsFile=/dev/null \
+             -o IdentitiesOnly=yes -o ConnectTimeout=5 -o LogLevel=ERROR -i /c/id_ed25519 \
+             -p 22 -l root 172.20.0.2 -- true"
+        );
     }
 }

@@ -33,7 +33,7 @@ pub struct Status {
     pub networks: usize,
     pub ifbs: Vec<String>,
     /// The wires the cluster was built with, if its state file is readable.
-    pub wiring: Option<super::model::Wiring>,
+    pub wiring: Option<super::wiring::Wiring>,
     /// The medium emulator, when the cluster has one.
     pub medium: Option<MediumStatus>,
 }

@@ -10,15 +10,16 @@ use super::docker::{ContainerInfo, Docker};
 use super::emulation;
 use super::error::{Error, Result};
 use super::image::{self, ImageOptions, NodeImage};
-use super::inventory::{Host, Inventory};
 use super::keys;
 use super::medium;
-use super::model::{SegmentId, Wiring, switch_service};
 use super::names::{ClusterName, LABEL_NAME, LABEL_ROLE, MGMT_IFNAME};
 use super::netns::{self, Ns, Wanted};
 use super::paths::ClusterDir;
 use super::ssh;
 use super::state::State;
+use super::wiring::{Node, SegmentId, Switch, Wiring, switch_service};
+use crate::remote::{Host, Inventory};
+use crate::spec::NodeName;
 
 /// The user nodes are logged into (experiment scripts change interfaces, routes and qdiscs).
 pub const NODE_USER: &str = "root";
@@ -107,6 +108,8 @@ pub fn up(wiring: &Wiring, opts: &UpOptions) -> Result<UpReport> {
     }
 }
 
+/// Everything after the image, in order; `step` is told as each named step ends. Returns how
+/// many ifb devices it made and the medium emulator's pid.
 fn bring_up(
     docker: &Docker,
     wiring: &Wiring,
@@ -116,32 +119,8 @@ fn bring_up(
     step: &mut dyn FnMut(&'static str),
 ) -> Result<(usize, Option<u32>)> {
     let c = &opts.name;
-    for n in &wiring.nodes {
-        mkdir(&dir.node_dir(&n.name))?;
-    }
-    // The state file first: from here on, `down` knows the cluster even if `up` dies.
-    let mut state = State {
-        cluster: c.to_string(),
-        project: c.project(),
-        image: image.tag.clone(),
-        source: opts.source.clone(),
-        created_unix_s: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-        ifbs: Vec::new(),
-        medium_pid: None,
-        wiring: wiring.clone(),
-    };
-    state.save(&dir.state_file())?;
-
-    let user_key = keys::generate(&dir.identity(), &format!("orchestrate cluster {c}"))?;
-    write(&dir.authorized_keys(), &format!("{user_key}\n"))?;
-    let mut host_keys = BTreeMap::new();
-    for n in &wiring.nodes {
-        let k = keys::generate(&dir.host_key(&n.name), &format!("root@{}", n.name))?;
-        host_keys.insert(n.name.clone(), k);
-    }
+    let mut state = record_state(wiring, opts, dir, image)?;
+    let host_keys = generate_keys(c, wiring, dir)?;
     step("keys");
 
     let compose_file = dir.compose_file();
@@ -157,16 +136,85 @@ fn bring_up(
     start_containers(docker, c, &compose_file)?;
     step("containers");
 
-    let containers = docker.inspect_containers(&docker.cluster_containers(c)?)?;
-    let host_ifnames: BTreeMap<u32, String> = netns::links(Ns::Host)?
-        .into_iter()
-        .map(|l| (l.ifindex, l.ifname))
-        .collect();
-    let mut ports: BTreeMap<SegmentId, Vec<String>> = BTreeMap::new();
-    let mut switch_ports: BTreeMap<SegmentId, Vec<String>> = BTreeMap::new();
-    let mut mgmt_addr = BTreeMap::new();
-    let by_name = |role: &str, name: &str| -> Result<&ContainerInfo> {
-        containers
+    let wires = name_interfaces(docker, c, wiring)?;
+    step("interfaces");
+
+    let ifbs = emulate_wires(wiring, opts, dir, &wires.ports, &mut state)?;
+    step("emulation");
+
+    let inventory = write_access_files(c, wiring, dir, &wires.mgmt_addr, &host_keys)?;
+    wait_all_ready(&inventory)?;
+    step("ssh");
+    Ok((ifbs, state.medium_pid))
+}
+
+/// Makes the nodes' directories and writes the state file, first: from here on, `down`
+/// knows the cluster even if `up` dies.
+fn record_state(
+    wiring: &Wiring,
+    opts: &UpOptions,
+    dir: &ClusterDir,
+    image: &NodeImage,
+) -> Result<State> {
+    let c = &opts.name;
+    for n in &wiring.nodes {
+        mkdir(&dir.node_dir(&n.name))?;
+    }
+    let state = State {
+        cluster: c.to_string(),
+        project: c.project(),
+        image: image.tag.clone(),
+        source: opts.source.clone(),
+        created_unix_s: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        ifbs: Vec::new(),
+        medium_pid: None,
+        wiring: wiring.clone(),
+    };
+    state.save(&dir.state_file())?;
+    Ok(state)
+}
+
+/// The cluster's login key (authorized on every node) and one host key per node; returns
+/// each node's public host key, for known_hosts.
+fn generate_keys(
+    c: &ClusterName,
+    wiring: &Wiring,
+    dir: &ClusterDir,
+) -> Result<BTreeMap<String, String>> {
+    let user_key = keys::generate(&dir.identity(), &format!("orchestrate cluster {c}"))?;
+    write(&dir.authorized_keys(), &format!("{user_key}\n"))?;
+    let mut host_keys = BTreeMap::new();
+    for n in &wiring.nodes {
+        let k = keys::generate(&dir.host_key(&n.name), &format!("root@{}", n.name))?;
+        host_keys.insert(n.name.clone(), k);
+    }
+    Ok(host_keys)
+}
+
+/// What the wires are attached to once the interfaces have the topology's names.
+#[derive(Default)]
+struct Wires {
+    /// Per segment, the host-side veth of every container on it: nodes first, then switch
+    /// ports.
+    ports: BTreeMap<SegmentId, Vec<String>>,
+    /// Each node's address on the management network.
+    mgmt_addr: BTreeMap<String, String>,
+}
+
+/// The running containers as docker reports them and the host's interfaces by index: what
+/// naming the interfaces works from.
+struct Attached<'a> {
+    cluster: &'a ClusterName,
+    containers: Vec<ContainerInfo>,
+    host_ifnames: BTreeMap<u32, String>,
+}
+
+impl Attached<'_> {
+    fn container(&self, role: &str, name: &str) -> Result<&ContainerInfo> {
+        self.containers
             .iter()
             .find(|ci| ci.label(LABEL_ROLE) == Some(role) && ci.label(LABEL_NAME) == Some(name))
             .ok_or_else(|| Error::Unexpected {
@@ -174,9 +222,11 @@ fn bring_up(
                 command: "docker container inspect".into(),
                 detail: "compose did not create it".into(),
             })
-    };
-    let endpoint = |ci: &ContainerInfo, key: &str| -> Result<(String, String)> {
-        let net = c.network_name(key);
+    }
+
+    /// The MAC and IP address of `ci`'s endpoint on the network `key`.
+    fn endpoint(&self, ci: &ContainerInfo, key: &str) -> Result<(String, String)> {
+        let net = self.cluster.network_name(key);
         ci.network_settings
             .networks
             .get(&net)
@@ -186,104 +236,172 @@ fn bring_up(
                 command: "docker container inspect".into(),
                 detail: "the container is not attached to the network".into(),
             })
-    };
-    for n in &wiring.nodes {
-        let ci = by_name("node", &n.name)?;
-        let (mac, ip) = endpoint(ci, MGMT_NETWORK_KEY)?;
-        mgmt_addr.insert(n.name.clone(), ip);
-        let mut wanted = vec![Wanted {
-            mac,
-            name: MGMT_IFNAME.into(),
-            flush: false,
-            bridge: None,
-        }];
-        for p in &n.ports {
-            let (mac, _) = endpoint(ci, &segment_network_key(&wiring.segment(p.segment).name))?;
-            wanted.push(Wanted {
-                mac,
-                name: p.interface.clone(),
-                flush: true,
-                bridge: None,
-            });
-        }
-        let peers = rename(ci, &wanted, &format!("naming node {}'s interfaces", n.name))?;
-        let ifnames: Vec<&str> = n.ports.iter().map(|p| p.interface.as_str()).collect();
-        netns::offloads_off(
-            ci.state.pid,
-            &ifnames,
-            &format!("turning segmentation offloads off on node {}", n.name),
-        )?;
-        for (p, peer) in n.ports.iter().zip(&peers[1..]) {
-            ports
-                .entry(p.segment)
-                .or_default()
-                .push(host_name(&host_ifnames, *peer, &n.name)?);
-        }
     }
+
+    /// The host side's name of the veth whose peer is interface `index` of `owner`.
+    fn host_name(&self, index: u32, owner: &str) -> Result<String> {
+        self.host_ifnames
+            .get(&index)
+            .cloned()
+            .ok_or_else(|| Error::Unexpected {
+                what: format!("finding the host side of {owner}'s interface"),
+                command: "ip -j link show".into(),
+                detail: format!("no host interface has index {index}"),
+            })
+    }
+}
+
+/// Gives every node's and switch's interfaces the topology's names, and finds the host side
+/// of each.
+fn name_interfaces(docker: &Docker, c: &ClusterName, wiring: &Wiring) -> Result<Wires> {
+    let attached = Attached {
+        cluster: c,
+        containers: docker.inspect_containers(&docker.cluster_containers(c)?)?,
+        host_ifnames: netns::links(Ns::Host)?
+            .into_iter()
+            .map(|l| (l.ifindex, l.ifname))
+            .collect(),
+    };
+    let mut wires = Wires::default();
+    for n in &wiring.nodes {
+        name_node_interfaces(&attached, wiring, n, &mut wires)?;
+    }
+    let mut switch_ports: BTreeMap<SegmentId, Vec<String>> = BTreeMap::new();
     for sw in &wiring.switches {
-        let ci = by_name("switch", &sw.name)?;
-        let mut wanted = Vec::new();
-        for (i, id) in sw.segments.iter().enumerate() {
-            let (mac, _) = endpoint(ci, &segment_network_key(&wiring.segment(*id).name))?;
-            wanted.push(Wanted {
-                mac,
-                name: format!("port{i}"),
-                flush: true,
-                bridge: Some("br0".into()),
-            });
-        }
-        let peers = rename(ci, &wanted, &format!("building switch {}", sw.name))?;
-        for (id, peer) in sw.segments.iter().zip(&peers) {
-            switch_ports.entry(*id).or_default().push(host_name(
-                &host_ifnames,
-                *peer,
-                &switch_service(&sw.name),
-            )?);
+        for (id, port) in name_switch_ports(&attached, wiring, sw)? {
+            switch_ports.entry(id).or_default().push(port);
         }
     }
     for (id, sp) in switch_ports {
-        ports.entry(id).or_default().extend(sp);
+        wires.ports.entry(id).or_default().extend(sp);
     }
-    step("interfaces");
+    Ok(wires)
+}
 
-    let plan = emulation::plan(c, wiring, &ports);
-    state.ifbs = plan.ifbs.clone();
+/// `mgmt0` and the node's experiment interfaces, with segmentation offloads off on the latter.
+fn name_node_interfaces(
+    attached: &Attached,
+    wiring: &Wiring,
+    n: &Node,
+    wires: &mut Wires,
+) -> Result<()> {
+    let ci = attached.container("node", &n.name)?;
+    let (mac, ip) = attached.endpoint(ci, MGMT_NETWORK_KEY)?;
+    wires.mgmt_addr.insert(n.name.clone(), ip);
+    let mut wanted = vec![Wanted {
+        mac,
+        name: MGMT_IFNAME.into(),
+        flush: false,
+        bridge: None,
+    }];
+    for p in &n.ports {
+        let (mac, _) =
+            attached.endpoint(ci, &segment_network_key(&wiring.segment(p.segment).name))?;
+        wanted.push(Wanted {
+            mac,
+            name: p.interface.clone(),
+            flush: true,
+            bridge: None,
+        });
+    }
+    let peers = rename(ci, &wanted, &format!("naming node {}'s interfaces", n.name))?;
+    let ifnames: Vec<&str> = n.ports.iter().map(|p| p.interface.as_str()).collect();
+    netns::offloads_off(
+        ci.state.pid,
+        &ifnames,
+        &format!("turning segmentation offloads off on node {}", n.name),
+    )?;
+    for (p, peer) in n.ports.iter().zip(&peers[1..]) {
+        wires
+            .ports
+            .entry(p.segment)
+            .or_default()
+            .push(attached.host_name(*peer, &n.name)?);
+    }
+    Ok(())
+}
+
+/// A switch's `port0`, `port1`, ... on its bridge; returns the host side of each, by segment.
+fn name_switch_ports(
+    attached: &Attached,
+    wiring: &Wiring,
+    sw: &Switch,
+) -> Result<Vec<(SegmentId, String)>> {
+    let ci = attached.container("switch", &sw.name)?;
+    let mut wanted = Vec::new();
+    for (i, id) in sw.segments.iter().enumerate() {
+        let (mac, _) = attached.endpoint(ci, &segment_network_key(&wiring.segment(*id).name))?;
+        wanted.push(Wanted {
+            mac,
+            name: format!("port{i}"),
+            flush: true,
+            bridge: Some("br0".into()),
+        });
+    }
+    let peers = rename(ci, &wanted, &format!("building switch {}", sw.name))?;
+    sw.segments
+        .iter()
+        .zip(&peers)
+        .map(|(id, peer)| Ok((*id, attached.host_name(*peer, &switch_service(&sw.name))?)))
+        .collect()
+}
+
+/// Emulates the wires on the host (ifb and tbf, or the medium emulator), each device and
+/// process recorded in the state file before or as it is made. Returns how many ifb devices.
+fn emulate_wires(
+    wiring: &Wiring,
+    opts: &UpOptions,
+    dir: &ClusterDir,
+    ports: &BTreeMap<SegmentId, Vec<String>>,
+    state: &mut State,
+) -> Result<usize> {
+    let setup = emulation::setup(&opts.name, wiring, ports);
+    state.ifbs = setup.ifbs.clone();
     state.save(&dir.state_file())?;
-    emulation::apply(&plan)?;
-    if let Some(config) = medium::config(wiring, &ports, opts.medium_seed) {
+    emulation::apply(&setup)?;
+    if let Some(config) = medium::config(wiring, ports, opts.medium_seed) {
         state.medium_pid = Some(medium::start(dir, &config)?);
         state.save(&dir.state_file())?;
     }
-    step("emulation");
+    Ok(setup.ifbs.len())
+}
 
+/// known_hosts, the inventory and an ssh_config: everything needed to reach the nodes.
+fn write_access_files(
+    c: &ClusterName,
+    wiring: &Wiring,
+    dir: &ClusterDir,
+    mgmt_addr: &BTreeMap<String, String>,
+    host_keys: &BTreeMap<String, String>,
+) -> Result<Inventory> {
     let mut known_hosts = String::new();
-    let mut inventory = Inventory {
-        nodes: BTreeMap::new(),
-    };
+    let mut inventory = Inventory::default();
     for n in &wiring.nodes {
         let addr = &mgmt_addr[&n.name];
         known_hosts.push_str(&keys::known_hosts_line(addr, 22, &host_keys[&n.name]));
         known_hosts.push('\n');
-        inventory.nodes.insert(
-            n.name.clone(),
+        let node = n
+            .name
+            .parse::<NodeName>()
+            .map_err(|e| Error::Wiring(e.to_string()))?;
+        inventory.hosts.insert(
+            node.clone(),
             Host {
-                host: addr.clone(),
-                port: 22,
-                user: NODE_USER.into(),
-                identity_file: dir.identity(),
-                known_hosts: dir.known_hosts(),
+                node,
+                address: addr.clone(),
+                port: Some(22),
+                user: Some(NODE_USER.into()),
+                identity: Some(dir.identity()),
+                known_hosts: Some(dir.known_hosts()),
+                jump: None,
+                sudo: false,
             },
         );
     }
     write(&dir.known_hosts(), &known_hosts)?;
-    write(
-        &dir.inventory(),
-        &inventory.to_toml(c.as_str(), dir.root())?,
-    )?;
+    write(&dir.inventory(), &inventory_file(c, &inventory, dir.root()))?;
     write(&dir.ssh_config(), &ssh_config(&inventory))?;
-    wait_all_ready(&inventory)?;
-    step("ssh");
-    Ok((plan.ifbs.len(), state.medium_pid))
+    Ok(inventory)
 }
 
 /// `compose up`. docker-compose 1.29 has been seen to hang now and then on this engine right
@@ -327,20 +445,23 @@ fn rename(ci: &ContainerInfo, wanted: &[Wanted], what: &str) -> Result<Vec<u32>>
     Ok(peers)
 }
 
-fn host_name(names: &BTreeMap<u32, String>, index: u32, owner: &str) -> Result<String> {
-    names.get(&index).cloned().ok_or_else(|| Error::Unexpected {
-        what: format!("finding the host side of {owner}'s interface"),
-        command: "ip -j link show".into(),
-        detail: format!("no host interface has index {index}"),
-    })
+/// The inventory in the controller's format, with a header saying what it is. Paths inside
+/// `dir` (the cluster's directory, where it is written) are relative to it.
+fn inventory_file(c: &ClusterName, inventory: &Inventory, dir: &Path) -> String {
+    format!(
+        "# Inventory of virtual cluster {:?}, written by `orchestrate cluster up`.\n\
+         # Paths are relative to this file. Host keys are pinned in known_hosts.\n\n{}",
+        c.as_str(),
+        inventory.to_toml(dir)
+    )
 }
 
 fn wait_all_ready(inv: &Inventory) -> Result<()> {
     let results: Vec<Result<()>> = std::thread::scope(|s| {
         let handles: Vec<_> = inv
-            .nodes
-            .iter()
-            .map(|(name, h)| s.spawn(move || ssh::wait_ready(h, name, Duration::from_secs(60))))
+            .hosts
+            .values()
+            .map(|h| s.spawn(move || ssh::wait_ready(h, Duration::from_secs(60))))
             .collect();
         handles
             .into_iter()
@@ -350,21 +471,29 @@ fn wait_all_ready(inv: &Inventory) -> Result<()> {
     results.into_iter().collect()
 }
 
+/// The inventory as an OpenSSH config, for `ssh -F`. (`up` gives every node all of these
+/// settings; one it did not give would be left to ssh's default.)
 fn ssh_config(inv: &Inventory) -> String {
     let mut s = String::from(
         "# OpenSSH config for this virtual cluster: `ssh -F ssh_config <node>`.\n\
          # Host keys are pinned; nothing is accepted blindly.\n",
     );
-    for (name, h) in &inv.nodes {
-        s.push_str(&format!(
-            "\nHost {name}\n  HostName {}\n  Port {}\n  User {}\n  IdentityFile {}\n  IdentitiesOnly yes\n  \
-             UserKnownHostsFile {}\n  StrictHostKeyChecking yes\n",
-            h.host,
-            h.port,
-            h.user,
-            h.identity_file.display(),
-            h.known_hosts.display()
-        ));
+    for (name, h) in &inv.hosts {
+        s.push_str(&format!("\nHost {name}\n  HostName {}\n", h.address));
+        if let Some(port) = h.port {
+            s.push_str(&format!("  Port {port}\n"));
+        }
+        if let Some(user) = &h.user {
+            s.push_str(&format!("  User {user}\n"));
+        }
+        if let Some(identity) = &h.identity {
+            s.push_str(&format!("  IdentityFile {}\n", identity.display()));
+        }
+        s.push_str("  IdentitiesOnly yes\n");
+        if let Some(known_hosts) = &h.known_hosts {
+            s.push_str(&format!("  UserKnownHostsFile {}\n", known_hosts.display()));
+        }
+        s.push_str("  StrictHostKeyChecking yes\n");
     }
     s
 }
@@ -394,4 +523,60 @@ fn mkdir(p: &Path) -> Result<()> {
 
 fn write(p: &Path, text: &str) -> Result<()> {
     std::fs::write(p, text).map_err(|e| Error::io("writing", p, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_nodes(dir: &Path) -> Inventory {
+        let host = |node: &str, address: &str| Host {
+            node: node.parse().unwrap(),
+            address: address.into(),
+            port: Some(22),
+            user: Some(NODE_USER.into()),
+            identity: Some(dir.join("id_ed25519")),
+            known_hosts: Some(dir.join("known_hosts")),
+            jump: None,
+            sudo: false,
+        };
+        let hosts = [host("n01", "172.20.0.2"), host("n02", "172.20.0.3")];
+        Inventory {
+            hosts: hosts.into_iter().map(|h| (h.node.clone(), h)).collect(),
+        }
+    }
+
+    #[test]
+    fn the_inventory_file_has_its_header_and_paths_relative_to_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let inv = two_nodes(dir.path());
+        let text = inventory_file(&ClusterName::parse("demo").unwrap(), &inv, dir.path());
+        assert_eq!(
+            text,
+            "# Inventory of virtual cluster \"demo\", written by `orchestrate cluster up`.\n\
+             # Paths are relative to this file. Host keys are pinned in known_hosts.\n\n\
+             [defaults]\nuser = \"root\"\nport = 22\nidentity = \"id_ed25519\"\n\
+             known_hosts = \"known_hosts\"\n\n\
+             [[host]]\nnodes = \"n01\"\naddress = \"172.20.0.2\"\n\n\
+             [[host]]\nnodes = \"n02\"\naddress = \"172.20.0.3\"\n"
+        );
+        // The controller reads it back as it was.
+        let p = dir.path().join("inventory.toml");
+        std::fs::write(&p, text).unwrap();
+        assert_eq!(Inventory::load(&p).unwrap(), inv);
+    }
+
+    #[test]
+    fn the_ssh_config_pins_every_setting() {
+        let inv = two_nodes(Path::new("/c"));
+        let config = ssh_config(&inv);
+        assert!(
+            config.ends_with(
+                "\nHost n02\n  HostName 172.20.0.3\n  Port 22\n  User root\n  \
+                 IdentityFile /c/id_ed25519\n  IdentitiesOnly yes\n  \
+                 UserKnownHostsFile /c/known_hosts\n  StrictHostKeyChecking yes\n"
+            ),
+            "{config}"
+        );
+    }
 }

@@ -32,13 +32,13 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::error::{Error, Result};
-use super::inventory::Inventory;
 use super::meter::{Flow, Station, measure};
-use super::model::{Emulation, Medium, SegmentId, Wiring};
 use super::names::ClusterName;
 use super::paths::ClusterDir;
 use super::ssh;
 use super::state::State;
+use super::wiring::{Emulation, Medium, Segment, SegmentId, Wiring};
+use crate::remote::{Host, Inventory};
 
 /// TCP payload per frame over the bytes the frame takes on Ethernet (with timestamps on:
 /// MSS 1448; 1500 + 14 header + 24 FCS, preamble and gap).
@@ -91,7 +91,7 @@ pub fn verify(name: &ClusterName, state_dir: &Path, opts: &VerifyOptions) -> Res
         ),
         what_to_do: "bring it up with `orchestrate cluster up` (and the same --state-dir)".into(),
     })?;
-    let inventory = Inventory::load(&dir.inventory())?;
+    let inventory = load_inventory(&dir.inventory())?;
     let w = &state.wiring;
     let mut checks = Vec::new();
     for id in w.segment_ids() {
@@ -122,6 +122,27 @@ pub fn verify(name: &ClusterName, state_dir: &Path, opts: &VerifyOptions) -> Res
     Ok(checks)
 }
 
+/// The inventory `up` wrote, read as the controller reads it.
+fn load_inventory(path: &Path) -> Result<Inventory> {
+    Inventory::load(path).map_err(|e| Error::File {
+        what: "reading the inventory".into(),
+        path: path.to_owned(),
+        detail: e
+            .errors
+            .iter()
+            .map(|e| e.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; "),
+    })
+}
+
+fn host_of<'a>(inv: &'a Inventory, node: &str) -> Result<&'a Host> {
+    inv.host(node).ok_or_else(|| Error::Host {
+        problem: format!("node {node} is not in the inventory"),
+        what_to_do: "bring the cluster up again".into(),
+    })
+}
+
 fn test_address(segment: SegmentId, k: usize) -> String {
     let i = segment.index();
     format!("198.{}.{}.{}", 18 + (i / 256) % 2, i % 256, k + 1)
@@ -137,20 +158,7 @@ fn verify_segment(
     let seg = w.segment(id);
     let rate = seg.rate_bps as f64 / 1e6;
     let g = rate * TCP_GOODPUT_RATIO;
-    let members = w.members(id);
-    let mut stations = Vec::new();
-    for (k, (node, port)) in members.iter().take(4).enumerate() {
-        let host = inv.nodes.get(&node.name).ok_or_else(|| Error::Host {
-            problem: format!("node {} is not in the inventory", node.name),
-            what_to_do: "bring the cluster up again".into(),
-        })?;
-        stations.push(Station {
-            node: &node.name,
-            host,
-            ifname: &port.interface,
-            addr: test_address(id, k),
-        });
-    }
+    let stations = segment_stations(w, id, inv)?;
     let check = |test: &str, flows: Vec<Flow>, expected: String, pass: Option<bool>| Check {
         attempts: 1,
         segment: seg.name.clone(),
@@ -219,31 +227,65 @@ fn verify_segment(
             let before = emulator.map(|e| collisions(e, &seg.name)).transpose()?;
             let two = measure(&pairs, opts.seconds)?;
             let after = emulator.map(|e| collisions(e, &seg.name)).transpose()?;
-            let (expected, pass) = match seg.medium {
-                Medium::Shared => {
-                    let sum: f64 = two.iter().map(|f| f.mbit_s).sum();
-                    let fits = sum <= rate * (1.0 + TOLERANCE);
-                    match before.zip(after) {
-                        Some((b, a)) => (
-                            format!(
-                                "sum <= {:.2}, collisions > 0 (counted {})",
-                                rate * (1.0 + TOLERANCE),
-                                a.saturating_sub(b)
-                            ),
-                            fits && a > b,
-                        ),
-                        None => (format!("sum <= {:.2}", rate * (1.0 + TOLERANCE)), fits),
-                    }
-                }
-                Medium::Switched => (
-                    format!("each >= {:.2}", full * (1.0 - TOLERANCE)),
-                    two.iter().all(|f| f.mbit_s >= full * (1.0 - TOLERANCE)),
-                ),
-            };
+            let collided = before.zip(after).map(|(b, a)| a.saturating_sub(b));
+            let (expected, pass) = two_pairs_verdict(seg, full, &two, collided);
             Ok(check("2 pairs at once", two, expected, Some(pass)))
         })?);
         Ok(out)
     })
+}
+
+/// Up to four of the segment's members, each with a test address on it.
+fn segment_stations<'a>(
+    w: &'a Wiring,
+    id: SegmentId,
+    inv: &'a Inventory,
+) -> Result<Vec<Station<'a>>> {
+    w.members(id)
+        .into_iter()
+        .take(4)
+        .enumerate()
+        .map(|(k, (node, port))| {
+            Ok(Station {
+                node: &node.name,
+                host: host_of(inv, &node.name)?,
+                ifname: &port.interface,
+                addr: test_address(id, k),
+            })
+        })
+        .collect()
+}
+
+/// What two pairs at once must show: on a shared segment their sum within the rate (and,
+/// where the medium emulator counted them, collisions); on a switched one each pair at
+/// `full`. Returns the requirement in words and whether `flows` meet it.
+fn two_pairs_verdict(
+    seg: &Segment,
+    full: f64,
+    flows: &[Flow],
+    collided: Option<u64>,
+) -> (String, bool) {
+    let rate = seg.rate_bps as f64 / 1e6;
+    match seg.medium {
+        Medium::Shared => {
+            let sum: f64 = flows.iter().map(|f| f.mbit_s).sum();
+            let fits = sum <= rate * (1.0 + TOLERANCE);
+            match collided {
+                Some(n) => (
+                    format!(
+                        "sum <= {:.2}, collisions > 0 (counted {n})",
+                        rate * (1.0 + TOLERANCE),
+                    ),
+                    fits && n > 0,
+                ),
+                None => (format!("sum <= {:.2}", rate * (1.0 + TOLERANCE)), fits),
+            }
+        }
+        Medium::Switched => (
+            format!("each >= {:.2}", full * (1.0 - TOLERANCE)),
+            flows.iter().all(|f| f.mbit_s >= full * (1.0 - TOLERANCE)),
+        ),
+    }
 }
 
 /// Checks a switch: a stream from a node on one of its segments to a node on another crosses
@@ -264,14 +306,10 @@ fn verify_switch(
             .into_iter()
             .find(|(n, _)| !stations.iter().any(|s| s.node == n.name));
         if let Some((node, port)) = pick {
-            let host = inv.nodes.get(&node.name).ok_or_else(|| Error::Host {
-                problem: format!("node {} is not in the inventory", node.name),
-                what_to_do: "bring the cluster up again".into(),
-            })?;
             let n = stations.len();
             stations.push(Station {
                 node: &node.name,
-                host,
+                host: host_of(inv, &node.name)?,
                 ifname: &port.interface,
                 // One subnet for the whole switched network, from the top of the block.
                 addr: format!("198.19.{}.{}", 255 - (k % 50), n + 1),
@@ -497,6 +535,28 @@ mod tests {
     fn ten_mbit_goodput_is_what_ethernet_gives() {
         let g = 10.0 * TCP_GOODPUT_RATIO;
         assert!((9.40..9.43).contains(&g), "{g}");
+    }
+
+    #[test]
+    fn two_pairs_on_a_bus_share_its_rate_and_collide() {
+        let w = crate::vcluster::wiring::tests::mesh(false);
+        let seg = w.segment(SegmentId::for_test(0));
+        let flow = |mbit_s| Flow {
+            from: "a".into(),
+            to: "b".into(),
+            mbit_s,
+        };
+        let rate = seg.rate_bps as f64 / 1e6;
+        let halves = [flow(rate * 0.45), flow(rate * 0.45)];
+        assert!(two_pairs_verdict(seg, rate, &halves, Some(3)).1);
+        assert!(!two_pairs_verdict(seg, rate, &halves, Some(0)).1);
+        assert!(two_pairs_verdict(seg, rate, &halves, None).1);
+        let (expected, pass) = two_pairs_verdict(seg, rate, &[flow(rate), flow(rate)], Some(3));
+        assert!(!pass);
+        assert_eq!(
+            expected,
+            format!("sum <= {:.2}, collisions > 0 (counted 3)", rate * 1.05)
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use crate::config::MediumConfig;
-use crate::engine::{Engine, Output};
+use crate::engine::{DueFrame, Engine};
 use crate::stats::{LatenessHistogram, SegmentCounters, SegmentReport};
 use crate::time::Nanos;
 
@@ -59,6 +59,32 @@ struct Published {
 }
 
 impl Published {
+    /// Nothing counted yet, for `config`'s segments and its `costly` nodes (those whose CPU
+    /// costs something per frame).
+    fn new(config: &MediumConfig, costly: &[usize], realtime_priority: bool) -> Published {
+        let segments = config.segments.len();
+        Published {
+            names: config
+                .segments
+                .iter()
+                .map(|s| (s.name.clone(), s.medium.as_str(), s.rate_bps))
+                .collect(),
+            node_names: costly
+                .iter()
+                .map(|&i| config.nodes[i].name.clone())
+                .collect(),
+            started: monotonic(),
+            counters: vec![SegmentCounters::default(); segments],
+            hosts: vec![Default::default(); costly.len()],
+            total_lateness: vec![LatenessHistogram::default(); segments],
+            interval_lateness: vec![LatenessHistogram::default(); segments],
+            interval_start: monotonic(),
+            interval_base: vec![SegmentCounters::default(); segments],
+            interval_hosts: vec![Default::default(); costly.len()],
+            realtime_priority,
+        }
+    }
+
     fn snapshot(&mut self, r: Request) -> Snapshot {
         let now = monotonic();
         let (since, base, lateness) = match r {
@@ -215,58 +241,20 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
     let costly: Vec<usize> = (0..config.nodes.len())
         .filter(|&i| !config.nodes[i].costs.is_free())
         .collect();
-    let published = Arc::new(Mutex::new(Published {
-        names: config
-            .segments
-            .iter()
-            .map(|s| (s.name.clone(), s.medium.as_str(), s.rate_bps))
-            .collect(),
-        node_names: costly
-            .iter()
-            .map(|&i| config.nodes[i].name.clone())
-            .collect(),
-        started: monotonic(),
-        counters: vec![SegmentCounters::default(); segments],
-        hosts: vec![Default::default(); costly.len()],
-        total_lateness: vec![LatenessHistogram::default(); segments],
-        interval_lateness: vec![LatenessHistogram::default(); segments],
-        interval_start: monotonic(),
-        interval_base: vec![SegmentCounters::default(); segments],
-        interval_hosts: vec![Default::default(); costly.len()],
+    let published = Arc::new(Mutex::new(Published::new(
+        config,
+        &costly,
         realtime_priority,
-    }));
+    )));
     let mut engine: Engine<Vec<u8>> = Engine::new(config);
     let timer = Timer::new()?;
-    let epoll = Epoll::new()?;
-    for (i, p) in ports.iter().enumerate() {
-        epoll.add(p.raw_fd(), i as u64)?;
-    }
-    epoll.add(timer.raw_fd(), TIMER)?;
-    {
-        use std::os::fd::AsRawFd;
-        epoll.add(signals.as_raw_fd(), SIGNALS)?;
-    }
+    let epoll = watch(&ports, &timer, &signals)?;
     // Ready (the control socket answers) only once everything above has worked.
-    {
-        let published = Arc::clone(&published);
-        std::thread::Builder::new()
-            .name("medium-control".into())
-            .spawn(move || {
-                // The control thread must never take the event thread's real-time priority.
-                // SAFETY: setting the calling thread's own policy back to SCHED_OTHER.
-                unsafe {
-                    let p = libc::sched_param { sched_priority: 0 };
-                    libc::sched_setscheduler(0, libc::SCHED_OTHER, &raw const p);
-                }
-                control::serve(listener, |r| {
-                    published.lock().expect("stats lock").snapshot(r)
-                })
-            })?;
-    }
+    start_control_thread(listener, Arc::clone(&published))?;
 
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; ports.len() + 2];
     let mut buf = Vec::new();
-    let mut out: Vec<Output<Vec<u8>>> = Vec::new();
+    let mut out: Vec<DueFrame<Vec<u8>>> = Vec::new();
     let mut lateness = vec![LatenessHistogram::default(); segments];
     let mut last_publish = monotonic();
     let mut send_errors = 0u64;
@@ -293,10 +281,7 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
             match ev.u64 {
                 TIMER => timer.drain(),
                 SIGNALS => {
-                    let _ = std::fs::remove_file(socket);
-                    if send_errors > 0 {
-                        eprintln!("medium: {send_errors} frames could not be written to a port");
-                    }
+                    stop(socket, send_errors);
                     return Ok(());
                 }
                 i => {
@@ -333,6 +318,47 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
         {
             last_publish = now;
         }
+    }
+}
+
+/// An epoll set over every port (its token: the port's index), the timer and the stop signals.
+fn watch(ports: &[Port], timer: &Timer, signals: &std::os::fd::OwnedFd) -> io::Result<Epoll> {
+    use std::os::fd::AsRawFd;
+    let epoll = Epoll::new()?;
+    for (i, p) in ports.iter().enumerate() {
+        epoll.add(p.raw_fd(), i as u64)?;
+    }
+    epoll.add(timer.raw_fd(), TIMER)?;
+    epoll.add(signals.as_raw_fd(), SIGNALS)?;
+    Ok(epoll)
+}
+
+/// The thread that answers the control socket from what the event thread publishes.
+fn start_control_thread(
+    listener: std::os::unix::net::UnixListener,
+    published: Arc<Mutex<Published>>,
+) -> io::Result<()> {
+    std::thread::Builder::new()
+        .name("medium-control".into())
+        .spawn(move || {
+            // The control thread must never take the event thread's real-time priority.
+            // SAFETY: setting the calling thread's own policy back to SCHED_OTHER.
+            unsafe {
+                let p = libc::sched_param { sched_priority: 0 };
+                libc::sched_setscheduler(0, libc::SCHED_OTHER, &raw const p);
+            }
+            control::serve(listener, |r| {
+                published.lock().expect("stats lock").snapshot(r)
+            })
+        })?;
+    Ok(())
+}
+
+/// On SIGTERM or SIGINT: the control socket goes, and a word on frames that were lost.
+fn stop(socket: &Path, send_errors: u64) {
+    let _ = std::fs::remove_file(socket);
+    if send_errors > 0 {
+        eprintln!("medium: {send_errors} frames could not be written to a port");
     }
 }
 

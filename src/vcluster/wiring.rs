@@ -245,27 +245,7 @@ impl WiringBuilder {
 
     pub fn build(self) -> Result<Wiring> {
         let bad = |m: String| Err(Error::Wiring(m));
-        let mut by_name = BTreeMap::new();
-        for (i, s) in self.segments.iter().enumerate() {
-            check_ident("segment", &s.name, 40)?;
-            if by_name.insert(s.name.clone(), SegmentId(i)).is_some() {
-                return bad(format!("segment {:?} is defined twice", s.name));
-            }
-            if s.rate_bps < 8_000 {
-                return bad(format!(
-                    "segment {:?} has rate {} bit/s; tc shapes nothing below 8 kbit/s",
-                    s.name, s.rate_bps
-                ));
-            }
-            if let Some(l) = s.loss_percent
-                && !(0.0..=100.0).contains(&l)
-            {
-                return bad(format!(
-                    "segment {:?}: loss {l}% is not a percentage",
-                    s.name
-                ));
-            }
-        }
+        let by_name = number_segments(&self.segments)?;
         let lookup = |owner: &str, seg: &str| -> Result<SegmentId> {
             by_name.get(seg).copied().ok_or_else(|| {
                 Error::Wiring(format!(
@@ -345,6 +325,33 @@ impl WiringBuilder {
             switches,
         })
     }
+}
+
+/// Checks each segment and gives it its id, by name.
+fn number_segments(segments: &[Segment]) -> Result<BTreeMap<String, SegmentId>> {
+    let bad = |m: String| Err(Error::Wiring(m));
+    let mut by_name = BTreeMap::new();
+    for (i, s) in segments.iter().enumerate() {
+        check_ident("segment", &s.name, 40)?;
+        if by_name.insert(s.name.clone(), SegmentId(i)).is_some() {
+            return bad(format!("segment {:?} is defined twice", s.name));
+        }
+        if s.rate_bps < 8_000 {
+            return bad(format!(
+                "segment {:?} has rate {} bit/s; tc shapes nothing below 8 kbit/s",
+                s.name, s.rate_bps
+            ));
+        }
+        if let Some(l) = s.loss_percent
+            && !(0.0..=100.0).contains(&l)
+        {
+            return bad(format!(
+                "segment {:?}: loss {l}% is not a percentage",
+                s.name
+            ));
+        }
+    }
+    Ok(by_name)
 }
 
 /// The compose service (and host name) of a switch.

@@ -1,0 +1,322 @@
+//! `orchestrate cluster`: the virtual cluster's commands — `image`, `up`, `status`, `verify`
+//! and `down` — each a thin layer over `orchestrate::vcluster` that prints what it did.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+use orchestrate::vcluster as vc;
+use orchestrate::{plan, topology};
+
+use crate::{Kind, kind_of, report_spec_errors};
+
+/// `orchestrate cluster ...`: the virtual cluster's commands.
+#[derive(Subcommand)]
+pub enum ClusterCommand {
+    /// Build the node image (once per change of its inputs): Debian bookworm with sshd,
+    /// iproute2, tc and the worker. Uses debian:bookworm-slim where a registry is reachable,
+    /// else makes the base offline with debootstrap.
+    Image {
+        #[command(flatten)]
+        image: ImageArgs,
+    },
+    /// Bring a topology up as a docker compose cluster; writes the cluster's directory
+    /// (compose file, keys, known_hosts, inventory.toml) under --state-dir.
+    Up(UpArgs),
+    /// Show a cluster's containers, addresses and emulation devices.
+    Status(StatusArgs),
+    /// Measure every segment over SSH and check it against its rate and medium.
+    Verify(VerifyArgs),
+    /// Remove everything `up` made: containers, networks, ifb devices, files. Idempotent.
+    Down {
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        state: StateArgs,
+    },
+}
+
+#[derive(Args)]
+pub struct UpArgs {
+    /// A topology file, or an experiment file (then --topology picks one of its topologies
+    /// if it has several).
+    file: PathBuf,
+    /// Cluster name (default: the topology's name).
+    #[arg(long)]
+    name: Option<String>,
+    /// Which of an experiment's topologies.
+    #[arg(long)]
+    topology: Option<String>,
+    #[command(flatten)]
+    image: ImageArgs,
+    #[command(flatten)]
+    state: StateArgs,
+    /// Leave a half-made cluster in place if `up` fails (for debugging).
+    #[arg(long)]
+    keep_on_failure: bool,
+}
+
+#[derive(Args)]
+pub struct StatusArgs {
+    #[arg(long)]
+    name: Option<String>,
+    #[command(flatten)]
+    state: StateArgs,
+    /// Print JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct VerifyArgs {
+    #[arg(long)]
+    name: Option<String>,
+    #[command(flatten)]
+    state: StateArgs,
+    /// Only these segments.
+    #[arg(long = "segment", value_name = "SEGMENT")]
+    segments: Vec<String>,
+    /// Seconds per measurement (plus one second of warm-up).
+    #[arg(long, default_value_t = 5)]
+    seconds: u32,
+    /// Print JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct ImageArgs {
+    /// Where the image's base comes from.
+    #[arg(long, value_enum, default_value_t = BaseArg::Auto)]
+    base: BaseArg,
+    /// The worker binary to put in the image (default: beside this program, else built).
+    #[arg(long, value_name = "PATH")]
+    worker: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum BaseArg {
+    /// The registry's debian:bookworm-slim if present or pullable, else debootstrap.
+    Auto,
+    Registry,
+    Debootstrap,
+}
+
+#[derive(Args)]
+pub struct StateArgs {
+    /// Root of the clusters' directories: <DIR>/clusters/<name>/.
+    #[arg(long, value_name = "DIR", default_value = vc::DEFAULT_STATE_DIR)]
+    state_dir: PathBuf,
+}
+
+impl ImageArgs {
+    fn options(&self) -> vc::ImageOptions {
+        use vc::BaseSource;
+        vc::ImageOptions {
+            base: match self.base {
+                BaseArg::Auto => BaseSource::Auto,
+                BaseArg::Registry => BaseSource::Registry,
+                BaseArg::Debootstrap => BaseSource::Debootstrap,
+            },
+            worker: self.worker.clone(),
+        }
+    }
+}
+
+pub fn run(action: ClusterCommand) -> anyhow::Result<ExitCode> {
+    match action {
+        ClusterCommand::Image { image } => build_image(&image),
+        ClusterCommand::Up(args) => up(args),
+        ClusterCommand::Status(args) => status(&args),
+        ClusterCommand::Verify(args) => verify(args),
+        ClusterCommand::Down { name, state } => down(name, &state),
+    }
+}
+
+/// The cluster `--name` names, or else the only one that is up.
+fn name_or_only(name: Option<String>) -> anyhow::Result<vc::ClusterName> {
+    match name {
+        Some(n) => Ok(vc::ClusterName::parse(&n)?),
+        None => match vc::list_clusters()?.as_slice() {
+            [one] => Ok(vc::ClusterName::parse(one)?),
+            [] => anyhow::bail!("no virtual cluster is up; name one with --name"),
+            many => anyhow::bail!(
+                "several clusters are up ({}); choose one with --name",
+                many.join(", ")
+            ),
+        },
+    }
+}
+
+fn build_image(image: &ImageArgs) -> anyhow::Result<ExitCode> {
+    let img = vc::ensure_image(&vc::Docker::connect()?, &image.options())?;
+    println!(
+        "{} {} (base {}, worker {}) in {:.1} s",
+        img.tag,
+        if img.built { "built" } else { "up to date" },
+        img.base,
+        img.worker.display(),
+        img.elapsed.as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
+    let topologies = match kind_of(&args.file) {
+        Kind::Experiment => plan::load(&args.file).map(|e| e.topologies),
+        Kind::Topology => topology::load(&args.file).map(|t| vec![t]),
+    };
+    let Some(topologies) = report_spec_errors(topologies) else {
+        return Ok(ExitCode::FAILURE);
+    };
+    let chosen = choose_topology(&args, &topologies)?;
+    let wiring = vc::Wiring::from_topology(chosen)?;
+    let name = match args.name {
+        Some(n) => vc::ClusterName::parse(&n)?,
+        None => vc::ClusterName::from_label(chosen.name.as_str())?,
+    };
+    let report = vc::up(
+        &wiring,
+        &vc::UpOptions {
+            name: name.clone(),
+            state_dir: args.state.state_dir,
+            image: args.image.options(),
+            source: args.file.display().to_string(),
+            keep_on_failure: args.keep_on_failure,
+            medium_seed: vc::DEFAULT_MEDIUM_SEED,
+        },
+    )?;
+    print_up_report(&name, &report);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The topology `--topology` names, or the file's only one.
+fn choose_topology<'a>(
+    args: &UpArgs,
+    topologies: &'a [topology::Topology],
+) -> anyhow::Result<&'a topology::Topology> {
+    let file = &args.file;
+    Ok(match (args.topology.as_deref(), topologies) {
+        (None, [one]) => one,
+        (None, _) => anyhow::bail!(
+            "{} has {} topologies ({}); choose one with --topology",
+            file.display(),
+            topologies.len(),
+            topologies
+                .iter()
+                .map(|t| t.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        (Some(want), all) => all
+            .iter()
+            .find(|t| t.name.as_str() == want)
+            .ok_or_else(|| anyhow::anyhow!("{} has no topology named {want:?}", file.display()))?,
+    })
+}
+
+fn print_up_report(name: &vc::ClusterName, report: &vc::UpReport) {
+    let steps: Vec<String> = report
+        .steps
+        .iter()
+        .map(|(s, d)| format!("{s} {:.1}s", d.as_secs_f64()))
+        .collect();
+    println!(
+        "cluster {name} is up: {} nodes, {} switches, {} ifb devices, {} in {:.1} s ({})",
+        report.nodes,
+        report.switches,
+        report.ifbs,
+        match report.medium_pid {
+            Some(pid) => format!("medium emulator pid {pid}"),
+            None => "no medium emulator".into(),
+        },
+        report.elapsed.as_secs_f64(),
+        steps.join(", ")
+    );
+    println!("inventory: {}", report.dir.inventory().display());
+    println!(
+        "ssh:       ssh -F {} <node>",
+        report.dir.ssh_config().display()
+    );
+}
+
+fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
+    let st = vc::status(&name_or_only(args.name.clone())?, &args.state.state_dir)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&st)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("cluster {} ({})", st.cluster, st.directory.display());
+    if let (Some(t), Some(s), Some(i)) = (&st.topology, &st.source, &st.image) {
+        println!("topology {t} from {s}, image {i}");
+    }
+    println!(
+        "{} containers, {} networks, {} ifb devices",
+        st.members.len(),
+        st.networks,
+        st.ifbs.len()
+    );
+    match &st.medium {
+        Some(m) if m.answering => println!(
+            "medium emulator: pid {}, {} segment(s), {}, p99 lateness up to {:.1} µs",
+            m.pid,
+            m.segments,
+            if m.realtime_priority {
+                "SCHED_FIFO"
+            } else {
+                "SCHED_OTHER (expect lateness)"
+            },
+            m.worst_p99_lateness_us
+        ),
+        Some(m) => println!(
+            "medium emulator: pid {} does NOT answer: frames on emulated segments are not \
+             delivered; take the cluster down and up again",
+            m.pid
+        ),
+        None => {}
+    }
+    for m in &st.members {
+        println!(
+            "  {:<7} {:<12} {:<10} {:<16} {}",
+            m.role,
+            m.name,
+            m.state,
+            m.address.as_deref().unwrap_or("-"),
+            m.container
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
+    let checks = vc::verify(
+        &name_or_only(args.name)?,
+        &args.state.state_dir,
+        &vc::VerifyOptions {
+            seconds: args.seconds,
+            segments: args.segments,
+        },
+    )?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&checks)?);
+    } else {
+        print!("{}", vc::verify_table(&checks));
+    }
+    let failed = checks.iter().filter(|c| c.pass == Some(false)).count();
+    if failed > 0 {
+        eprintln!("{failed} check(s) failed");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn down(name: Option<String>, state: &StateArgs) -> anyhow::Result<ExitCode> {
+    let name = name_or_only(name)?;
+    let r = vc::down(&name, &state.state_dir)?;
+    println!(
+        "cluster {name} removed: {} containers, {} networks, {} ifb devices, {} medium \
+         emulator(s), {} files",
+        r.containers, r.networks, r.ifbs, r.media, r.files
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,14 +1,13 @@
 //! The experiment spec: which topologies to compare, on which cluster, with which traffic.
 
 use std::fmt;
-use std::time::Duration;
 
 use schemars::JsonSchema;
 use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
-use super::names::{ByteSize, Name, NodeName, Rate};
+use super::names::{ByteSize, HumanDuration, Name, NodeName, Rate};
 use super::topology::BondMode;
 
 /// An experiment file.
@@ -214,23 +213,6 @@ pub enum ReportFormat {
     Svg,
     Png,
     Netpipe,
-}
-
-/// A duration written for people: "10s", "500ms", "2m".
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HumanDuration(pub Duration);
-
-impl<'de> Deserialize<'de> for HumanDuration {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        humantime::parse_duration(&s)
-            .map(HumanDuration)
-            .map_err(|e| {
-                de::Error::custom(format!(
-                    "invalid duration {s:?} ({e}): expected e.g. \"10s\" or \"500ms\""
-                ))
-            })
-    }
 }
 
 /// Message sizes as written.

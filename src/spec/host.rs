@@ -35,7 +35,7 @@ use schemars::JsonSchema;
 use serde::de::{self, IntoDeserializer, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use super::experiment::HumanDuration;
+use super::names::HumanDuration;
 
 /// A named set of per-frame host costs.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]

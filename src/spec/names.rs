@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -257,6 +258,23 @@ impl fmt::Display for ByteSize {
             }
         }
         write!(f, "{b}B")
+    }
+}
+
+/// A duration written for people: "10s", "500ms", "2m".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HumanDuration(pub Duration);
+
+impl<'de> Deserialize<'de> for HumanDuration {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        humantime::parse_duration(&s)
+            .map(HumanDuration)
+            .map_err(|e| {
+                serde::de::Error::custom(format!(
+                    "invalid duration {s:?} ({e}): expected e.g. \"10s\" or \"500ms\""
+                ))
+            })
     }
 }
 

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{Result, WorkerError};
-use crate::output::RecordWriter;
+use crate::output::ClientOutput;
 use crate::patterns::{self, Measure};
 use crate::protocol::{self, Hello, Kind, Params, TrialReport, TrialSpec, Welcome};
 use crate::record::{Pattern, Protocol, Record, Role};
@@ -62,7 +62,7 @@ pub struct ClientOptions {
 const MAX_BUDGET_COUNT: u64 = 100_000_000;
 
 /// Run a client; returns the process exit code.
-pub fn run<W: Write>(opts: &ClientOptions, out: &mut RecordWriter<W>) -> i32 {
+pub fn run<W: Write>(opts: &ClientOptions, out: &mut ClientOutput<W>) -> i32 {
     let mut state = State::default();
     match run_inner(opts, out, &mut state) {
         Ok(()) => 0,
@@ -114,7 +114,7 @@ fn connect(addr: &str, timeout: Duration) -> Result<TcpStream> {
 
 fn run_inner<W: Write>(
     opts: &ClientOptions,
-    out: &mut RecordWriter<W>,
+    out: &mut ClientOutput<W>,
     st: &mut State,
 ) -> Result<()> {
     st.started = unix_ns();
@@ -233,7 +233,7 @@ impl Trials<'_> {
         &mut self,
         s: &mut Session,
         size: u64,
-        out: &mut RecordWriter<W>,
+        out: &mut ClientOutput<W>,
         st: &mut State,
     ) -> Result<()> {
         let mut spec = TrialSpec {
@@ -398,7 +398,7 @@ impl ClockEstimate {
     }
 }
 
-fn barrier<W: Write>(opts: &ClientOptions, out: &mut RecordWriter<W>, s: &Session) -> Result<()> {
+fn barrier<W: Write>(opts: &ClientOptions, out: &mut ClientOutput<W>, s: &Session) -> Result<()> {
     let (c, w, clock) = (&s.conn, &s.welcome, s.clock);
     let ready = || {
         serde_json::json!({

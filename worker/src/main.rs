@@ -10,7 +10,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use orchestrate_worker::bond;
 use orchestrate_worker::client::{self, ClientOptions, Count, Go, TrialPlan};
 use orchestrate_worker::netpipe;
-use orchestrate_worker::output::{Format, RecordWriter};
+use orchestrate_worker::output::{ClientOutput, Format};
 use orchestrate_worker::patterns::{Repeats, filecopy, load, pingpong, pipeline, stream, token};
 use orchestrate_worker::probe;
 use orchestrate_worker::protocol::{self, Params};
@@ -584,7 +584,7 @@ fn main() -> ExitCode {
                     return ExitCode::from(2);
                 }
             };
-            let mut out = RecordWriter::new(std::io::stdout().lock(), command.format);
+            let mut out = ClientOutput::new(std::io::stdout().lock(), command.format);
             let code = client::run(&command.opts, &mut out);
             if let Some(p) = &command.temp_file {
                 let _ = std::fs::remove_file(p);

@@ -14,7 +14,7 @@ pub enum Format {
 }
 
 /// Writes a client's records in the chosen [`Format`], and the lines around them.
-pub struct RecordWriter<W: Write> {
+pub struct ClientOutput<W: Write> {
     out: W,
     format: Format,
     /// One-way time per block of each trial of the current size, seconds.
@@ -22,9 +22,9 @@ pub struct RecordWriter<W: Write> {
     size: u64,
 }
 
-impl<W: Write> RecordWriter<W> {
+impl<W: Write> ClientOutput<W> {
     pub fn new(out: W, format: Format) -> Self {
-        RecordWriter {
+        ClientOutput {
             out,
             format,
             times: Vec::new(),

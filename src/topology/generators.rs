@@ -128,10 +128,7 @@ impl Gen {
         }
         let names = node_names(prefix, rows * cols)?;
         let at = |r: u32, c: u32| names[(r * cols + c) as usize].clone();
-        draft.nodes = names
-            .iter()
-            .map(|n| (n.clone(), self.span.clone()))
-            .collect();
+        self.add_nodes(draft, &names);
         for r in 0..rows {
             let members = (0..cols).map(|c| (at(r, c), "eth1")).collect();
             draft
@@ -169,10 +166,7 @@ impl Gen {
             return Err("`buses` must be at least 1".into());
         }
         let names = node_names(prefix, n)?;
-        draft.nodes = names
-            .iter()
-            .map(|n| (n.clone(), self.span.clone()))
-            .collect();
+        self.add_nodes(draft, &names);
         let ifnames: Vec<String> = (1..=buses).map(|b| format!("eth{b}")).collect();
         for (b, ifname) in ifnames.iter().enumerate() {
             let members = names.iter().map(|n| (n.clone(), ifname.as_str())).collect();
@@ -203,10 +197,7 @@ impl Gen {
             return Err("a single network has one interface per node: nothing to bond".into());
         }
         let names = node_names(prefix, n)?;
-        draft.nodes = names
-            .iter()
-            .map(|n| (n.clone(), self.span.clone()))
-            .collect();
+        self.add_nodes(draft, &names);
         let name = match self.medium {
             Medium::Shared => "bus",
             Medium::Switched => "switch",
@@ -214,6 +205,14 @@ impl Gen {
         let members = names.iter().map(|n| (n.clone(), "eth1")).collect();
         draft.segments.push(self.segment(name, members));
         Ok(())
+    }
+
+    /// The generated nodes, each located at the generator.
+    fn add_nodes(&self, draft: &mut Draft, names: &[NodeName]) {
+        draft.nodes = names
+            .iter()
+            .map(|n| (n.clone(), self.span.clone()))
+            .collect();
     }
 
     fn segment(&self, name: &str, members: Vec<(NodeName, &str)>) -> DraftSegment {

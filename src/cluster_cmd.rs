@@ -87,19 +87,11 @@ pub struct VerifyArgs {
 #[derive(Args)]
 pub struct ImageArgs {
     /// Where the image's base comes from.
-    #[arg(long, value_enum, default_value_t = BaseArg::Auto)]
-    base: BaseArg,
+    #[arg(long, value_enum, default_value_t = vc::BaseSource::Auto)]
+    base: vc::BaseSource,
     /// The worker binary to put in the image (default: beside this program, else built).
     #[arg(long, value_name = "PATH")]
     worker: Option<PathBuf>,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum BaseArg {
-    /// The registry's debian:bookworm-slim if present or pullable, else debootstrap.
-    Auto,
-    Registry,
-    Debootstrap,
 }
 
 #[derive(Args)]
@@ -111,13 +103,8 @@ pub struct StateArgs {
 
 impl ImageArgs {
     fn options(&self) -> vc::ImageOptions {
-        use vc::BaseSource;
         vc::ImageOptions {
-            base: match self.base {
-                BaseArg::Auto => BaseSource::Auto,
-                BaseArg::Registry => BaseSource::Registry,
-                BaseArg::Debootstrap => BaseSource::Debootstrap,
-            },
+            base: self.base,
             worker: self.worker.clone(),
         }
     }

@@ -32,10 +32,10 @@ const OFFLINE_RECIPE: &str =
 pub const NODE_REPO: &str = "orchestrate-node";
 pub const BASE_REPO: &str = "orchestrate-base";
 
-/// Where the base image comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Where the base image comes from (also `cluster image --base`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum BaseSource {
-    /// The registry's image if present or pullable, else the offline base.
+    /// The registry's debian:bookworm-slim if present or pullable, else debootstrap.
     #[default]
     Auto,
     Registry,

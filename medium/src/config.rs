@@ -7,20 +7,24 @@ use serde::{Deserialize, Serialize};
 use crate::host::HostCosts;
 use crate::time::Nanos;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// What a segment is: a shared medium or a switch. The controller's topology spec reuses this
+/// type (its JSON Schema comes with the `schema` feature).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
-pub enum MediumKind {
-    /// A bus or hub: one half-duplex CSMA/CD medium for all stations.
+pub enum Medium {
+    /// A bus or hub: one half-duplex CSMA/CD medium for all stations, as on 10BASE2 Ethernet.
+    #[default]
     Shared,
     /// A full-duplex port per station into a store-and-forward switch.
     Switched,
 }
 
-impl MediumKind {
+impl Medium {
     pub fn as_str(self) -> &'static str {
         match self {
-            MediumKind::Shared => "shared",
-            MediumKind::Switched => "switched",
+            Medium::Shared => "shared",
+            Medium::Switched => "switched",
         }
     }
 }
@@ -46,7 +50,7 @@ pub const DEFAULT_TURNAROUND_NS: Nanos = 12_800;
 #[serde(deny_unknown_fields)]
 pub struct SegmentSpec {
     pub name: String,
-    pub medium: MediumKind,
+    pub medium: Medium,
     pub rate_bps: u64,
     #[serde(default = "default_window")]
     pub collision_window_ns: Nanos,

@@ -7,7 +7,7 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 
-use crate::config::{MediumConfig, MediumKind};
+use crate::config::{Medium, MediumConfig};
 use crate::frame::Frame;
 use crate::host::{HostCounters, HostCpu};
 use crate::mac::BusParams;
@@ -105,7 +105,7 @@ impl<F: Frame> Engine<F> {
                 let clock = WireClock::new(s.rate_bps);
                 let n = stations[i].len();
                 match s.medium {
-                    MediumKind::Shared => Segment::shared(
+                    Medium::Shared => Segment::shared(
                         n,
                         BusParams {
                             clock,
@@ -115,7 +115,7 @@ impl<F: Frame> Engine<F> {
                             seed: config.seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15),
                         },
                     ),
-                    MediumKind::Switched => Segment::switched(n, clock, s.queue_limit),
+                    Medium::Switched => Segment::switched(n, clock, s.queue_limit),
                 }
             })
             .collect();
@@ -310,7 +310,7 @@ mod tests {
     fn two_buses(costs: HostCosts) -> MediumConfig {
         let seg = |name: &str| SegmentSpec {
             name: name.into(),
-            medium: MediumKind::Shared,
+            medium: Medium::Shared,
             rate_bps: 10_000_000,
             collision_window_ns: 0,
             queue_limit: 10,

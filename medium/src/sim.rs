@@ -2,7 +2,7 @@
 //! segment, deterministic per seed. This is how the model is checked against what was
 //! published for real Ethernets, and against the real-time emulator at the same load.
 
-use crate::config::{MediumConfig, MediumKind, PortSpec, SegmentSpec};
+use crate::config::{Medium, MediumConfig, PortSpec, SegmentSpec};
 use crate::engine::{DueFrame, Engine};
 use crate::frame::Synthetic;
 use crate::stats::SegmentCounters;
@@ -56,7 +56,7 @@ pub fn saturate(s: &Saturation) -> SimResult {
     let config = MediumConfig {
         segments: vec![SegmentSpec {
             name: "sim".into(),
-            medium: MediumKind::Shared,
+            medium: Medium::Shared,
             rate_bps: s.rate_bps,
             collision_window_ns: s.collision_window_ns,
             queue_limit: s.queue_limit.max(1),

@@ -115,15 +115,8 @@ pub struct SegmentSpec {
     pub members: Vec<Spanned<String>>,
 }
 
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Medium {
-    /// A bus or hub: all traffic on the segment shares one rate, as on 10BASE2 Ethernet.
-    #[default]
-    Shared,
-    /// A switch: every port has its own rate in each direction.
-    Switched,
-}
+// The medium emulator's type: what a topology says a segment is, the emulator emulates.
+pub use orchestrate_medium::config::Medium;
 
 /// How the virtual cluster emulates a segment's wire.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
@@ -250,62 +243,9 @@ pub struct BondSpec {
     pub primary: Option<Spanned<IfName>>,
 }
 
-/// The Linux bonding driver's modes.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum BondMode {
-    BalanceRr,
-    ActiveBackup,
-    BalanceXor,
-    Broadcast,
-    #[serde(rename = "802.3ad")]
-    Ieee8023ad,
-    BalanceTlb,
-    BalanceAlb,
-}
-
-impl BondMode {
-    /// The name `ip link add ... type bond mode <name>` takes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BondMode::BalanceRr => "balance-rr",
-            BondMode::ActiveBackup => "active-backup",
-            BondMode::BalanceXor => "balance-xor",
-            BondMode::Broadcast => "broadcast",
-            BondMode::Ieee8023ad => "802.3ad",
-            BondMode::BalanceTlb => "balance-tlb",
-            BondMode::BalanceAlb => "balance-alb",
-        }
-    }
-}
-
-impl std::fmt::Display for BondMode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, JsonSchema)]
-pub enum XmitHashPolicy {
-    #[serde(rename = "layer2")]
-    Layer2,
-    #[serde(rename = "layer2+3")]
-    Layer2And3,
-    #[serde(rename = "layer3+4")]
-    Layer3And4,
-}
-
-impl XmitHashPolicy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            XmitHashPolicy::Layer2 => "layer2",
-            XmitHashPolicy::Layer2And3 => "layer2+3",
-            XmitHashPolicy::Layer3And4 => "layer3+4",
-        }
-    }
-}
+// The worker's types: the names a topology writes are the ones the bond (kernel or
+// userspace) is given.
+pub use orchestrate_worker::bond::mode::{BondMode, XmitHashPolicy};
 
 /// Which implementation carries a bond on a node.
 #[derive(

@@ -16,12 +16,12 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use orchestrate_medium::config::{MediumConfig, MediumKind, NodeSpec, PortSpec, SegmentSpec};
+use orchestrate_medium::config::{MediumConfig, NodeSpec, PortSpec, SegmentSpec};
 use orchestrate_medium::realtime::control;
 
 use super::error::{Error, Result};
 use super::paths::ClusterDir;
-use super::wiring::{Medium, SegmentId, Wiring};
+use super::wiring::{SegmentId, Wiring};
 
 /// The emulator's configuration for `wiring`, given each segment's host-side ports (nodes in
 /// wiring order, then switches' ports, as `up` lists them). `None` when no segment is
@@ -41,10 +41,7 @@ pub fn config(
             let s = wiring.segment(id);
             SegmentSpec {
                 name: s.name.clone(),
-                medium: match s.medium {
-                    Medium::Shared => MediumKind::Shared,
-                    Medium::Switched => MediumKind::Switched,
-                },
+                medium: s.medium,
                 rate_bps: s.rate_bps,
                 collision_window_ns: orchestrate_medium::config::DEFAULT_COLLISION_WINDOW_NS,
                 queue_limit: orchestrate_medium::config::DEFAULT_QUEUE_LIMIT,
@@ -294,7 +291,7 @@ fn reap(pid: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vcluster::wiring::{Emulation, HostCosts};
+    use crate::vcluster::wiring::{Emulation, HostCosts, Medium};
 
     #[test]
     fn only_frame_emulated_segments_and_their_ports_go_to_the_emulator() {

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use bond_support::*;
-use orchestrate_worker::bond::mode::{HashPolicy, xmit_hash};
+use orchestrate_worker::bond::mode::{XmitHashPolicy, xmit_hash};
 use orchestrate_worker::bond::packet::Packet;
 
 /// Bonds over both wires in each namespace, with `mode` options on both and `a_only` on A's.
@@ -80,7 +80,7 @@ fn predicted_slave(sport: u16, dport: u16) -> usize {
     p[16..20].copy_from_slice(&[10, 111, 0, 2]);
     p[20..22].copy_from_slice(&sport.to_be_bytes());
     p[22..24].copy_from_slice(&dport.to_be_bytes());
-    xmit_hash(HashPolicy::Layer3And4, &Packet::parse(&p).unwrap()) as usize % 2
+    xmit_hash(XmitHashPolicy::Layer3And4, &Packet::parse(&p).unwrap()) as usize % 2
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::mode::{HashPolicy, Mode, ModeName, ModeOptions};
+use super::mode::{BondMode, Mode, ModeOptions, XmitHashPolicy};
 
 /// `orchestrate-worker bond --help`.
 pub const LONG_ABOUT: &str = "\
@@ -35,7 +35,7 @@ pub struct BondArgs {
     /// balance-rr, active-backup, balance-xor or broadcast. 802.3ad, balance-tlb and
     /// balance-alb are refused: they need the kernel driver.
     #[arg(long)]
-    pub mode: ModeName,
+    pub mode: BondMode,
     /// A slave interface; repeat for each, in order (the order decides active-backup's
     /// fallback and balance-rr's turn).
     #[arg(long = "slave", value_name = "IFNAME", required = true)]
@@ -49,7 +49,7 @@ pub struct BondArgs {
     pub primary: Option<String>,
     /// balance-xor: layer2 (the driver's default), layer2+3 or layer3+4.
     #[arg(long, value_name = "POLICY")]
-    pub xmit_hash_policy: Option<HashPolicy>,
+    pub xmit_hash_policy: Option<XmitHashPolicy>,
     /// Also write the counters as JSON to this file, every second and at exit.
     #[arg(long, value_name = "PATH")]
     pub stats_file: Option<PathBuf>,
@@ -178,7 +178,7 @@ mod tests {
         a.primary = Some("eth2".into());
         assert_eq!(Config::try_from(a).unwrap().options.primary, Some(1));
         let mut a = args("broadcast");
-        a.xmit_hash_policy = Some(HashPolicy::Layer3And4);
+        a.xmit_hash_policy = Some(XmitHashPolicy::Layer3And4);
         assert!(
             Config::try_from(a)
                 .unwrap_err()

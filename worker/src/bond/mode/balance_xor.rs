@@ -16,22 +16,27 @@ use std::net::IpAddr;
 
 use super::{Links, Mode, Packet, Policy, Tx};
 
+// The controller's spec reuses this type for a bond's `xmit_hash_policy`.
 /// The driver's `xmit_hash_policy` values the userspace bond implements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HashPolicy {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub enum XmitHashPolicy {
+    #[serde(rename = "layer2")]
     Layer2,
+    #[serde(rename = "layer2+3")]
     Layer2And3,
+    #[serde(rename = "layer3+4")]
     Layer3And4,
 }
 
-impl std::str::FromStr for HashPolicy {
+impl std::str::FromStr for XmitHashPolicy {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
         match s {
-            "layer2" | "0" => Ok(HashPolicy::Layer2),
-            "layer3+4" | "1" => Ok(HashPolicy::Layer3And4),
-            "layer2+3" | "2" => Ok(HashPolicy::Layer2And3),
+            "layer2" | "0" => Ok(XmitHashPolicy::Layer2),
+            "layer3+4" | "1" => Ok(XmitHashPolicy::Layer3And4),
+            "layer2+3" | "2" => Ok(XmitHashPolicy::Layer2And3),
             _ => Err(format!(
                 "unsupported xmit_hash_policy {s:?}; the userspace bond implements layer2, \
                  layer2+3 and layer3+4 (encap and vlan policies need the kernel driver)"
@@ -40,12 +45,12 @@ impl std::str::FromStr for HashPolicy {
     }
 }
 
-impl HashPolicy {
+impl XmitHashPolicy {
     pub fn as_str(self) -> &'static str {
         match self {
-            HashPolicy::Layer2 => "layer2",
-            HashPolicy::Layer2And3 => "layer2+3",
-            HashPolicy::Layer3And4 => "layer3+4",
+            XmitHashPolicy::Layer2 => "layer2",
+            XmitHashPolicy::Layer2And3 => "layer2+3",
+            XmitHashPolicy::Layer3And4 => "layer3+4",
         }
     }
 }
@@ -71,18 +76,18 @@ fn last_byte(a: IpAddr) -> u8 {
 }
 
 /// The driver's transmit hash for `pkt` under `policy`.
-pub fn xmit_hash(policy: HashPolicy, pkt: &Packet<'_>) -> u32 {
+pub fn xmit_hash(policy: XmitHashPolicy, pkt: &Packet<'_>) -> u32 {
     let ethertype: u32 = if pkt.dst.is_ipv4() { 0x0800 } else { 0x86dd };
     let eth = u32::from(last_byte(pkt.dst) ^ last_byte(pkt.src)) ^ ethertype;
     let mut h = match policy {
-        HashPolicy::Layer2 => return eth,
-        HashPolicy::Layer2And3 => eth,
-        HashPolicy::Layer3And4 => pkt.ports.map_or(0, u32::from_ne_bytes),
+        XmitHashPolicy::Layer2 => return eth,
+        XmitHashPolicy::Layer2And3 => eth,
+        XmitHashPolicy::Layer3And4 => pkt.ports.map_or(0, u32::from_ne_bytes),
     };
     h ^= addr_word(pkt.dst) ^ addr_word(pkt.src);
     h ^= h >> 16;
     h ^= h >> 8;
-    if policy == HashPolicy::Layer3And4 {
+    if policy == XmitHashPolicy::Layer3And4 {
         // The driver drops the lowest bit: even port numbers are common.
         h >>= 1;
     }
@@ -90,11 +95,11 @@ pub fn xmit_hash(policy: HashPolicy, pkt: &Packet<'_>) -> u32 {
 }
 
 pub struct BalanceXor {
-    policy: HashPolicy,
+    policy: XmitHashPolicy,
 }
 
 impl BalanceXor {
-    pub fn new(policy: HashPolicy) -> BalanceXor {
+    pub fn new(policy: XmitHashPolicy) -> BalanceXor {
         BalanceXor { policy }
     }
 }
@@ -126,7 +131,7 @@ mod tests {
 
     #[test]
     fn a_flow_stays_on_one_slave_and_flows_spread() {
-        let x = BalanceXor::new(HashPolicy::Layer3And4);
+        let x = BalanceXor::new(XmitHashPolicy::Layer3And4);
         let links = Links::new(&[true, true]);
         let mut seen = [0; 2];
         for sport in 40000..40064 {
@@ -141,7 +146,7 @@ mod tests {
 
     #[test]
     fn layer2_puts_all_traffic_to_a_peer_on_one_slave() {
-        let x = BalanceXor::new(HashPolicy::Layer2);
+        let x = BalanceXor::new(XmitHashPolicy::Layer2);
         let links = Links::new(&[true, true]);
         let first = slave(&x, &links, 1);
         assert!((2..100).all(|s| slave(&x, &links, s) == first));
@@ -155,14 +160,14 @@ mod tests {
         let p = v4([10, 0, 0, 1], [10, 0, 0, 2], 6, 0x1234, 80);
         let pkt = Packet::parse(&p).unwrap();
         if cfg!(target_endian = "little") {
-            assert_eq!(xmit_hash(HashPolicy::Layer3And4, &pkt), 0x29a9_b3ba);
+            assert_eq!(xmit_hash(XmitHashPolicy::Layer3And4, &pkt), 0x29a9_b3ba);
         }
-        assert_eq!(xmit_hash(HashPolicy::Layer2, &pkt), 0x0803);
+        assert_eq!(xmit_hash(XmitHashPolicy::Layer2, &pkt), 0x0803);
     }
 
     #[test]
     fn down_slaves_leave_the_modulus() {
-        let x = BalanceXor::new(HashPolicy::Layer3And4);
+        let x = BalanceXor::new(XmitHashPolicy::Layer3And4);
         let links = Links::new(&[true, false, true]);
         for sport in 1..50 {
             assert!(matches!(slave(&x, &links, sport), Tx::One(0) | Tx::One(2)));

@@ -2,7 +2,7 @@
 //! delivered, following the Linux bonding driver's semantics (Documentation/networking/
 //! bonding.rst). One file per mode behind [`Policy`].
 //!
-//! A mode name the user may write ([`ModeName`]) is not yet a mode the bond can run
+//! A mode name the user may write ([`BondMode`]) is not yet a mode the bond can run
 //! ([`Mode`]): the conversion refuses the modes that need switch cooperation or ARP
 //! rewriting, so a refused mode cannot reach the bond at all.
 
@@ -17,50 +17,57 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 pub use active_backup::ActiveBackup;
 pub use balance_rr::BalanceRr;
-pub use balance_xor::{BalanceXor, HashPolicy, xmit_hash};
+pub use balance_xor::{BalanceXor, XmitHashPolicy, xmit_hash};
 pub use broadcast::Broadcast;
 
 use super::packet::Packet;
 
-/// Every mode name the kernel's bonding driver knows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ModeName {
+// The bonding driver's modes, as topologies name them (the controller's spec reuses this
+// type) and as `orchestrate-worker bond --mode` takes them.
+/// The Linux bonding driver's modes.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "kebab-case")]
+pub enum BondMode {
     BalanceRr,
     ActiveBackup,
     BalanceXor,
     Broadcast,
+    #[serde(rename = "802.3ad")]
     Ieee8023ad,
     BalanceTlb,
     BalanceAlb,
 }
 
-impl ModeName {
+impl BondMode {
     pub fn as_str(self) -> &'static str {
         match self {
-            ModeName::BalanceRr => "balance-rr",
-            ModeName::ActiveBackup => "active-backup",
-            ModeName::BalanceXor => "balance-xor",
-            ModeName::Broadcast => "broadcast",
-            ModeName::Ieee8023ad => "802.3ad",
-            ModeName::BalanceTlb => "balance-tlb",
-            ModeName::BalanceAlb => "balance-alb",
+            BondMode::BalanceRr => "balance-rr",
+            BondMode::ActiveBackup => "active-backup",
+            BondMode::BalanceXor => "balance-xor",
+            BondMode::Broadcast => "broadcast",
+            BondMode::Ieee8023ad => "802.3ad",
+            BondMode::BalanceTlb => "balance-tlb",
+            BondMode::BalanceAlb => "balance-alb",
         }
     }
 }
 
-impl FromStr for ModeName {
+impl FromStr for BondMode {
     type Err = String;
 
     /// Accepts the names and the numbers (0-6) the bonding driver accepts.
     fn from_str(s: &str) -> Result<Self, String> {
         Ok(match s {
-            "balance-rr" | "0" => ModeName::BalanceRr,
-            "active-backup" | "1" => ModeName::ActiveBackup,
-            "balance-xor" | "2" => ModeName::BalanceXor,
-            "broadcast" | "3" => ModeName::Broadcast,
-            "802.3ad" | "4" => ModeName::Ieee8023ad,
-            "balance-tlb" | "5" => ModeName::BalanceTlb,
-            "balance-alb" | "6" => ModeName::BalanceAlb,
+            "balance-rr" | "0" => BondMode::BalanceRr,
+            "active-backup" | "1" => BondMode::ActiveBackup,
+            "balance-xor" | "2" => BondMode::BalanceXor,
+            "broadcast" | "3" => BondMode::Broadcast,
+            "802.3ad" | "4" => BondMode::Ieee8023ad,
+            "balance-tlb" | "5" => BondMode::BalanceTlb,
+            "balance-alb" | "6" => BondMode::BalanceAlb,
             _ => {
                 return Err(format!(
                     "unknown bonding mode {s:?}; expected balance-rr, active-backup, \
@@ -71,7 +78,7 @@ impl FromStr for ModeName {
     }
 }
 
-impl fmt::Display for ModeName {
+impl fmt::Display for BondMode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
@@ -87,12 +94,12 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub fn name(self) -> ModeName {
+    pub fn name(self) -> BondMode {
         match self {
-            Mode::BalanceRr => ModeName::BalanceRr,
-            Mode::ActiveBackup => ModeName::ActiveBackup,
-            Mode::BalanceXor => ModeName::BalanceXor,
-            Mode::Broadcast => ModeName::Broadcast,
+            Mode::BalanceRr => BondMode::BalanceRr,
+            Mode::ActiveBackup => BondMode::ActiveBackup,
+            Mode::BalanceXor => BondMode::BalanceXor,
+            Mode::Broadcast => BondMode::Broadcast,
         }
     }
 }
@@ -103,24 +110,24 @@ impl fmt::Display for Mode {
     }
 }
 
-impl TryFrom<ModeName> for Mode {
+impl TryFrom<BondMode> for Mode {
     type Error = String;
 
-    fn try_from(m: ModeName) -> Result<Mode, String> {
+    fn try_from(m: BondMode) -> Result<Mode, String> {
         let why = match m {
-            ModeName::BalanceRr => return Ok(Mode::BalanceRr),
-            ModeName::ActiveBackup => return Ok(Mode::ActiveBackup),
-            ModeName::BalanceXor => return Ok(Mode::BalanceXor),
-            ModeName::Broadcast => return Ok(Mode::Broadcast),
-            ModeName::Ieee8023ad => {
+            BondMode::BalanceRr => return Ok(Mode::BalanceRr),
+            BondMode::ActiveBackup => return Ok(Mode::ActiveBackup),
+            BondMode::BalanceXor => return Ok(Mode::BalanceXor),
+            BondMode::Broadcast => return Ok(Mode::Broadcast),
+            BondMode::Ieee8023ad => {
                 "it needs a switch that speaks LACP (IEEE 802.3ad) to aggregate the ports, \
                  which the slaves' wires do not emulate"
             }
-            ModeName::BalanceTlb => {
+            BondMode::BalanceTlb => {
                 "its receive side depends on the kernel answering ARP with per-slave MAC \
                  addresses, which a TUN device carrying IP cannot do"
             }
-            ModeName::BalanceAlb => {
+            BondMode::BalanceAlb => {
                 "it balances receive load by rewriting ARP replies per peer, which a TUN \
                  device carrying IP cannot do"
             }
@@ -214,7 +221,7 @@ pub struct ModeOptions {
     /// Index of the primary slave (active-backup).
     pub primary: Option<usize>,
     /// Transmit hash (balance-xor); the driver's default is layer2.
-    pub hash: Option<HashPolicy>,
+    pub hash: Option<XmitHashPolicy>,
 }
 
 /// Builds the policy for `mode`. `links` gives the initial link states.
@@ -222,7 +229,7 @@ pub fn policy(mode: Mode, opts: ModeOptions, links: &Links) -> Box<dyn Policy> {
     match mode {
         Mode::BalanceRr => Box::new(BalanceRr::new()),
         Mode::ActiveBackup => Box::new(ActiveBackup::new(opts.primary, links)),
-        Mode::BalanceXor => Box::new(BalanceXor::new(opts.hash.unwrap_or(HashPolicy::Layer2))),
+        Mode::BalanceXor => Box::new(BalanceXor::new(opts.hash.unwrap_or(XmitHashPolicy::Layer2))),
         Mode::Broadcast => Box::new(Broadcast),
     }
 }
@@ -234,7 +241,7 @@ mod tests {
     #[test]
     fn refused_modes_name_themselves_and_say_why() {
         for name in ["802.3ad", "balance-tlb", "balance-alb", "4", "5", "6"] {
-            let m: ModeName = name.parse().unwrap();
+            let m: BondMode = name.parse().unwrap();
             let err = Mode::try_from(m).unwrap_err();
             assert!(err.contains(m.as_str()), "{err}");
             assert!(err.contains("not supported"), "{err}");
@@ -249,9 +256,9 @@ mod tests {
             ("balance-xor", Mode::BalanceXor),
             ("broadcast", Mode::Broadcast),
         ] {
-            assert_eq!(Mode::try_from(name.parse::<ModeName>().unwrap()), Ok(mode));
+            assert_eq!(Mode::try_from(name.parse::<BondMode>().unwrap()), Ok(mode));
             assert_eq!(mode.to_string(), name);
         }
-        assert!("round-robin".parse::<ModeName>().is_err());
+        assert!("round-robin".parse::<BondMode>().is_err());
     }
 }

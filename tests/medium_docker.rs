@@ -1,8 +1,14 @@
 //! The medium emulator in real time, on a sixteen-node 10 Mbit/s bus of the virtual cluster,
-//! through `orchestrate run`: one TCP stream gets what Ethernet gives (9.0–9.5 Mbit/s), a
-//! 64-byte token spends its frames' serialization time on an idle wire and comes within ±15%
-//! of the analytic model, and seven saturating pairs collide and move what the simulated MAC
-//! carries at the same load. Needs docker and root.
+//! through `orchestrate run`: one TCP stream gets what Ethernet gives (9.0–9.5 Mbit/s), a token
+//! spends its frame's serialization time on an idle wire and a larger token exactly its larger
+//! frame's more, and seven saturating pairs collide and move what the simulated MAC carries at
+//! the same load. Needs docker and root.
+//!
+//! The token is checked against the wire, not against the analytic model: the model's
+//! software latency per hop is a constant for modern hosts, while this machine's (docker's
+//! veths, the emulator's sockets, an unoptimised worker) moves with its load. The same code
+//! measured 0.76–0.82 of the model on one day and passed ±15% on another; the difference
+//! between two token sizes in the same run cancels the software and leaves the wire.
 
 #[path = "vcluster_support.rs"]
 mod support;
@@ -37,7 +43,7 @@ repetitions = 1
 
 [[workload]]
 pattern = "token"
-sizes = [64]
+sizes = [64, 1024]
 pairs = [1]
 placement = ["local-wire"]
 exchanges = 2000
@@ -92,30 +98,44 @@ fn docker_the_emulated_bus_times_frames_like_a_10_mbit_ethernet() {
         assert!((9.0..=9.5).contains(g), "one stream: {g:.2} Mbit/s");
     }
 
-    // A 64-byte token one way: one 130-byte frame, 113.6 µs on the wire even when idle.
-    let frame_us = WireClock::new(10_000_000).frame(130) as f64 / 1000.0;
-    let latency: Vec<f64> = records
-        .iter()
-        .filter(|r| is(r, "token", 1, "client"))
-        .map(|r| f(r, "latency_us"))
-        .collect();
-    assert!(!latency.is_empty(), "no token record");
-    for l in &latency {
-        assert!(
-            *l >= frame_us,
-            "one-way {l:.1} µs, less than the frame's {frame_us} µs"
-        );
-    }
+    // A 64-byte token one way: one 130-byte frame, 113.6 µs on the wire even when idle; a
+    // 1024-byte one: one 1090-byte frame. The best one-way time of each size is software plus
+    // its frame: their difference is the wire's alone.
+    let wire = WireClock::new(10_000_000);
+    let frame_us = |len: u32| wire.frame(len) as f64 / 1000.0;
+    let best_one_way = |size: u64| {
+        let latency: Vec<f64> = records
+            .iter()
+            .filter(|r| is(r, "token", 1, "client") && r["size_bytes"] == size)
+            .map(|r| f(r, "latency_us"))
+            .collect();
+        assert!(!latency.is_empty(), "no {size}-byte token record");
+        latency.iter().copied().fold(f64::INFINITY, f64::min)
+    };
+    let (small, large) = (best_one_way(64), best_one_way(1024));
+    assert!(
+        small >= frame_us(130),
+        "one-way {small:.1} µs, less than the frame's {} µs",
+        frame_us(130)
+    );
+    let added = large - small;
+    let expected = frame_us(1090) - frame_us(130);
     let model = std::fs::read_to_string(dir.join("model.csv")).unwrap();
-    let row = model
+    let ratio = model
         .lines()
         .find(|l| l.contains(",1,64,"))
-        .unwrap_or_else(|| panic!("no model row for the token: {model}"));
-    let ratio: f64 = row.split(',').nth(8).unwrap().parse().unwrap();
-    eprintln!("64-byte token: one way {latency:?} µs, measured/model {ratio}");
+        .and_then(|row| row.split(',').nth(8))
+        .unwrap_or("none");
+    eprintln!(
+        "token one way: 64 B {small:.1} µs, 1024 B {large:.1} µs; the larger frame adds \
+         {added:.1} µs, its wire time {expected:.1} µs; 64 B measured/model {ratio}"
+    );
+    // Never less than the wire time (a token bucket would pass the lone frame at once); a
+    // little more for the bytes' copies through the veths, the emulator and the worker (7% in
+    // debug builds here), but not the quarter more of an 8 Mbit/s wire.
     assert!(
-        (0.85..=1.15).contains(&ratio),
-        "token measured/model {ratio}: {row}"
+        (0.97..=1.15).contains(&(added / expected)),
+        "the 1024-byte token's frame added {added:.1} µs one way, its wire time is {expected:.1} µs"
     );
 
     // Seven saturating pairs: collisions, and the pairs together move what the simulated MAC

@@ -100,8 +100,32 @@ enum Command {
     },
 }
 
+impl Command {
+    /// Commands that only read files and print: when their reader goes away (`| head`), they
+    /// stop quietly, as `cat` does. The others keep Rust's default of ignoring SIGPIPE: they
+    /// talk to sockets and children, where a closed peer is an error to report, not a reason
+    /// to die.
+    fn only_prints(&self) -> bool {
+        match self {
+            Command::Validate { .. }
+            | Command::Plan { .. }
+            | Command::Report(_)
+            | Command::Schema
+            | Command::Completions { .. } => true,
+            Command::Run(args) => args.dry_run,
+            Command::Cluster { .. } | Command::Medium { .. } | Command::Teardown { .. } => false,
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.command.only_prints() {
+        // SAFETY: restoring the default disposition of one signal, before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     init_logging(cli.verbose, cli.quiet);
     match run(cli.command) {
         Ok(code) => code,

@@ -416,3 +416,29 @@ fn an_experiments_host_profile_replaces_every_nodes_own() {
     let e = orchestrate::plan::load(&exp).unwrap();
     assert!(e.topologies[0].nodes.iter().all(|n| n.host.costs.is_free()));
 }
+
+#[test]
+fn plan_piped_into_a_reader_that_stops_early_ends_quietly() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    // `plan --json` of the study is far larger than a pipe's buffer, so the reader's going
+    // away is met by a write, as under `| head`.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_orchestrate"))
+        .args(["plan", "--json"])
+        .arg(common::root().join("experiments/reschke96.toml"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 64];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(
+        out.status.signal(),
+        Some(libc::SIGPIPE),
+        "{:?}: {stderr}",
+        out.status
+    );
+}

@@ -6,9 +6,8 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use serde::{Deserialize, Serialize};
-
 use anyhow::Context;
+use serde::{Deserialize, Serialize};
 
 use crate::netconf::NodeScripts;
 use crate::plan::{Experiment, Plan};

@@ -156,7 +156,7 @@ pub async fn run(
             opts,
         };
         let result = configuration.execute(&mut state).await;
-        let released = source.release(nodes.clone()).await;
+        let released = source.release(nodes).await;
         state.save_manifest()?;
         result?;
         // The points are measured and on disk: nodes that would not go back are reported,

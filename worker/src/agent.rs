@@ -3,8 +3,11 @@
 //! already open costs about 1 ms. So the controller opens one channel per node for the whole
 //! run, and everything a measurement point needs goes through it:
 //!
-//! - `{"id":1,"op":"spawn","args":["token","--connect","10.111.0.2:7171",...]}` starts this
-//!   same binary with those arguments as a child; each line it prints comes back as
+//! - `{"id":1,"op":"spawn","args":["token","--connect","10.111.0.2:7171",...],"secret":"..."}`
+//!   starts this same binary with those arguments as a child, the run's secret (if given) in
+//!   its environment as `ORCHESTRATE_WORKER_SECRET` — the secret arrives over the SSH channel
+//!   and goes only where its owner can read it, never onto a command line `ps` shows; each
+//!   line the child prints comes back as
 //!   `{"id":1,"event":"line","line":"..."}` and its end as
 //!   `{"id":1,"event":"exit","code":0,"stderr":"..."}`;
 //! - `{"id":1,"op":"input","line":"go"}` writes a line to child 1's stdin (the start barrier);
@@ -25,14 +28,29 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::auth::{SECRET_ENV, Secret};
+
 /// A request from the controller.
 #[derive(Debug, Deserialize, Serialize, PartialEq)]
 #[serde(tag = "op", rename_all = "lowercase")]
 pub enum Request {
-    Spawn { id: u64, args: Vec<String> },
-    Input { id: u64, line: String },
-    Kill { id: u64 },
-    Time { id: u64 },
+    Spawn {
+        id: u64,
+        args: Vec<String>,
+        /// The run's secret, for the child's environment.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        secret: Option<Secret>,
+    },
+    Input {
+        id: u64,
+        line: String,
+    },
+    Kill {
+        id: u64,
+    },
+    Time {
+        id: u64,
+    },
 }
 
 /// What the agent reports.
@@ -109,11 +127,25 @@ pub fn run() -> i32 {
         }
         match serde_json::from_str(&line) {
             Ok(req) => agent.handle(req),
-            Err(e) => emit_error(&agent.out, 0, format!("bad request {line:?}: {e}")),
+            Err(e) => emit_error(&agent.out, 0, bad_request(&line, &e)),
         }
     }
     agent.stop_children();
     0
+}
+
+/// Why a request was not understood, without echoing a secret it may carry.
+fn bad_request(line: &str, e: &serde_json::Error) -> String {
+    if line.contains("\"secret\"") {
+        format!(
+            "bad request ({} bytes, not shown: it carries a secret): {:?} error at column {}",
+            line.len(),
+            e.classify(),
+            e.column()
+        )
+    } else {
+        format!("bad request {line:?}: {e}")
+    }
 }
 
 fn emit_error(out: &Out, id: u64, message: String) {
@@ -138,7 +170,7 @@ impl Agent {
                     unix_ns: now_ns(),
                 },
             ),
-            Request::Spawn { id, args } => match spawn(&self.exe, &args) {
+            Request::Spawn { id, args, secret } => match spawn(&self.exe, &args, secret.as_ref()) {
                 Ok(child) => watch(id, child, &self.out, &self.children),
                 Err(e) => emit_error(&self.out, id, format!("cannot start {args:?}: {e}")),
             },
@@ -198,8 +230,18 @@ fn terminate(pid: u32) {
     unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
 }
 
-fn spawn(exe: &std::path::Path, args: &[String]) -> std::io::Result<Child> {
+fn spawn(
+    exe: &std::path::Path,
+    args: &[String],
+    secret: Option<&Secret>,
+) -> std::io::Result<Child> {
     let mut cmd = Command::new(exe);
+    // Only the secret the controller gave with this request, never one left in our own
+    // environment.
+    cmd.env_remove(SECRET_ENV);
+    if let Some(s) = secret {
+        cmd.env(SECRET_ENV, s.to_hex());
+    }
     cmd.args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

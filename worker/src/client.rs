@@ -7,10 +7,13 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::auth::{Nonce, Secret};
 use crate::error::{Result, WorkerError};
 use crate::output::ClientOutput;
 use crate::patterns::{self, Measure};
-use crate::protocol::{self, Hello, Kind, Params, TrialReport, TrialSpec, Welcome};
+use crate::protocol::{
+    self, Auth, Challenge, Frame, Hello, Kind, Params, TrialReport, TrialSpec, Welcome,
+};
 use crate::record::{Pattern, Protocol, Record, Role};
 use crate::session::{Buffers, Conn, unix_ns};
 
@@ -56,6 +59,8 @@ pub struct ClientOptions {
     pub go_timeout: Duration,
     pub connect_timeout: Duration,
     pub version: u16,
+    /// The run's secret, proved to the server and expected back from it.
+    pub secret: Secret,
 }
 
 /// Most messages one trial may be sized to by a time budget.
@@ -155,7 +160,7 @@ fn open_session(opts: &ClientOptions, st: &mut State) -> Result<Session> {
     if params.protocol == Protocol::Udp {
         params.udp_port = Some(bind_udp(&mut conn)?);
     }
-    let (welcome, clock) = handshake(&mut conn, &params)?;
+    let (welcome, clock) = handshake(&mut conn, &params, &opts.secret)?;
     if let Some(u) = &conn.udp {
         connect_udp(u, &conn, &welcome)?;
     }
@@ -183,8 +188,26 @@ fn bind_udp(c: &mut Conn) -> Result<u16> {
     Ok(port)
 }
 
-/// Hello out, Welcome back; the exchange also estimates the server's clock.
-fn handshake(c: &mut Conn, params: &Params) -> Result<(Welcome, Option<ClockEstimate>)> {
+/// The server's challenge, our proof and Hello out, its Welcome and proof back; the exchange
+/// also estimates the server's clock.
+fn handshake(
+    c: &mut Conn,
+    params: &Params,
+    secret: &Secret,
+) -> Result<(Welcome, Option<ClockEstimate>)> {
+    let challenge: Challenge =
+        expect_from_server(c, Kind::Challenge, "waiting for the server's challenge")?.decode()?;
+    let server_nonce = Nonce::from_hex(&challenge.nonce)
+        .ok_or_else(|| WorkerError::Protocol("the server's challenge has no valid nonce".into()))?;
+    let client_nonce = Nonce::random();
+    let proof = secret.client_proof(&server_nonce, &client_nonce);
+    c.send(
+        Kind::Auth,
+        &Auth {
+            nonce: client_nonce.to_hex(),
+            proof: hex::encode(proof),
+        },
+    )?;
     let sent_ns = unix_ns();
     c.send(
         Kind::Hello,
@@ -193,15 +216,39 @@ fn handshake(c: &mut Conn, params: &Params) -> Result<(Welcome, Option<ClockEsti
             software: software(),
         },
     )?;
-    let ts = c.timeout_s();
-    let welcome: Welcome = c
-        .recv("waiting for the server's handshake", ts)?
-        .expect(Kind::Welcome)?
-        .decode()?;
+    let welcome: Welcome =
+        expect_from_server(c, Kind::Welcome, "waiting for the server's handshake")?.decode()?;
+    let server_proof = crate::auth::decode32(&welcome.proof).unwrap_or_default();
+    if !secret.verify_server(&server_nonce, &client_nonce, &server_proof) {
+        return Err(WorkerError::Protocol(format!(
+            "the server at {} did not prove the run's secret: it is not this run's server",
+            c.peer
+        )));
+    }
     let clock = welcome
         .unix_ns
         .map(|server| ClockEstimate::from_handshake(sent_ns, server));
     Ok((welcome, clock))
+}
+
+/// The next frame from the server if it is `want`. A refusal comes back as the server's
+/// reason; a refusal in another protocol version also says so, since that is the cause.
+fn expect_from_server(c: &mut Conn, want: Kind, during: &str) -> Result<Frame> {
+    let ts = c.timeout_s();
+    let frame = c.recv(during, ts)?;
+    if frame.kind == Kind::Error && frame.version != c.version {
+        let theirs = frame.version;
+        let why = frame
+            .expect(want)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        return Err(WorkerError::Protocol(format!(
+            "{} ({why})",
+            protocol::version_mismatch(c.version, theirs)
+        )));
+    }
+    frame.expect(want)
 }
 
 /// Points this side's UDP socket at the port the server offered.

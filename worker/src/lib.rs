@@ -1,11 +1,14 @@
 //! The traffic worker's library: measurement patterns, their wire protocol and the records
-//! they emit. The controller links this crate only for the shared [`record`] types and the
-//! NetPIPE format; nothing here may depend on the controller.
+//! they emit. The controller links this crate only for the shared [`record`] types, the
+//! [`agent`]'s requests, the run's [`auth`] secret and the NetPIPE format; nothing here may
+//! depend on the controller.
 
 pub mod agent;
+pub mod auth;
 pub mod bond;
 pub mod client;
 pub mod error;
+pub mod gate;
 pub mod netpipe;
 pub mod output;
 pub mod patterns;
@@ -15,4 +18,5 @@ pub mod record;
 pub mod serve;
 pub mod session;
 pub mod shutdown;
+pub mod spool;
 pub mod units;

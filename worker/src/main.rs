@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use orchestrate_worker::auth::Secret;
 use orchestrate_worker::bond;
 use orchestrate_worker::client::{self, ClientOptions, Count, Go, TrialPlan};
 use orchestrate_worker::netpipe;
@@ -24,7 +25,8 @@ const LONG_ABOUT: &str = "\
 Traffic worker for orchestrate: measurement patterns between cluster nodes.
 
 Run `orchestrate-worker serve --listen ADDR:PORT` once on every node; it serves any number of
-concurrent sessions from any number of peers. Clients run one pattern against a server:
+concurrent sessions from any number of peers that hold the same secret. Clients run one
+pattern against a server:
 
   orchestrate-worker <pattern> --connect HOST:PORT [pattern options] [--go stdin | --start-at NS]
 
@@ -37,8 +39,13 @@ Start barrier: with `--go stdin` the client connects, completes the handshake, p
 starts at that wall-clock time. Every record carries wall-clock start/end (Unix ns) and a
 monotonic elapsed time.
 
-Failures (dead peer, reset, timeout, garbage, version mismatch) end in one record with an
-`error` field and exit status 1.";
+Servers and clients take the run's secret, 64 hex digits, from the environment variable
+ORCHESTRATE_WORKER_SECRET (never from the command line, which every user can see); a session
+starts only once each side has proved it holds the same secret. The controller passes it
+through the agent; by hand, `export ORCHESTRATE_WORKER_SECRET=$(openssl rand -hex 32)`.
+
+Failures (dead peer, reset, timeout, garbage, version mismatch, wrong secret) end in one record
+with an `error` field and exit status 1.";
 
 #[derive(Parser)]
 #[command(name = "orchestrate-worker", version, about = ABOUT, long_about = LONG_ABOUT)]
@@ -76,20 +83,32 @@ enum Cmd {
 
 #[derive(Args)]
 struct ServeArgs {
-    /// Address to listen on, e.g. 0.0.0.0:7171 (port 0 picks a free port; the first stdout
-    /// line says which).
-    #[arg(long, value_name = "ADDR:PORT")]
-    listen: String,
+    /// Address to listen on, e.g. 10.111.0.2:7171; give one per experiment address (port 0
+    /// picks a free port; the first stdout line says which).
+    #[arg(long, value_name = "ADDR:PORT", required = true)]
+    listen: Vec<String>,
     /// Concurrent sessions at most; more are refused with an error.
     #[arg(long, default_value_t = 256)]
     max_sessions: usize,
+    /// Connections waiting to authenticate at most; one more closes the oldest.
+    #[arg(long, default_value_t = 1024)]
+    max_pending: usize,
     /// Also print each trial's server-side record as a JSON line on stdout.
     #[arg(long)]
     records: bool,
     /// Directory filecopy writes into (default: the system temp dir).
     #[arg(long, value_name = "DIR")]
     spool_dir: Option<PathBuf>,
-    /// Seconds a new connection has to complete its handshake.
+    /// Largest file one filecopy session may write.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = protocol::MAX_FILE)]
+    max_file_bytes: u64,
+    /// Largest total of the files running filecopy sessions may write at once.
+    #[arg(long, value_name = "BYTES", value_parser = parse_size, default_value_t = protocol::MAX_FILE)]
+    max_spool_bytes: u64,
+    /// Seconds a new connection has to prove the secret before it is closed.
+    #[arg(long, default_value_t = 0.8, value_name = "SECS")]
+    auth_timeout: f64,
+    /// Seconds an authenticated connection has to complete its handshake.
     #[arg(long, default_value_t = 10.0, value_name = "SECS")]
     handshake_timeout: f64,
     /// Most seconds a session may stay idle between trials, whatever the client asks.
@@ -320,6 +339,7 @@ fn build(run: PatternRun, common: &Common) -> Result<ClientCommand, String> {
     let timeout = secs(common.timeout, "--timeout")?;
     let go_timeout = secs(common.go_timeout, "--go-timeout")?;
     let params = session_params(&run, timeout, go_timeout)?;
+    let secret = Secret::from_env().map_err(|e| e.to_string())?;
     Ok(ClientCommand {
         opts: ClientOptions {
             connect: common.connect.clone(),
@@ -337,6 +357,7 @@ fn build(run: PatternRun, common: &Common) -> Result<ClientCommand, String> {
             go_timeout,
             connect_timeout: secs(common.connect_timeout, "--connect-timeout")?,
             version: common.protocol_version,
+            secret,
         },
         format,
         temp_file: None,
@@ -554,21 +575,33 @@ fn make_file(path: &std::path::Path, size: u64) -> std::io::Result<()> {
     f.sync_all()
 }
 
+fn serve_options(a: ServeArgs) -> Result<ServeOptions, String> {
+    Ok(ServeOptions {
+        listen: a.listen,
+        secret: Secret::from_env().map_err(|e| e.to_string())?,
+        max_sessions: a.max_sessions.max(1),
+        max_pending: a.max_pending.max(1),
+        records: a.records,
+        spool_dir: a.spool_dir,
+        max_file_bytes: a.max_file_bytes,
+        max_spool_bytes: a.max_spool_bytes,
+        auth_timeout: secs(a.auth_timeout, "--auth-timeout")?,
+        handshake_timeout: secs(a.handshake_timeout, "--handshake-timeout")?,
+        max_idle: secs(a.max_idle, "--max-idle")?,
+        version: a.protocol_version,
+    })
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.cmd {
-        Cmd::Serve(a) => {
-            let opts = ServeOptions {
-                listen: a.listen,
-                max_sessions: a.max_sessions.max(1),
-                records: a.records,
-                spool_dir: a.spool_dir,
-                handshake_timeout: Duration::from_secs_f64(a.handshake_timeout.max(0.001)),
-                max_idle: Duration::from_secs_f64(a.max_idle.max(0.001)),
-                version: a.protocol_version,
-            };
-            ExitCode::from(serve::serve(opts) as u8)
-        }
+        Cmd::Serve(a) => match serve_options(a) {
+            Ok(opts) => ExitCode::from(serve::serve(opts) as u8),
+            Err(e) => {
+                eprintln!("orchestrate-worker serve: {e}");
+                ExitCode::from(2)
+            }
+        },
         Cmd::Agent => ExitCode::from(orchestrate_worker::agent::run() as u8),
         Cmd::Probe => {
             use std::io::Write;

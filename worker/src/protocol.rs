@@ -3,7 +3,13 @@
 //!
 //! A session is one TCP connection. Control frames are
 //! `MAGIC (4) | version u16 BE | kind u8 | length u32 BE | JSON body`, bounded in size, and are
-//! only exchanged between trials. Between a `TrialStart`/`Ack` pair and the server's
+//! only exchanged between trials.
+//!
+//! Version 2 opens every session with an authentication ([`crate::auth`]): the server speaks
+//! first with a `Challenge` (its nonce), the client answers with an `Auth` frame (its nonce
+//! and proof) and, without waiting, its `Hello`; the server reads nothing else of a peer until
+//! the proof checks out, and returns its own proof in the `Welcome`. A peer of another version
+//! is told so by the first frame either side reads. Between a `TrialStart`/`Ack` pair and the server's
 //! `TrialReport` the connection carries raw pattern data (for TCP patterns; UDP patterns send
 //! their data on a separate datagram socket). A message's first byte is [`LAST`] on the final
 //! message of a trial, so the serving side needs no count and a duration-bounded trial ends
@@ -21,11 +27,15 @@ use crate::error::{Result, WorkerError};
 use crate::record::{Pattern, Protocol};
 
 /// Protocol version; both sides must speak the same one.
-pub const VERSION: u16 = 1;
+pub const VERSION: u16 = 2;
 /// First bytes of every control frame.
 pub const MAGIC: [u8; 4] = *b"OWK\x01";
+/// Bytes of a frame's header.
+pub const HEAD_LEN: usize = 11;
 /// Largest control frame body accepted.
 pub const MAX_FRAME: usize = 64 * 1024;
+/// Largest frame body accepted from a peer not yet authenticated (its `Auth` frame).
+pub const MAX_AUTH_FRAME: usize = 256;
 /// Largest message / block / token / datagram payload a pattern may use.
 pub const MAX_SIZE: u64 = 64 * 1024 * 1024;
 /// Largest UDP payload.
@@ -49,6 +59,8 @@ pub enum Kind {
     TrialReport = 6,
     Bye = 7,
     End = 8,
+    Challenge = 9,
+    Auth = 10,
 }
 
 impl Kind {
@@ -62,6 +74,8 @@ impl Kind {
             6 => Kind::TrialReport,
             7 => Kind::Bye,
             8 => Kind::End,
+            9 => Kind::Challenge,
+            10 => Kind::Auth,
             _ => return None,
         })
     }
@@ -84,6 +98,22 @@ pub struct Params {
     pub udp_port: Option<u16>,
 }
 
+/// The server's opening: a fresh nonce for the client to prove the secret over.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Challenge {
+    /// 32 bytes, hex.
+    pub nonce: String,
+}
+
+/// The client's proof that it holds the run's secret.
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub struct Auth {
+    /// The client's own 32-byte nonce, hex, which the server's proof covers.
+    pub nonce: String,
+    /// HMAC-SHA256 over both nonces ([`crate::auth::Secret::client_proof`]), hex.
+    pub proof: String,
+}
+
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Hello {
     pub params: Params,
@@ -99,6 +129,9 @@ pub struct Welcome {
     /// The server's wall clock as it sent this frame, for the client's clock-offset estimate.
     #[serde(default)]
     pub unix_ns: Option<u64>,
+    /// The server's proof that it holds the secret too, hex
+    /// ([`crate::auth::Secret::server_proof`]).
+    pub proof: String,
 }
 
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -151,7 +184,7 @@ pub fn write_frame<T: Serialize>(
     timeout_s: f64,
 ) -> Result<()> {
     let json = serde_json::to_vec(body).expect("protocol types serialize");
-    let mut frame = Vec::with_capacity(11 + json.len());
+    let mut frame = Vec::with_capacity(HEAD_LEN + json.len());
     frame.extend_from_slice(&MAGIC);
     frame.extend_from_slice(&version.to_be_bytes());
     frame.push(kind as u8);
@@ -193,16 +226,21 @@ impl Frame {
     }
 }
 
-/// Read one control frame. Garbage (wrong magic, unknown kind, oversized body) is an error,
+/// A frame's header, checked.
+pub struct Head {
+    pub kind: Kind,
+    pub version: u16,
+    pub len: usize,
+}
+
+/// Checks a frame header: garbage (wrong magic, unknown kind, a body over `max`) is an error,
 /// and so is a version other than `version` unless the frame is an error report, which is
 /// always readable so a mismatched peer can say why it hangs up.
-pub fn read_frame(s: &mut TcpStream, version: u16, during: &str, timeout_s: f64) -> Result<Frame> {
-    let mut head = [0u8; 11];
-    read_full(s, &mut head, during, timeout_s)?;
+pub fn parse_head(head: &[u8; HEAD_LEN], version: u16, during: &str, max: usize) -> Result<Head> {
     if head[..4] != MAGIC {
         return Err(WorkerError::Protocol(format!(
             "{during}: not an orchestrate-worker peer (got bytes {})",
-            hex(&head)
+            hex(head)
         )));
     }
     let peer_version = u16::from_be_bytes([head[4], head[5]]);
@@ -210,22 +248,38 @@ pub fn read_frame(s: &mut TcpStream, version: u16, during: &str, timeout_s: f64)
         WorkerError::Protocol(format!("{during}: unknown frame kind {}", head[6]))
     })?;
     let len = u32::from_be_bytes([head[7], head[8], head[9], head[10]]) as usize;
-    if len > MAX_FRAME {
+    if len > max {
         return Err(WorkerError::Protocol(format!(
-            "{during}: frame of {len} bytes exceeds the {MAX_FRAME}-byte limit"
+            "{during}: frame of {len} bytes exceeds the {max}-byte limit"
         )));
     }
-    let mut body = vec![0u8; len];
-    read_full(s, &mut body, during, timeout_s)?;
     if peer_version != version && kind != Kind::Error {
-        return Err(WorkerError::Protocol(format!(
-            "protocol version mismatch: this side speaks v{version}, the peer v{peer_version}; \
-             install the same orchestrate-worker on every node"
-        )));
+        return Err(version_mismatch(version, peer_version));
     }
-    Ok(Frame {
+    Ok(Head {
         kind,
         version: peer_version,
+        len,
+    })
+}
+
+pub fn version_mismatch(ours: u16, theirs: u16) -> WorkerError {
+    WorkerError::Protocol(format!(
+        "protocol version mismatch: this side speaks v{ours}, the peer v{theirs}; \
+         install the same orchestrate-worker on every node"
+    ))
+}
+
+/// Read one control frame of at most [`MAX_FRAME`] bytes (see [`parse_head`]).
+pub fn read_frame(s: &mut TcpStream, version: u16, during: &str, timeout_s: f64) -> Result<Frame> {
+    let mut head = [0u8; HEAD_LEN];
+    read_full(s, &mut head, during, timeout_s)?;
+    let h = parse_head(&head, version, during, MAX_FRAME)?;
+    let mut body = vec![0u8; h.len];
+    read_full(s, &mut body, during, timeout_s)?;
+    Ok(Frame {
+        kind: h.kind,
+        version: h.version,
         body,
     })
 }

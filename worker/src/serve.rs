@@ -1,25 +1,46 @@
-//! `serve`: the long-lived server on every node. Accepts any number of concurrent sessions from
-//! any number of peers (one thread each, up to a limit), runs whatever pattern each session's
-//! handshake asks for, and reports each trial back to its client. A bad session — garbage, a
-//! mismatched version, a peer that dies — ends that session with a logged error; the server
-//! goes on.
+//! `serve`: the long-lived server on every node. Serves any number of concurrent sessions (one
+//! thread each, up to a limit) from clients that prove the run's secret, runs whatever pattern
+//! each session's handshake asks for, and reports each trial back to its client. A bad session
+//! — garbage, a mismatched version, a peer that dies — ends that session with a logged error;
+//! the server goes on.
+//!
+//! Who gets in, and what anyone can cost the node:
+//!
+//! - only connections that prove the secret within the authentication timeout (0.8 s by
+//!   default) reach a session; until then [`crate::gate`] holds them in one thread, at most
+//!   `max_pending` (1024) at once, each with at most 267 bytes of what it sent;
+//! - at most `max_sessions` (256) authenticated sessions run at once; more are told the
+//!   server is busy;
+//! - a session's control frames are at most [`protocol::MAX_FRAME`] (64 KiB) and its data
+//!   buffers at most the larger of its announced message size, itself at most
+//!   [`protocol::MAX_SIZE`] (64 MiB), and 4 MiB (`stream`'s read chunk), plus a few KiB of
+//!   echo headers: at most about 65 MiB a session, and `max_sessions` times that in all;
+//! - `filecopy` writes one file per session at a time, at most `max_file_bytes` (by default
+//!   the protocol's 64 GiB), and all sessions' files together at most `max_spool_bytes` (64
+//!   GiB by default) and never more than the spool's filesystem has free
+//!   ([`crate::spool`]); each file is removed when its trial ends.
+//!
+//! The server binds only the addresses it is given (the node's experiment addresses, one
+//! `--listen` each), never the wildcard unless told to.
 
 use std::io::Write;
-use std::net::{TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::net::{TcpListener, UdpSocket};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use crate::auth::Secret;
 use crate::client::software;
 use crate::error::{Result, WorkerError};
+use crate::gate::{Admitted, Event, Gate, GateOptions, Refused};
 use crate::output::print_server_record;
 use crate::patterns::{self, Measure};
 use crate::protocol::{self, ErrorMsg, Hello, Kind, Params, TrialReport, TrialSpec, Welcome};
 use crate::record::{Pattern, Protocol};
 use crate::session::{Buffers, Conn};
 use crate::shutdown;
+use crate::spool::{SpoolBudget, SpoolLease};
 
 /// One line on stderr; a closed or full stderr must never take a session (or the server) down.
 macro_rules! log {
@@ -30,31 +51,62 @@ macro_rules! log {
 
 #[derive(Debug, Clone)]
 pub struct ServeOptions {
-    pub listen: String,
+    /// Addresses to listen on, `ADDR:PORT` each.
+    pub listen: Vec<String>,
+    pub secret: Secret,
     pub max_sessions: usize,
+    /// Connections waiting to authenticate at most.
+    pub max_pending: usize,
     /// Print each trial's server-side record on stdout.
     pub records: bool,
     pub spool_dir: Option<PathBuf>,
-    /// Time allowed for a new connection to complete its handshake.
+    /// Largest file one filecopy session may write.
+    pub max_file_bytes: u64,
+    /// Largest total of the files all running filecopy sessions may write.
+    pub max_spool_bytes: u64,
+    /// Time a new connection has to prove the secret.
+    pub auth_timeout: Duration,
+    /// Time an authenticated connection has to send its `Hello`.
     pub handshake_timeout: Duration,
     /// Upper bound on the idle time a client may ask for between trials.
     pub max_idle: Duration,
     pub version: u16,
 }
 
+/// What every session thread shares.
+struct Shared {
+    opts: ServeOptions,
+    spool: Arc<SpoolBudget>,
+}
+
 /// Run the server until SIGINT/SIGTERM. Returns the exit code.
 pub fn serve(opts: ServeOptions) -> i32 {
-    let listener = match TcpListener::bind(&opts.listen) {
+    let listeners = match bind_all(&opts.listen) {
         Ok(l) => l,
         Err(e) => {
-            log!("cannot listen on {}: {e}", opts.listen);
+            log!("{e}");
             return 1;
         }
     };
-    let addr = listener
-        .local_addr()
+    let addrs: Vec<String> = listeners
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
         .map(|a| a.to_string())
-        .unwrap_or_default();
+        .collect();
+    raise_descriptor_limit();
+    let gate_opts = GateOptions {
+        secret: opts.secret.clone(),
+        auth_timeout: opts.auth_timeout,
+        max_pending: opts.max_pending,
+        version: opts.version,
+    };
+    let mut gate = match Gate::new(listeners, gate_opts) {
+        Ok(g) => g,
+        Err(e) => {
+            log!("cannot set up the listeners: {e}");
+            return 1;
+        }
+    };
     // Handlers first: a supervisor may signal as soon as it has read the line below.
     shutdown::install();
     // The first stdout line tells a supervisor (or a test that asked for port 0) where we are.
@@ -62,47 +114,24 @@ pub fn serve(opts: ServeOptions) -> i32 {
     let _ = writeln!(
         std::io::stdout(),
         "{}",
-        serde_json::json!({"listening": addr, "protocol_version": opts.version,
+        serde_json::json!({"listening": addrs.first(), "addresses": addrs,
+                           "protocol_version": opts.version,
                            "software": software(), "pid": std::process::id()})
     );
+    let spool_dir = opts.spool_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let spool = SpoolBudget::new(spool_dir, opts.max_file_bytes, opts.max_spool_bytes);
+    let shared = Arc::new(Shared { opts, spool });
     let active = Arc::new(AtomicUsize::new(0));
     let next_id = AtomicU64::new(1);
-    let opts = Arc::new(opts);
+    let mut refusals = RefusalLog::default();
     while !shutdown::requested() {
-        if !readable(&listener, 200) {
-            continue;
-        }
-        let (stream, peer) = match listener.accept() {
-            Ok(x) => x,
-            Err(e) => {
-                // Out of descriptors and the like: back off instead of spinning.
-                log!("accept failed: {e}");
-                std::thread::sleep(Duration::from_millis(50));
-                continue;
+        match gate.poll() {
+            None => {}
+            Some(Event::Refused(r)) => refusals.note(&r),
+            Some(Event::Admitted(a)) => {
+                let id = next_id.fetch_add(1, Ordering::Relaxed);
+                start_session(a, id, &active, &shared);
             }
-        };
-        let id = next_id.fetch_add(1, Ordering::Relaxed);
-        if active.load(Ordering::Acquire) >= opts.max_sessions {
-            refuse(stream, opts.version, opts.max_sessions);
-            continue;
-        }
-        active.fetch_add(1, Ordering::AcqRel);
-        let (a, o) = (active.clone(), opts.clone());
-        let spawned = std::thread::Builder::new()
-            .name(format!("session-{id}"))
-            .spawn(move || {
-                let res = session(stream, id, &o);
-                match res {
-                    Ok(s) => log!("session {id} from {peer}: {s}"),
-                    Err(e) => {
-                        log!("session {id} from {peer}: error: {e}")
-                    }
-                }
-                a.fetch_sub(1, Ordering::AcqRel);
-            });
-        if let Err(e) = spawned {
-            active.fetch_sub(1, Ordering::AcqRel);
-            log!("cannot start a session thread: {e}");
         }
     }
     // Give running sessions a moment to finish their trial, then go.
@@ -116,22 +145,96 @@ pub fn serve(opts: ServeOptions) -> i32 {
     0
 }
 
-fn readable(l: &TcpListener, ms: i32) -> bool {
-    let mut pfd = libc::pollfd {
-        fd: l.as_raw_fd(),
-        events: libc::POLLIN,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd for the duration of the call.
-    unsafe { libc::poll(&mut pfd, 1, ms) > 0 }
+fn bind_all(listen: &[String]) -> std::result::Result<Vec<TcpListener>, String> {
+    if listen.is_empty() {
+        return Err("no address to listen on".into());
+    }
+    listen
+        .iter()
+        .map(|a| TcpListener::bind(a).map_err(|e| format!("cannot listen on {a}: {e}")))
+        .collect()
 }
 
-/// Tell a connection over the limit why it is closed. Non-blocking: the short frame fits in
-/// any socket buffer, and a refusal must never stall the accept loop or cost a thread.
-fn refuse(mut s: TcpStream, version: u16, max: usize) {
-    let _ = s.set_nonblocking(true);
+/// Every waiting connection holds a descriptor: lift the soft limit to the hard one so the
+/// gate's bound, not the default of 1024 descriptors, is what limits them.
+fn raise_descriptor_limit() {
+    // SAFETY: getrlimit/setrlimit on a struct we own.
+    unsafe {
+        let mut r: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) == 0 && r.rlim_cur < r.rlim_max {
+            r.rlim_cur = r.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &r);
+        }
+    }
+}
+
+/// Runs an admitted connection's session on a thread of its own, if a slot is free.
+fn start_session(a: Admitted, id: u64, active: &Arc<AtomicUsize>, shared: &Arc<Shared>) {
+    let max = shared.opts.max_sessions;
+    if active.load(Ordering::Acquire) >= max {
+        refuse_busy(a, shared.opts.version, max);
+        return;
+    }
+    active.fetch_add(1, Ordering::AcqRel);
+    let (count, sh) = (active.clone(), shared.clone());
+    let spawned = std::thread::Builder::new()
+        .name(format!("session-{id}"))
+        .spawn(move || {
+            let peer = a.peer;
+            match session(a, id, &sh) {
+                Ok(s) => log!("session {id} from {peer}: {s}"),
+                Err(e) => log!("session {id} from {peer}: error: {e}"),
+            }
+            count.fetch_sub(1, Ordering::AcqRel);
+        });
+    if let Err(e) = spawned {
+        active.fetch_sub(1, Ordering::AcqRel);
+        log!("cannot start a session thread: {e}");
+    }
+}
+
+/// Refusals are logged, but a flood of strangers must not flood the log: at most
+/// `REFUSALS_PER_WINDOW` lines per window, then one line counting the rest.
+#[derive(Default)]
+struct RefusalLog {
+    window: Option<Instant>,
+    logged: u32,
+    suppressed: u64,
+}
+
+const REFUSALS_PER_WINDOW: u32 = 20;
+const REFUSAL_WINDOW: Duration = Duration::from_secs(10);
+
+impl RefusalLog {
+    fn note(&mut self, r: &Refused) {
+        let now = Instant::now();
+        if self
+            .window
+            .is_none_or(|w| now.duration_since(w) >= REFUSAL_WINDOW)
+        {
+            if self.suppressed > 0 {
+                log!("{} more connections refused", self.suppressed);
+            }
+            *self = RefusalLog {
+                window: Some(now),
+                ..RefusalLog::default()
+            };
+        }
+        if self.logged < REFUSALS_PER_WINDOW {
+            self.logged += 1;
+            log!("refused {}: {}", r.peer, r.reason);
+        } else {
+            self.suppressed += 1;
+        }
+    }
+}
+
+/// Tell an authenticated connection over the limit why it is closed. Non-blocking: the short
+/// frame fits in any socket buffer, and a refusal must never stall the accept loop.
+fn refuse_busy(mut a: Admitted, version: u16, max: usize) {
+    let _ = a.stream.set_nonblocking(true);
     let _ = protocol::write_frame(
-        &mut s,
+        &mut a.stream,
         Kind::Error,
         &ErrorMsg {
             error: format!("server busy: {max} sessions running; retry later"),
@@ -152,26 +255,20 @@ fn fail(c: &mut Conn, e: WorkerError) -> WorkerError {
     e
 }
 
-fn session(stream: TcpStream, id: u64, opts: &ServeOptions) -> Result<String> {
-    let mut c = Conn::new(stream, opts.handshake_timeout, opts.version)?;
+fn session(a: Admitted, id: u64, shared: &Shared) -> Result<String> {
+    let opts = &shared.opts;
+    let mut c = Conn::new(a.stream, opts.handshake_timeout, opts.version)?;
     c.session = id;
     c.spool_dir = opts.spool_dir.clone();
-    let hs = opts.handshake_timeout.as_secs_f64();
-    let hello: Hello = match c
-        .recv("reading the handshake", hs)
-        .and_then(|f| f.expect(Kind::Hello))
-        .and_then(|f| f.decode())
-    {
-        Ok(h) => h,
+    let p = match accept_hello(&mut c, shared) {
+        Ok(p) => p,
         Err(e) => return Err(fail(&mut c, e)),
     };
-    let p = hello.params;
-    if let Err(m) = protocol::validate(&p) {
-        return Err(fail(
-            &mut c,
-            WorkerError::Usage(format!("rejected parameters: {m}")),
-        ));
-    }
+    // Held until the session ends: the spool space its files may take.
+    let _spool: Option<SpoolLease> = match reserve_spool(&p, shared) {
+        Ok(l) => l,
+        Err(e) => return Err(fail(&mut c, e)),
+    };
     // A client chooses its timeouts, within the server's bound.
     let timeout = Duration::from_millis(p.timeout_ms).min(opts.max_idle);
     let idle = Duration::from_millis(p.idle_timeout_ms).min(opts.max_idle);
@@ -193,6 +290,7 @@ fn session(stream: TcpStream, id: u64, opts: &ServeOptions) -> Result<String> {
             session: id,
             udp_port,
             unix_ns: Some(crate::session::unix_ns()),
+            proof: a.server_proof,
         },
     )?;
     let pat = patterns::lookup(p.pattern);
@@ -243,6 +341,30 @@ fn session(stream: TcpStream, id: u64, opts: &ServeOptions) -> Result<String> {
         serde_json::to_string(&p.pattern).unwrap_or_default(),
         p.protocol
     ))
+}
+
+/// The session's parameters from its `Hello`, checked.
+fn accept_hello(c: &mut Conn, shared: &Shared) -> Result<Params> {
+    let hs = shared.opts.handshake_timeout.as_secs_f64();
+    let hello: Hello = c
+        .recv("reading the handshake", hs)?
+        .expect(Kind::Hello)?
+        .decode()?;
+    let p = hello.params;
+    protocol::validate(&p).map_err(|m| WorkerError::Usage(format!("rejected parameters: {m}")))?;
+    Ok(p)
+}
+
+/// A filecopy session's claim on the spool: its announced file size.
+fn reserve_spool(p: &Params, shared: &Shared) -> Result<Option<SpoolLease>> {
+    if p.pattern != Pattern::Filecopy {
+        return Ok(None);
+    }
+    shared
+        .spool
+        .reserve(p.max_size_bytes)
+        .map(Some)
+        .map_err(|m| WorkerError::Usage(format!("rejected file copy: {m}")))
 }
 
 /// What this side counted in a trial, for the client.

@@ -1,5 +1,6 @@
 //! The agent: a server and a client driven through one stdin/stdout pair, the start barrier
-//! fed through it, clock probes, and every child stopped when the controller goes away.
+//! fed through it, clock probes, the run's secret handed to children outside their command
+//! lines, and every child stopped when the controller goes away.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -7,6 +8,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use orchestrate_worker::agent::{Event, Request};
+use orchestrate_worker::auth::Secret;
 use orchestrate_worker::record::{Record, Role};
 
 struct Agent {
@@ -47,6 +49,36 @@ impl Agent {
     }
 }
 
+/// Processes whose parent is `parent`.
+fn children_of(parent: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // The parent is the second field after the command in parentheses.
+            let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+            after.split_whitespace().nth(1) == Some(&parent.to_string())
+        })
+        .collect()
+}
+
+/// `pid`'s command line does not show `secret`; its environment, readable only by its owner,
+/// is where it is if anywhere.
+fn secret_only_in_environment(pid: u32, secret: &Secret) {
+    let hex = secret.to_hex();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    assert!(
+        !String::from_utf8_lossy(&cmdline).contains(&hex),
+        "the secret is on the command line of {pid}"
+    );
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let has =
+        String::from_utf8_lossy(&environ).contains(&format!("ORCHESTRATE_WORKER_SECRET={hex}"));
+    let is_agent = String::from_utf8_lossy(&cmdline).split('\0').nth(1) == Some("agent");
+    assert_eq!(has, !is_agent, "environment of {pid}");
+}
+
 fn pid_alive(pid: u32) -> bool {
     std::path::Path::new(&format!("/proc/{pid}")).exists()
         && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
@@ -57,9 +89,11 @@ fn pid_alive(pid: u32) -> bool {
 #[test]
 fn serves_and_measures_through_one_channel_and_cleans_up_when_closed() {
     let mut a = Agent::start();
+    let secret = Secret::generate();
     a.send(&Request::Spawn {
         id: 1,
         args: vec!["serve".into(), "--listen".into(), "127.0.0.1:0".into()],
+        secret: Some(secret.clone()),
     });
     let addr = match a.next() {
         Event::Line { id: 1, line } => {
@@ -84,11 +118,19 @@ fn serves_and_measures_through_one_channel_and_cleans_up_when_closed() {
     a.send(&Request::Spawn {
         id: 2,
         args: args.iter().map(|s| s.to_string()).collect(),
+        secret: Some(secret.clone()),
     });
     match a.next() {
         Event::Line { id: 2, line } => assert!(line.contains("\"ready\":true"), "{line}"),
         e => panic!("expected ready, got {e:?}"),
     }
+    // Both children hold the secret (the client just proved it), and neither shows it.
+    let children = children_of(a.child.id());
+    assert_eq!(children.len(), 2, "a server and a client: {children:?}");
+    for pid in children {
+        secret_only_in_environment(pid, &secret);
+    }
+    secret_only_in_environment(a.child.id(), &Secret::generate());
     let go = Instant::now();
     a.send(&Request::Input {
         id: 2,
@@ -172,6 +214,7 @@ fn a_killed_agent_takes_its_children_with_it() {
     a.send(&Request::Spawn {
         id: 1,
         args: vec!["serve".into(), "--listen".into(), "127.0.0.1:0".into()],
+        secret: Some(Secret::generate()),
     });
     assert!(matches!(a.next(), Event::Line { id: 1, .. }));
     let agent_pid = a.child.id();
@@ -193,4 +236,45 @@ fn a_killed_agent_takes_its_children_with_it() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+#[test]
+fn a_server_without_a_secret_does_not_start() {
+    let mut a = Agent::start();
+    a.send(&Request::Spawn {
+        id: 1,
+        args: vec!["serve".into(), "--listen".into(), "127.0.0.1:0".into()],
+        secret: None,
+    });
+    match a.next() {
+        Event::Exit {
+            id: 1,
+            code,
+            stderr,
+        } => {
+            assert_eq!(code, Some(2));
+            assert!(stderr.contains("no secret"), "{stderr}");
+        }
+        e => panic!("expected the server to exit, got {e:?}"),
+    }
+    drop(a.child.stdin.take());
+    assert!(a.child.wait().unwrap().success());
+}
+
+#[test]
+fn a_malformed_request_is_not_echoed_when_it_carries_a_secret() {
+    let mut a = Agent::start();
+    let stdin = a.child.stdin.as_mut().unwrap();
+    let line = r#"{"op":"spawn","id":1,"args":"serve","secret":"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}"#;
+    writeln!(stdin, "{line}").unwrap();
+    stdin.flush().unwrap();
+    match a.next() {
+        Event::Error { message, .. } => {
+            assert!(message.contains("not shown"), "{message}");
+            assert!(!message.contains("0123456789abcdef"), "{message}");
+        }
+        e => panic!("expected an error, got {e:?}"),
+    }
+    drop(a.child.stdin.take());
+    assert!(a.child.wait().unwrap().success());
 }

@@ -6,10 +6,11 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{BIN, Server, client};
+use common::{SECRET, Server, authenticate, client, frame};
+use orchestrate_worker::protocol::{Kind, VERSION};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -34,7 +35,7 @@ fn still_serves(srv: &mut Server) {
 }
 
 fn spawn_client(args: &[&str]) -> std::process::Child {
-    Command::new(BIN)
+    common::worker()
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -200,24 +201,32 @@ fn noise(seed: u64, n: usize) -> Vec<u8> {
         .collect()
 }
 
-/// Send bytes to serve and read what comes back until it closes (bounded).
-fn poke(addr: &str, bytes: &[u8]) -> (Vec<u8>, Duration) {
+/// Send bytes to serve, after authenticating if asked to, and read what comes back until it
+/// closes (bounded).
+fn poke_as(addr: &str, secret: Option<&str>, bytes: &[u8]) -> (Vec<u8>, Duration) {
     let start = Instant::now();
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    if let Some(k) = secret {
+        authenticate(&mut s, k);
+    }
     let _ = s.write_all(bytes);
     let mut back = Vec::new();
     let _ = s.read_to_end(&mut back);
     (back, start.elapsed())
 }
 
+fn poke(addr: &str, bytes: &[u8]) -> (Vec<u8>, Duration) {
+    poke_as(addr, None, bytes)
+}
+
 #[test]
 fn random_bytes_to_serve() {
-    let mut srv = Server::start(&["--handshake-timeout", "2"]);
+    let mut srv = Server::start(&[]);
     for seed in 1..=5u64 {
         let (back, took) = poke(&srv.addr, &noise(seed, 4096));
         assert!(
-            took < Duration::from_secs(5),
+            took < Duration::from_secs(2),
             "garbage session lasted {took:?}"
         );
         let text = String::from_utf8_lossy(&back);
@@ -226,41 +235,51 @@ fn random_bytes_to_serve() {
             "reply to garbage: {text}"
         );
     }
-    // Silence is bounded by the handshake timeout.
-    let (_, took) = poke(&srv.addr, &[]);
+    // Silence is bounded by the authentication timeout.
+    let (back, took) = poke(&srv.addr, &[]);
     assert!(
-        took < Duration::from_secs(5),
+        took < Duration::from_secs(2),
         "silent connection lasted {took:?}"
     );
-    // The right magic with an absurd frame length is refused without allocating it.
-    let mut frame = b"OWK\x01\x00\x01\x01".to_vec();
-    frame.extend_from_slice(&u32::MAX.to_be_bytes());
-    let (back, _) = poke(&srv.addr, &frame);
     assert!(
-        String::from_utf8_lossy(&back).contains("exceeds"),
+        String::from_utf8_lossy(&back).contains("no valid authentication within 0.8 s"),
+        "{back:?}"
+    );
+    // The right magic with an absurd frame length is refused without allocating it, and an
+    // authentication frame longer than a proof needs is too.
+    for len in [u32::MAX, 257] {
+        let mut f = frame(Kind::Auth as u8, VERSION, &[]);
+        f[7..11].copy_from_slice(&len.to_be_bytes());
+        let (back, _) = poke(&srv.addr, &f);
+        assert!(
+            String::from_utf8_lossy(&back).contains("exceeds"),
+            "{back:?}"
+        );
+    }
+    // After authenticating, garbage is still only garbage.
+    let (back, _) = poke_as(&srv.addr, Some(SECRET), &noise(9, 4096));
+    assert!(
+        String::from_utf8_lossy(&back).contains("not an orchestrate-worker peer"),
         "{back:?}"
     );
     still_serves(&mut srv);
 }
 
 fn hello_frame(json: &str) -> Vec<u8> {
-    let mut f = b"OWK\x01\x00\x01\x01".to_vec();
-    f.extend_from_slice(&(json.len() as u32).to_be_bytes());
-    f.extend_from_slice(json.as_bytes());
-    f
+    frame(Kind::Hello as u8, VERSION, json.as_bytes())
 }
 
 #[test]
 fn hostile_parameters_are_refused() {
     let mut srv = Server::start(&[]);
     let huge = r#"{"params":{"pattern":"pingpong","protocol":"tcp","depth":1,"max_size_bytes":1099511627776,"timeout_ms":1000,"idle_timeout_ms":1000,"udp_port":null},"software":"test"}"#;
-    let (back, _) = poke(&srv.addr, &hello_frame(huge));
+    let (back, _) = poke_as(&srv.addr, Some(SECRET), &hello_frame(huge));
     assert!(
         String::from_utf8_lossy(&back).contains("rejected parameters"),
         "{back:?}"
     );
     let bad_json = "{not json";
-    let (back, _) = poke(&srv.addr, &hello_frame(bad_json));
+    let (back, _) = poke_as(&srv.addr, Some(SECRET), &hello_frame(bad_json));
     assert!(
         String::from_utf8_lossy(&back).contains("malformed"),
         "{back:?}"
@@ -422,7 +441,7 @@ fn sizes_beyond_the_cap_are_refused_before_connecting() {
 #[test]
 fn sessions_beyond_the_limit_are_refused_with_a_reason() {
     let mut srv = Server::start(&["--max-sessions", "1"]);
-    let mut first = Command::new(BIN)
+    let mut first = common::worker()
         .args([
             "token",
             "--connect",

@@ -356,10 +356,10 @@ fn pipeline_for_a_duration() {
 
 /// Run a client and sample its CPU time (user + system, seconds) from /proc while it runs.
 fn run_with_cpu(args: &[&str]) -> (Run, f64) {
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     // SAFETY: sysconf has no preconditions.
     let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    let mut child = Command::new(common::BIN)
+    let mut child = common::worker()
         .args(args)
         .stdout(Stdio::piped())
         .spawn()
@@ -565,9 +565,9 @@ fn concurrent_sessions_on_one_server() {
 #[test]
 fn go_stdin_waits_for_the_line() {
     use std::io::Write;
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     let srv = Server::start(&[]);
-    let mut child = Command::new(common::BIN)
+    let mut child = common::worker()
         .args([
             "token",
             "--connect",

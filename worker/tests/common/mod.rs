@@ -1,9 +1,12 @@
 //! Helpers for the worker's integration tests: a `serve` process on a free loopback port and a
-//! client runner with a hard time limit. Everything here talks to 127.0.0.1 only.
+//! client runner with a hard time limit, both holding the same secret, and the client's half of
+//! the authentication for tests that speak the protocol by hand. Everything here talks to
+//! 127.0.0.1 only.
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
@@ -12,10 +15,53 @@ use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_orchestrate-worker");
 
+/// The secret every test server and client shares (64 hex digits).
+pub const SECRET: &str = "5ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2";
+
+/// The worker binary with the tests' secret in its environment.
+pub fn worker() -> Command {
+    let mut c = Command::new(BIN);
+    c.env(orchestrate_worker::auth::SECRET_ENV, SECRET);
+    c
+}
+
+/// One control frame as the protocol writes it.
+pub fn frame(kind: u8, version: u16, body: &[u8]) -> Vec<u8> {
+    let mut f = b"OWK\x01".to_vec();
+    f.extend_from_slice(&version.to_be_bytes());
+    f.push(kind);
+    f.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    f.extend_from_slice(body);
+    f
+}
+
+/// Reads the server's challenge and answers it with `secret`'s proof, as a client does.
+pub fn authenticate(s: &mut TcpStream, secret: &str) {
+    use orchestrate_worker::auth::{Nonce, Secret};
+    use orchestrate_worker::protocol::{self, Challenge, Kind, VERSION};
+    let f = protocol::read_frame(s, VERSION, "reading the challenge", 5.0).expect("challenge");
+    assert_eq!(f.kind, Kind::Challenge);
+    let c: Challenge = f.decode().unwrap();
+    let server = Nonce::from_hex(&c.nonce).expect("nonce");
+    let client = Nonce::random();
+    let proof = Secret::from_hex(secret)
+        .unwrap()
+        .client_proof(&server, &client);
+    let body = serde_json::json!({"nonce": client.to_hex(), "proof": hex::encode(proof)});
+    s.write_all(&frame(
+        Kind::Auth as u8,
+        VERSION,
+        body.to_string().as_bytes(),
+    ))
+    .unwrap();
+}
+
 /// A running `orchestrate-worker serve`, killed on drop.
 pub struct Server {
     pub child: Child,
     pub addr: String,
+    /// The line that said where it listens.
+    pub first_line: Value,
     /// Lines the server prints on stdout after the first (records with `--records`).
     pub stdout: Receiver<String>,
     pub stderr: Receiver<String>,
@@ -23,7 +69,7 @@ pub struct Server {
 
 impl Server {
     pub fn start(extra: &[&str]) -> Server {
-        let mut child = Command::new(BIN)
+        let mut child = worker()
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(extra)
             .stdin(Stdio::null())
@@ -44,6 +90,7 @@ impl Server {
         Server {
             child,
             addr,
+            first_line: v,
             stdout,
             stderr,
         }
@@ -109,8 +156,18 @@ impl Run {
 
 /// Run a client to completion, killing it if it exceeds `limit` (which fails the test).
 pub fn client(args: &[&str], limit: Duration) -> Run {
+    run_with(args, Some(SECRET), limit)
+}
+
+/// Run a client with `secret` (or none) in its environment, as [`client`] does.
+pub fn run_with(args: &[&str], secret: Option<&str>, limit: Duration) -> Run {
     let start = Instant::now();
-    let mut child = Command::new(BIN)
+    let mut cmd = Command::new(BIN);
+    cmd.env_remove(orchestrate_worker::auth::SECRET_ENV);
+    if let Some(k) = secret {
+        cmd.env(orchestrate_worker::auth::SECRET_ENV, k);
+    }
+    let mut child = cmd
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -1,6 +1,7 @@
 //! The controller's side of a node's agent (`orchestrate-worker agent`): one SSH channel per
 //! node for the whole run, requests written as JSON lines, events routed to whoever asked by
-//! the request's id.
+//! the request's id. Every command started through it gets the secret of the servers it
+//! serves or reaches, over that channel, never on a command line.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -8,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use orchestrate_worker::agent::{Event, Request};
+use orchestrate_worker::auth::Secret;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
 
@@ -23,6 +25,8 @@ pub struct Agent {
     next_id: AtomicU64,
     child: Mutex<Option<openssh::Child<Arc<openssh::Session>>>>,
     stderr: Arc<std::sync::Mutex<String>>,
+    /// What the node's servers and clients prove to each other.
+    secret: Secret,
 }
 
 /// A command started through an agent, and its events.
@@ -42,11 +46,13 @@ pub enum AgentError {
 }
 
 impl Agent {
-    /// Starts `worker agent` on `node` and the task that routes its events.
+    /// Starts `worker agent` on `node` and the task that routes its events; every command it
+    /// starts gets `secret`.
     pub async fn open(
         cluster: &Cluster,
         node: &NodeName,
         worker: &str,
+        secret: Secret,
     ) -> Result<Agent, AgentError> {
         let ch = cluster
             .channel(
@@ -101,6 +107,7 @@ impl Agent {
             next_id: AtomicU64::new(1),
             child: Mutex::new(Some(ch.child)),
             stderr,
+            secret,
         })
     }
 
@@ -136,10 +143,11 @@ impl Agent {
         (id, rx)
     }
 
-    /// Starts `orchestrate-worker <args>` on the node.
+    /// Starts `orchestrate-worker <args>` on the node, with the secret in its environment.
     pub async fn spawn(&self, args: Vec<String>) -> Result<Task, AgentError> {
         let (id, events) = self.route();
-        self.send(&Request::Spawn { id, args }).await?;
+        let secret = Some(self.secret.clone());
+        self.send(&Request::Spawn { id, args, secret }).await?;
         Ok(Task { id, events })
     }
 

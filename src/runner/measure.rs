@@ -1,17 +1,24 @@
 //! Measuring a configuration's points: one agent and one worker server per node for the whole
 //! configuration, the nodes' clock offsets, then each point in turn, its records and the
 //! medium's statistics stored as it finishes.
+//!
+//! The servers accept only clients that prove a secret drawn afresh for the configuration: it
+//! lives exactly as long as the servers that check it, goes to the nodes only over the agents'
+//! SSH channels, and is never written down.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use orchestrate_worker::agent::Event;
+use orchestrate_worker::auth::Secret;
 
 use crate::plan::{self, Configuration, Experiment, Point};
 use crate::results::{BondDriver, MediaContext, PointRow, PointStatus};
 use crate::spec::NodeName;
+use crate::topology::Topology;
 
 use super::agent::Agent;
 use super::fanout::{listed, on_all};
@@ -45,8 +52,9 @@ impl Measurement<'_> {
             .iter()
             .map(|n| n.name.clone())
             .collect();
+        let secret = &Secret::generate();
         let (agents, errors) = on_all(&names, |n| async move {
-            Ok(Agent::open(cluster, &n, self.worker_path).await?)
+            Ok(Agent::open(cluster, &n, self.worker_path, secret.clone()).await?)
         })
         .await;
         if !errors.is_empty() {
@@ -85,7 +93,7 @@ impl Measurement<'_> {
         mut medium: Option<&mut Sampler>,
         state: &mut RunState,
     ) -> anyhow::Result<()> {
-        start_servers(names, agents, self.opts.port).await?;
+        start_servers(names, agents, &self.config.topology, self.opts.port).await?;
         let offsets = clock_offsets(names, agents).await?;
         let ctx = PointContext {
             exp: self.exp,
@@ -170,18 +178,22 @@ impl Measurement<'_> {
     }
 }
 
-/// One worker server per node, listening on `port` for the whole configuration.
+/// One worker server per node, listening on `port` of each of the node's experiment
+/// addresses for the whole configuration.
 async fn start_servers(
     names: &[NodeName],
     agents: &BTreeMap<NodeName, Agent>,
+    topology: &Topology,
     port: u16,
 ) -> anyhow::Result<()> {
     let (_, errors) = on_all(names, |n| async move {
-        let a = &agents[&n];
-        let listen = format!("0.0.0.0:{port}");
-        let mut task = a
-            .spawn(vec!["serve".into(), "--listen".into(), listen])
-            .await?;
+        let listen = listen_args(topology, &n, port)?;
+        if listen.is_empty() {
+            // No address, so no client can reach it: nothing to serve.
+            return Ok(());
+        }
+        let args = std::iter::once("serve".to_owned()).chain(listen).collect();
+        let mut task = agents[&n].spawn(args).await?;
         match task.next(&n, Duration::from_secs(20)).await? {
             Event::Line { line, .. } if line.contains("listening") => Ok(()),
             other => bail!("{n}: the server did not start: {other:?}"),
@@ -192,6 +204,23 @@ async fn start_servers(
         bail!("starting the servers failed:\n  {}", listed(&errors));
     }
     Ok(())
+}
+
+/// `--listen ADDR:PORT` for every experiment address of `node`: clients reach a server only at
+/// those, so it listens nowhere else (not on the control network, not on the wildcard).
+fn listen_args(topology: &Topology, node: &NodeName, port: u16) -> anyhow::Result<Vec<String>> {
+    let Some(addrs) = topology.node(node).map(|n| n.addresses()) else {
+        bail!("{node}: not a node of {}", topology.name);
+    };
+    Ok(addrs
+        .into_iter()
+        .flat_map(|a| {
+            [
+                "--listen".to_owned(),
+                SocketAddr::from((a, port)).to_string(),
+            ]
+        })
+        .collect())
 }
 
 /// Each node's wall clock minus the controller's, in ns.
@@ -252,5 +281,44 @@ fn media_context(config: &Configuration, row: &PointRow) -> MediaContext {
         protocol: row.protocol,
         size_bytes: row.size_bytes,
         rep: row.rep,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn topology(file: &str) -> Topology {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("topologies")
+            .join(file);
+        crate::topology::load(&path).expect("a shipped topology loads")
+    }
+
+    #[test]
+    fn servers_listen_on_every_experiment_address_and_nowhere_else() {
+        for file in ["routed-mesh-4x4.toml", "bonded-dual-net.toml"] {
+            let t = topology(file);
+            for node in &t.nodes {
+                let args = listen_args(&t, &node.name, 7171).unwrap();
+                let listen: Vec<&str> = args.chunks(2).map(|c| c[1].as_str()).collect();
+                assert!(args.chunks(2).all(|c| c[0] == "--listen"), "{args:?}");
+                let want: Vec<String> = node
+                    .addresses()
+                    .iter()
+                    .map(|a| format!("{a}:7171"))
+                    .collect();
+                assert_eq!(listen, want, "{file} {}", node.name);
+                assert!(!listen.is_empty());
+                assert!(listen.iter().all(|l| !l.starts_with("0.0.0.0")));
+            }
+        }
+    }
+
+    #[test]
+    fn a_node_outside_the_topology_is_an_error() {
+        let t = topology("bonded-dual-net.toml");
+        let stranger: NodeName = "not-a-node".parse().unwrap();
+        assert!(listen_args(&t, &stranger, 7171).is_err());
     }
 }

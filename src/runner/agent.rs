@@ -14,6 +14,8 @@ use tokio::sync::{Mutex, mpsc};
 use crate::remote::{Cluster, RemoteError};
 use crate::spec::NodeName;
 
+use super::worker_install::InstalledWorker;
+
 type Routes = Arc<std::sync::Mutex<HashMap<u64, mpsc::UnboundedSender<Event>>>>;
 
 pub struct Agent {
@@ -23,6 +25,7 @@ pub struct Agent {
     next_id: AtomicU64,
     child: Mutex<Option<openssh::Child<Arc<openssh::Session>>>>,
     stderr: Arc<std::sync::Mutex<String>>,
+    private_dir: String,
 }
 
 /// A command started through an agent, and its events.
@@ -46,12 +49,12 @@ impl Agent {
     pub async fn open(
         cluster: &Cluster,
         node: &NodeName,
-        worker: &str,
+        worker: &InstalledWorker,
     ) -> Result<Agent, AgentError> {
         let ch = cluster
             .channel(
                 node,
-                &format!("{} agent", shlex::try_quote(worker).expect("no NUL")),
+                &format!("{} agent", shlex::try_quote(worker.path()).expect("no NUL")),
             )
             .await?;
         let routes: Routes = Arc::default();
@@ -101,7 +104,14 @@ impl Agent {
             next_id: AtomicU64::new(1),
             child: Mutex::new(Some(ch.child)),
             stderr,
+            private_dir: worker.dir().to_owned(),
         })
+    }
+
+    /// The node's private directory, where the worker it runs may write files (filecopy's
+    /// spool): nobody else on the node can read or plant anything there.
+    pub fn private_dir(&self) -> &str {
+        &self.private_dir
     }
 
     fn closed(&self) -> AgentError {

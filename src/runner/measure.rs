@@ -18,6 +18,7 @@ use super::fanout::{listed, on_all};
 use super::media::Sampler;
 use super::point::{self, Outcome, PointContext};
 use super::state::RunState;
+use super::worker_install::InstalledWorker;
 use super::{OnError, RunOptions, Stopped};
 
 /// What measuring a configuration needs beyond the nodes.
@@ -26,7 +27,7 @@ pub struct Measurement<'a> {
     pub config: &'a Configuration,
     pub todo: &'a [&'a Point],
     pub opts: &'a RunOptions,
-    pub worker_path: &'a str,
+    pub workers: &'a BTreeMap<NodeName, InstalledWorker>,
     pub bond_driver: Option<BondDriver>,
     /// The medium emulator's control socket, where the wires are emulated.
     pub medium_socket: Option<&'a Path>,
@@ -46,7 +47,7 @@ impl Measurement<'_> {
             .map(|n| n.name.clone())
             .collect();
         let (agents, errors) = on_all(&names, |n| async move {
-            Ok(Agent::open(cluster, &n, self.worker_path).await?)
+            Ok(Agent::open(cluster, &n, &self.workers[&n]).await?)
         })
         .await;
         if !errors.is_empty() {
@@ -180,7 +181,13 @@ async fn start_servers(
         let a = &agents[&n];
         let listen = format!("0.0.0.0:{port}");
         let mut task = a
-            .spawn(vec!["serve".into(), "--listen".into(), listen])
+            .spawn(vec![
+                "serve".into(),
+                "--listen".into(),
+                listen,
+                "--spool-dir".into(),
+                a.private_dir().into(),
+            ])
             .await?;
         match task.next(&n, Duration::from_secs(20)).await? {
             Event::Line { line, .. } if line.contains("listening") => Ok(()),

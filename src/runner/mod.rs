@@ -7,12 +7,13 @@
 //! - [`start`]: open a new run directory, or the one of a run to resume (same plan, earlier
 //!   attempt's ledger undone first);
 //! - per configuration (a topology under one bonding mode), [`configuration`] drives, in order:
-//!   obtain nodes from the source, connect ([`session`]); [`prepare`]: upload the worker
-//!   (skipped when the node has that build, [`worker_binary`]), probe, settle bond drivers,
-//!   render scripts; write the ledger and [`apply`] every node's script; prove every planned
-//!   path's hop count ([`paths`]); [`measure`]: one agent and one server per node, clock
-//!   offsets, then each [`point`] with the medium's statistics ([`media`]); [`teardown`] — on
-//!   success, failure and Ctrl-C alike;
+//!   obtain nodes from the source, connect ([`session`]); [`prepare`]: install the worker in
+//!   a private directory checked on the node ([`worker_install`]; no upload when the node has
+//!   that build, [`worker_binary`]), probe, settle bond drivers, render scripts; write the
+//!   ledger and [`apply`] every node's script; prove every planned path's hop count
+//!   ([`paths`]); [`measure`]: one agent and one server per node, clock offsets, then each
+//!   [`point`] with the medium's statistics ([`media`]); [`teardown`] — on success, failure
+//!   and Ctrl-C alike;
 //! - [`rundir`] writes the run directory, [`state`] is what every stage writes to, and
 //!   [`progress`] shows it.
 
@@ -33,6 +34,7 @@ mod start;
 mod state;
 mod teardown;
 mod worker_binary;
+mod worker_install;
 
 use std::path::PathBuf;
 

@@ -32,7 +32,7 @@ pub async fn teardown(
         .iter()
         .map(|(n, s)| (n.clone(), s.teardown.clone()))
         .collect();
-    let (clean, errors) = run_scripts(cluster, &teardowns, "", NODE_LEDGER).await;
+    let (clean, errors) = run_scripts(cluster, &teardowns, NODE_LEDGER).await;
     // A userspace bond's teardown prints its final counters: keep them, so a reader can see
     // which wire carried what (per slave, per flow).
     let bond_counters = userspace_bond_counters(config, &clean);
@@ -114,7 +114,7 @@ pub async fn teardown_from_ledger(dir: &Path, source: &dyn NodeSource) -> anyhow
             .with_context(|| format!("reading {}", path.display()))?;
         teardowns.insert(n.clone(), script);
     }
-    let (_, errors) = run_scripts(&cluster, &teardowns, "", &l.node_ledger).await;
+    let (_, errors) = run_scripts(&cluster, &teardowns, &l.node_ledger).await;
     cluster.close().await;
     if !errors.is_empty() {
         bail!("teardown failed:\n  {}", listed(&errors));

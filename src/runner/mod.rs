@@ -15,7 +15,10 @@
 //!   [`point`] with the medium's statistics ([`media`]); [`teardown`] — on success, failure
 //!   and Ctrl-C alike;
 //! - [`rundir`] writes the run directory, [`state`] is what every stage writes to, and
-//!   [`progress`] shows it.
+//!   [`progress`] shows it;
+//! - a run directory read back (`orchestrate teardown`, `--resume`) is data: refused when
+//!   another user could have written it ([`run_dir_trust`]), its teardown scripts run only if
+//!   they are what this controller renders ([`verified_teardown`]).
 
 mod agent;
 mod apply;
@@ -28,11 +31,13 @@ mod paths;
 mod point;
 mod prepare;
 mod progress;
+mod run_dir_trust;
 mod rundir;
 mod session;
 mod start;
 mod state;
 mod teardown;
+mod verified_teardown;
 mod worker_binary;
 mod worker_install;
 

@@ -74,11 +74,7 @@ impl NodeShell for OnNode<'_> {
         args: &[&str],
         stdin: Option<&[u8]>,
     ) -> anyhow::Result<String> {
-        let mut line = format!("sh -c {} orchestrate", quote(script));
-        for a in args {
-            line.push(' ');
-            line.push_str(&quote(a));
-        }
+        let line = command_line(script, args);
         let node = self.node;
         // The scripts' own messages say what is wrong; the command line would only bury them.
         match self.cluster.run(node, &line, stdin, UPLOAD_TIMEOUT).await {
@@ -92,8 +88,15 @@ impl NodeShell for OnNode<'_> {
     }
 }
 
-fn quote(s: &str) -> String {
-    shlex::try_quote(s).expect("no NUL in scripts").into_owned()
+/// `sh -c script orchestrate args...` as one command line, every part quoted.
+fn command_line(script: &str, args: &[&str]) -> String {
+    let quote = |s: &str| shlex::try_quote(s).expect("no NUL in scripts").into_owned();
+    let mut line = format!("sh -c {} orchestrate", quote(script));
+    for a in args {
+        line.push(' ');
+        line.push_str(&quote(a));
+    }
+    line
 }
 
 /// Makes sure the node runs this very build from its private directory under `parent`
@@ -446,6 +449,27 @@ mod tests {
             0,
             "neither the worker nor the temporary file is left"
         );
+    }
+
+    #[test]
+    fn the_command_line_carries_script_and_arguments_intact_also_under_sudo() {
+        let script = r#"printf '%s|' "$0" "$@""#;
+        let args = ["/var tmp", "it's", "$(touch x) `y` ;z"];
+        let line = command_line(script, &args);
+        // As the login shell runs it, and as `sudo -n sh -c <line>` would.
+        let sudo_line = format!("sh -c {}", shlex::try_quote(&line).unwrap());
+        for l in [&line, &sudo_line] {
+            let out = std::process::Command::new("sh")
+                .arg("-c")
+                .arg(l)
+                .current_dir(tempfile::tempdir().unwrap().path())
+                .output()
+                .unwrap();
+            assert_eq!(
+                String::from_utf8(out.stdout).unwrap(),
+                "orchestrate|/var tmp|it's|$(touch x) `y` ;z|"
+            );
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Preparing a configuration's nodes before anything on them changes: install the worker where
-//! a node lacks this build ([`worker_install`](super::worker_install)), probe every node, take the kernel's bonding driver where the probe
-//! found it (`driver = "auto"`), and render each node's scripts for what the node turned out
-//! to be.
+//! a node lacks this build, in a directory checked on the node
+//! ([`worker_install`](super::worker_install)), probe every node, take the kernel's bonding
+//! driver where the probe found it (`driver = "auto"`), and render each node's scripts for
+//! what the node turned out to be.
 
 use std::collections::BTreeMap;
 

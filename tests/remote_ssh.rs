@@ -1,5 +1,5 @@
 //! The SSH layer against a real sshd on loopback: commands, failures that name node and
-//! command, uploads, timeouts, and strict host key checking.
+//! command, timeouts, and strict host key checking.
 
 mod common;
 
@@ -62,31 +62,6 @@ async fn commands_run_on_every_node_and_failures_name_node_and_command() {
         .await
         .unwrap_err();
     assert!(matches!(slow, RemoteError::Timeout { .. }), "{slow}");
-    cluster.close().await;
-}
-
-#[tokio::test]
-async fn uploads_land_whole_with_their_mode() {
-    require_sshd!();
-    let sshd = Sshd::start();
-    let inv = Inventory::load(&sshd.inventory(&["n1"])).unwrap();
-    let cluster = Cluster::connect(&inv, &names(&["n1"]), &ConnectOptions::default())
-        .await
-        .unwrap();
-    let target = sshd.dir.path().join("sub dir/worker");
-    let payload: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
-    let n1: NodeName = "n1".parse().unwrap();
-    cluster
-        .upload(&n1, &payload, target.to_str().unwrap(), 0o755)
-        .await
-        .unwrap();
-    assert_eq!(std::fs::read(&target).unwrap(), payload);
-    use std::os::unix::fs::PermissionsExt;
-    assert_eq!(
-        std::fs::metadata(&target).unwrap().permissions().mode() & 0o777,
-        0o755
-    );
-    assert!(!target.with_extension("part").exists());
     cluster.close().await;
 }
 

@@ -279,26 +279,6 @@ impl Cluster {
         })
     }
 
-    /// Writes `bytes` to `path` on `node` (through a temporary file and a rename, so a
-    /// half-written file never has the final name), with `mode`.
-    pub async fn upload(
-        &self,
-        node: &NodeName,
-        bytes: &[u8],
-        path: &str,
-        mode: u32,
-    ) -> Result<(), RemoteError> {
-        let p = shlex::try_quote(path)
-            .expect("no NUL in paths")
-            .into_owned();
-        let cmd = format!(
-            "mkdir -p \"$(dirname {p})\" && cat > {p}.part && chmod {mode:o} {p}.part && mv -f {p}.part {p}"
-        );
-        self.run(node, &cmd, Some(bytes), Duration::from_secs(120))
-            .await
-            .map(|_| ())
-    }
-
     /// Runs `command` on every node at once; results in node order.
     pub async fn run_all(
         &self,

@@ -16,6 +16,8 @@ use tokio::sync::{Mutex, mpsc};
 use crate::remote::{Cluster, RemoteError};
 use crate::spec::NodeName;
 
+use super::worker_install::InstalledWorker;
+
 type Routes = Arc<std::sync::Mutex<HashMap<u64, mpsc::UnboundedSender<Event>>>>;
 
 pub struct Agent {
@@ -27,6 +29,7 @@ pub struct Agent {
     stderr: Arc<std::sync::Mutex<String>>,
     /// What the node's servers and clients prove to each other.
     secret: Secret,
+    private_dir: String,
 }
 
 /// A command started through an agent, and its events.
@@ -51,13 +54,13 @@ impl Agent {
     pub async fn open(
         cluster: &Cluster,
         node: &NodeName,
-        worker: &str,
+        worker: &InstalledWorker,
         secret: Secret,
     ) -> Result<Agent, AgentError> {
         let ch = cluster
             .channel(
                 node,
-                &format!("{} agent", shlex::try_quote(worker).expect("no NUL")),
+                &format!("{} agent", shlex::try_quote(worker.path()).expect("no NUL")),
             )
             .await?;
         let routes: Routes = Arc::default();
@@ -108,7 +111,14 @@ impl Agent {
             child: Mutex::new(Some(ch.child)),
             stderr,
             secret,
+            private_dir: worker.dir().to_owned(),
         })
+    }
+
+    /// The node's private directory, where the worker it runs may write files (filecopy's
+    /// spool): nobody else on the node can read or plant anything there.
+    pub fn private_dir(&self) -> &str {
+        &self.private_dir
     }
 
     fn closed(&self) -> AgentError {

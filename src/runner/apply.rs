@@ -11,25 +11,23 @@ use crate::spec::NodeName;
 
 use super::fanout::{listed, run_scripts};
 use super::prepare::Prepared;
-use super::worker_binary::WorkerBuild;
 
 /// Where scripts keep their ledger on the nodes.
 pub const NODE_LEDGER: &str = netconf::DEFAULT_LEDGER;
 
-/// Runs every node's apply script; the scripts find the worker through `ORCHESTRATE_WORKER`.
-pub async fn apply(
-    cluster: &Cluster,
-    prepared: &Prepared,
-    worker: &WorkerBuild,
-    topology: &str,
-) -> anyhow::Result<()> {
-    let env = format!("ORCHESTRATE_WORKER={}", worker.node_path);
+/// Runs every node's apply script; the scripts find the node's worker through
+/// `ORCHESTRATE_WORKER`, set by a line put before each.
+pub async fn apply(cluster: &Cluster, prepared: &Prepared, topology: &str) -> anyhow::Result<()> {
     let applies: BTreeMap<NodeName, String> = prepared
         .scripts
         .iter()
-        .map(|(n, s)| (n.clone(), s.apply.clone()))
+        .map(|(n, s)| {
+            let worker = shlex::try_quote(prepared.workers[n].path()).expect("no NUL in paths");
+            let line = format!("ORCHESTRATE_WORKER={worker}; export ORCHESTRATE_WORKER\n");
+            (n.clone(), line + &s.apply)
+        })
         .collect();
-    let (_, errors) = run_scripts(cluster, &applies, &env, NODE_LEDGER).await;
+    let (_, errors) = run_scripts(cluster, &applies, NODE_LEDGER).await;
     if !errors.is_empty() {
         bail!("configuring {topology} failed:\n  {}", listed(&errors));
     }

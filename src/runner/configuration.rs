@@ -102,7 +102,7 @@ impl ConfigurationRun<'_> {
         state: &mut RunState,
     ) -> anyhow::Result<()> {
         let t = &self.config.topology;
-        apply::apply(cluster, prepared, self.worker, t.name.as_str()).await?;
+        apply::apply(cluster, prepared, t.name.as_str()).await?;
         state.writer.log(&format!(
             "configuration {}: applied on every node",
             self.config.id
@@ -113,7 +113,7 @@ impl ConfigurationRun<'_> {
             config: self.config,
             todo: &self.todo,
             opts: self.opts,
-            worker_path: &self.worker.node_path,
+            workers: &prepared.workers,
             bond_driver: prepared.bond_driver,
             medium_socket: self.nodes.medium.as_ref().map(|f| f.socket.as_path()),
         };

@@ -34,17 +34,19 @@ where
     (ok, errors)
 }
 
-/// Runs each node's script at once on every node: fed to `sh` on stdin, with `env` before the
-/// command and the node-side ledger as the script's argument. Returns each successful node's
-/// standard output, and "node: cause" for the others.
+/// Runs each node's script at once on every node: fed to `sh` on stdin, with the node-side
+/// ledger (quoted: it may come from a file) as the script's argument. Returns each successful
+/// node's standard output, and "node: cause" for the others.
 pub async fn run_scripts(
     cluster: &Cluster,
     scripts: &BTreeMap<NodeName, String>,
-    env: &str,
     ledger: &str,
 ) -> (BTreeMap<NodeName, String>, Vec<String>) {
     let nodes: Vec<NodeName> = scripts.keys().cloned().collect();
-    let command = format!("{env} sh -s -- {ledger}").trim_start().to_owned();
+    let command = match script_command(ledger) {
+        Ok(c) => c,
+        Err(e) => return (BTreeMap::new(), vec![e]),
+    };
     on_all(&nodes, |n| {
         let command = &command;
         async move {
@@ -57,7 +59,51 @@ pub async fn run_scripts(
     .await
 }
 
+/// The command a node runs a script with: `sh` reading it on stdin, the ledger its argument.
+fn script_command(ledger: &str) -> Result<String, String> {
+    let ledger = shlex::try_quote(ledger)
+        .map_err(|_| format!("the node ledger {ledger:?} holds a NUL byte"))?;
+    Ok(format!("sh -s -- {ledger}"))
+}
+
 /// Joins `lines` for an error message, one indented line each.
 pub fn listed(lines: &[String]) -> String {
     lines.join("\n  ")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    use super::*;
+
+    #[test]
+    fn a_ledger_path_with_shell_in_it_reaches_the_script_as_one_argument() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("pwned");
+        let ledger = format!(
+            "/run/x; touch {} #$(touch {0})`touch {0}`",
+            marker.display()
+        );
+        let command = script_command(&ledger).unwrap();
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(&command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"printf '%s|%s' \"$#\" \"$1\"").unwrap();
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            format!("1|{ledger}")
+        );
+        assert!(!marker.exists(), "a command in the ledger path ran");
+        assert!(script_command("a\0b").is_err());
+    }
 }

@@ -25,6 +25,7 @@ use super::fanout::{listed, on_all};
 use super::media::Sampler;
 use super::point::{self, Outcome, PointContext};
 use super::state::RunState;
+use super::worker_install::InstalledWorker;
 use super::{OnError, RunOptions, Stopped};
 
 /// What measuring a configuration needs beyond the nodes.
@@ -33,7 +34,7 @@ pub struct Measurement<'a> {
     pub config: &'a Configuration,
     pub todo: &'a [&'a Point],
     pub opts: &'a RunOptions,
-    pub worker_path: &'a str,
+    pub workers: &'a BTreeMap<NodeName, InstalledWorker>,
     pub bond_driver: Option<BondDriver>,
     /// The medium emulator's control socket, where the wires are emulated.
     pub medium_socket: Option<&'a Path>,
@@ -54,7 +55,7 @@ impl Measurement<'_> {
             .collect();
         let secret = &Secret::generate();
         let (agents, errors) = on_all(&names, |n| async move {
-            Ok(Agent::open(cluster, &n, self.worker_path, secret.clone()).await?)
+            Ok(Agent::open(cluster, &n, &self.workers[&n], secret.clone()).await?)
         })
         .await;
         if !errors.is_empty() {
@@ -192,8 +193,13 @@ async fn start_servers(
             // No address, so no client can reach it: nothing to serve.
             return Ok(());
         }
-        let args = std::iter::once("serve".to_owned()).chain(listen).collect();
-        let mut task = agents[&n].spawn(args).await?;
+        let a = &agents[&n];
+        let spool = ["--spool-dir".to_owned(), a.private_dir().to_owned()];
+        let args = std::iter::once("serve".to_owned())
+            .chain(listen)
+            .chain(spool)
+            .collect();
+        let mut task = a.spawn(args).await?;
         match task.next(&n, Duration::from_secs(20)).await? {
             Event::Line { line, .. } if line.contains("listening") => Ok(()),
             other => bail!("{n}: the server did not start: {other:?}"),

@@ -7,14 +7,18 @@
 //! - [`start`]: open a new run directory, or the one of a run to resume (same plan, earlier
 //!   attempt's ledger undone first);
 //! - per configuration (a topology under one bonding mode), [`configuration`] drives, in order:
-//!   obtain nodes from the source, connect ([`session`]); [`prepare`]: upload the worker
-//!   (skipped when the node has that build, [`worker_binary`]), probe, settle bond drivers,
-//!   render scripts; write the ledger and [`apply`] every node's script; prove every planned
-//!   path's hop count ([`paths`]); [`measure`]: one agent and one server per node, clock
-//!   offsets, then each [`point`] with the medium's statistics ([`media`]); [`teardown`] — on
-//!   success, failure and Ctrl-C alike;
+//!   obtain nodes from the source, connect ([`session`]); [`prepare`]: install the worker in
+//!   a private directory checked on the node ([`worker_install`]; no upload when the node has
+//!   that build, [`worker_binary`]), probe, settle bond drivers, render scripts; write the
+//!   ledger and [`apply`] every node's script; prove every planned path's hop count
+//!   ([`paths`]); [`measure`]: one agent and one server per node, clock offsets, then each
+//!   [`point`] with the medium's statistics ([`media`]); [`teardown`] — on success, failure
+//!   and Ctrl-C alike;
 //! - [`rundir`] writes the run directory, [`state`] is what every stage writes to, and
-//!   [`progress`] shows it.
+//!   [`progress`] shows it;
+//! - a run directory read back (`orchestrate teardown`, `--resume`) is data: refused when
+//!   another user could have written it ([`run_dir_trust`]), its teardown scripts run only if
+//!   they are what this controller renders ([`verified_teardown`]).
 
 mod agent;
 mod apply;
@@ -27,12 +31,15 @@ mod paths;
 mod point;
 mod prepare;
 mod progress;
+mod run_dir_trust;
 mod rundir;
 mod session;
 mod start;
 mod state;
 mod teardown;
+mod verified_teardown;
 mod worker_binary;
+mod worker_install;
 
 use std::path::PathBuf;
 

@@ -1,7 +1,8 @@
 //! Preparing a configuration's nodes before anything on them changes: install the worker where
-//! a node lacks this build, probe every node, take the kernel's bonding driver where the probe
-//! found it (`driver = "auto"`), and render each node's scripts for what the node turned out
-//! to be.
+//! a node lacks this build, in a directory checked on the node
+//! ([`worker_install`](super::worker_install)), probe every node, take the kernel's bonding
+//! driver where the probe found it (`driver = "auto"`), and render each node's scripts for
+//! what the node turned out to be.
 
 use std::collections::BTreeMap;
 
@@ -16,12 +17,15 @@ use crate::topology::Node;
 
 use super::fanout::{EXEC_TIMEOUT, listed, on_all};
 use super::worker_binary::WorkerBuild;
+use super::worker_install::{self, InstalledWorker, NODE_PARENT, OnNode};
 
 /// The worker's probe of each node, as JSON.
 pub type Probes = BTreeMap<NodeName, serde_json::Value>;
 
 /// A configuration fitted to its nodes.
 pub struct Prepared {
+    /// The worker on each node, checked there before it ran.
+    pub workers: BTreeMap<NodeName, InstalledWorker>,
     pub probes: Probes,
     /// Which driver carries the configuration's bonds; `None` when it has none.
     pub bond_driver: Option<BondDriver>,
@@ -41,13 +45,17 @@ pub async fn prepare(
         .iter()
         .map(|n| n.name.clone())
         .collect();
-    let (probes, errors) = on_all(&names, |n| install_and_probe(cluster, n, worker)).await;
+    let (prepared, errors) = on_all(&names, |n| install_and_probe(cluster, n, worker)).await;
     if !errors.is_empty() {
         bail!(
             "preparing the nodes failed, nothing was changed:\n  {}",
             listed(&errors)
         );
     }
+    let (workers, probes) = prepared
+        .into_iter()
+        .map(|(n, (w, p))| ((n.clone(), w), (n, p)))
+        .unzip();
     let settled = settle_drivers(config, &probes);
     let bond_driver = settled
         .iter()
@@ -60,6 +68,7 @@ pub async fn prepare(
         .map(|n| (n.name.clone(), netconf::render(&config.topology, n)))
         .collect();
     Ok(Prepared {
+        workers,
         probes,
         bond_driver,
         scripts,
@@ -70,20 +79,17 @@ async fn install_and_probe(
     cluster: &Cluster,
     n: NodeName,
     worker: &WorkerBuild,
-) -> anyhow::Result<serde_json::Value> {
-    let path = &worker.node_path;
-    let have = cluster
-        .run(&n, &format!("test -x {path}"), None, EXEC_TIMEOUT)
-        .await
-        .is_ok();
-    if !have {
-        cluster.upload(&n, &worker.bytes, path, 0o755).await?;
-    }
-    let out = cluster
-        .run(&n, &format!("{path} probe"), None, EXEC_TIMEOUT)
-        .await?;
-    serde_json::from_str(&out.stdout)
-        .with_context(|| format!("{n}: the probe's output is not JSON"))
+) -> anyhow::Result<(InstalledWorker, serde_json::Value)> {
+    let on_node = OnNode { cluster, node: &n };
+    let installed = worker_install::install(&on_node, worker, NODE_PARENT).await?;
+    let probe = format!(
+        "{} probe",
+        shlex::try_quote(installed.path()).expect("no NUL in paths")
+    );
+    let out = cluster.run(&n, &probe, None, EXEC_TIMEOUT).await?;
+    let probe = serde_json::from_str(&out.stdout)
+        .with_context(|| format!("{n}: the probe's output is not JSON"))?;
+    Ok((installed, probe))
 }
 
 /// The configuration's nodes with `driver = "auto"` bonds given the kernel driver where the

@@ -1,9 +1,14 @@
 //! Writing a run directory: the resolved specs and rendered scripts up front, then records and
 //! point outcomes appended and synced point by point, so a killed run loses at most the point
 //! in flight. Layout and schemas: [`crate::results`].
+//!
+//! Whatever the umask, what the run writes is writable by its owner alone (directories 0755,
+//! files 0644 at most), so that `teardown` and `--resume` accept it; and the run's directory
+//! is new, never one someone made in advance.
 
-use std::fs::{File, OpenOptions};
+use std::fs::{DirBuilder, File, OpenOptions};
 use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
@@ -45,12 +50,58 @@ fn io(path: &Path, e: std::io::Error) -> anyhow::Error {
     anyhow::anyhow!("{}: {e}", path.display())
 }
 
+/// Modes of what a run writes, before the umask takes anything away.
+const DIR_MODE: u32 = 0o755;
+const FILE_MODE: u32 = 0o644;
+
 fn append(path: &Path) -> anyhow::Result<File> {
     OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(FILE_MODE)
         .open(path)
         .map_err(|e| io(path, e))
+}
+
+/// Writes `contents` to `path`, created with [`FILE_MODE`] if new.
+fn write_file(path: &Path, contents: impl AsRef<[u8]>) -> anyhow::Result<()> {
+    OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .mode(FILE_MODE)
+        .open(path)
+        .and_then(|mut f| f.write_all(contents.as_ref()))
+        .map_err(|e| io(path, e))
+}
+
+/// Creates `path` and any missing parents with [`DIR_MODE`].
+fn create_dirs(path: &Path) -> anyhow::Result<()> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(path)
+        .map_err(|e| io(path, e))
+}
+
+/// A new directory `<parent>/<stamp>` (or `<stamp>-2`, ... when runs start in the same
+/// second): created here, so nobody else made it or put anything in it.
+fn new_run_dir(parent: &Path, stamp: &str) -> anyhow::Result<PathBuf> {
+    create_dirs(parent)?;
+    for n in 1..=99 {
+        let name = if n == 1 {
+            stamp.to_owned()
+        } else {
+            format!("{stamp}-{n}")
+        };
+        let dir = parent.join(name);
+        match DirBuilder::new().mode(DIR_MODE).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(io(&dir, e)),
+        }
+    }
+    anyhow::bail!("{}: too many runs started at {stamp}", parent.display())
 }
 
 impl RunWriter {
@@ -61,19 +112,18 @@ impl RunWriter {
         let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
             .to_string()
             .replace(':', "-");
-        let run = RunDir::new(root.join(e.name.as_str()).join(stamp));
-        let topologies = run.topologies_dir();
-        std::fs::create_dir_all(&topologies).map_err(|x| io(&topologies, x))?;
+        let run = RunDir::new(new_run_dir(&root.join(e.name.as_str()), &stamp)?);
+        create_dirs(&run.topologies_dir())?;
         let header = format!(
             "# Copied from {} for this run; topologies point at the copies beside it.\n",
             e.path.display()
         );
         let copy = experiment_copy(&run, e)?;
-        std::fs::write(
-            run.experiment_toml(),
+        write_file(
+            &run.experiment_toml(),
             header + &toml::to_string_pretty(&copy)?,
         )?;
-        std::fs::write(run.plan_json(), serde_json::to_string_pretty(plan)?)?;
+        write_file(&run.plan_json(), serde_json::to_string_pretty(plan)?)?;
         let mut writer = Self::open(run.root())?;
         for c in &plan.configurations {
             writer.write_scripts(c.id, c.topology.name.as_str(), &c.scripts)?;
@@ -90,11 +140,11 @@ impl RunWriter {
         scripts: impl IntoIterator<Item = &'s NodeScripts>,
     ) -> anyhow::Result<()> {
         let dir = self.dir.scripts_dir(id, topology);
-        std::fs::create_dir_all(&dir).map_err(|x| io(&dir, x))?;
+        create_dirs(&dir)?;
         for s in scripts {
             let node = s.node.as_str();
-            std::fs::write(RunDir::apply_script(&dir, node), &s.apply)?;
-            std::fs::write(RunDir::teardown_script(&dir, node), &s.teardown)?;
+            write_file(&RunDir::apply_script(&dir, node), &s.apply)?;
+            write_file(&RunDir::teardown_script(&dir, node), &s.teardown)?;
         }
         Ok(())
     }
@@ -102,7 +152,7 @@ impl RunWriter {
     /// Writes the manifest as it stands.
     pub fn write_manifest(&self, m: &Manifest) -> anyhow::Result<()> {
         let path = self.dir.manifest_path();
-        std::fs::write(&path, serde_json::to_string_pretty(m)?)
+        write_file(&path, serde_json::to_string_pretty(m)?)
             .with_context(|| format!("writing {}", path.display()))
     }
 
@@ -178,7 +228,7 @@ impl RunWriter {
 
     pub fn write_ledger(&self, l: &Ledger) -> anyhow::Result<()> {
         let tmp = self.dir.ledger_part();
-        std::fs::write(&tmp, serde_json::to_string_pretty(l)?)?;
+        write_file(&tmp, serde_json::to_string_pretty(l)?)?;
         File::open(&tmp)?.sync_all()?;
         std::fs::rename(&tmp, self.dir.ledger_json())?;
         Ok(())
@@ -236,7 +286,9 @@ fn experiment_copy(run: &RunDir, e: &Experiment) -> anyhow::Result<toml::Table> 
     for (t, p) in e.topologies.iter().zip(listed.into_iter().flatten()) {
         let src = base.join(p.as_str().unwrap_or_default());
         let name = t.name.as_str();
-        std::fs::copy(&src, run.topology_toml(name)).map_err(|x| io(&src, x))?;
+        // Read and written, not copied: a copy would keep the source's mode.
+        let text = std::fs::read(&src).map_err(|x| io(&src, x))?;
+        write_file(&run.topology_toml(name), text)?;
         paths.push(toml::Value::String(RunDir::topology_relative(name)));
     }
     copy.insert("topologies".into(), toml::Value::Array(paths));

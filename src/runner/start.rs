@@ -9,6 +9,7 @@ use anyhow::{Context, bail};
 use crate::plan::{self, Experiment, Plan};
 use crate::results::{Manifest, RunDir, ToolInfo};
 
+use super::run_dir_trust;
 use super::rundir::RunWriter;
 
 /// A run directory ready to take points.
@@ -79,6 +80,7 @@ impl OpenRun {
 
 fn resume(dir: &Path) -> anyhow::Result<OpenRun> {
     let run = RunDir::new(dir);
+    run_dir_trust::check(&run)?;
     let experiment = load(&run.experiment_toml())?;
     let plan = plan::expand(&experiment)?;
     let old: serde_json::Value = serde_json::from_str(

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 
 use crate::plan::Configuration;
 use crate::remote::{Cluster, NodeSource};
@@ -15,9 +15,11 @@ use crate::spec::NodeName;
 use super::apply::NODE_LEDGER;
 use super::fanout::{listed, run_scripts};
 use super::prepare::Prepared;
+use super::run_dir_trust;
 use super::rundir::{Ledger, read_ledger};
 use super::session::connect;
 use super::state::RunState;
+use super::verified_teardown::verified_teardowns;
 
 /// Tears the configuration down on every node and updates the ledger.
 pub async fn teardown(
@@ -32,7 +34,7 @@ pub async fn teardown(
         .iter()
         .map(|(n, s)| (n.clone(), s.teardown.clone()))
         .collect();
-    let (clean, errors) = run_scripts(cluster, &teardowns, "", NODE_LEDGER).await;
+    let (clean, errors) = run_scripts(cluster, &teardowns, NODE_LEDGER).await;
     // A userspace bond's teardown prints its final counters: keep them, so a reader can see
     // which wire carried what (per slave, per flow).
     let bond_counters = userspace_bond_counters(config, &clean);
@@ -83,9 +85,11 @@ fn userspace_bond_counters(
 
 /// `orchestrate teardown <run-dir>`: undoes what the run's ledger says is still applied.
 /// `source` is where the run's nodes came from: nodes it no longer has took their changes
-/// with them.
+/// with them. Refuses a run directory another user could have written, and runs only the
+/// teardown scripts this controller renders itself ([`verified_teardowns`]).
 pub async fn teardown_from_ledger(dir: &Path, source: &dyn NodeSource) -> anyhow::Result<()> {
     let run = RunDir::new(dir);
+    run_dir_trust::check(&run)?;
     let Some(l) = read_ledger(&run)? else {
         eprintln!("{}: no ledger, nothing to undo", dir.display());
         return Ok(());
@@ -100,21 +104,14 @@ pub async fn teardown_from_ledger(dir: &Path, source: &dyn NodeSource) -> anyhow
         );
         return Ok(());
     }
+    let teardowns = verified_teardowns(&run, &l)?;
     let cluster = connect(
         &l.inventory,
         &l.nodes,
         "cannot reach every node of the ledger",
     )
     .await?;
-    let scripts = run.scripts_dir(l.configuration, &l.topology);
-    let mut teardowns = BTreeMap::new();
-    for n in &l.nodes {
-        let path = RunDir::teardown_script(&scripts, n.as_str());
-        let script = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading {}", path.display()))?;
-        teardowns.insert(n.clone(), script);
-    }
-    let (_, errors) = run_scripts(&cluster, &teardowns, "", &l.node_ledger).await;
+    let (_, errors) = run_scripts(&cluster, &teardowns, &l.node_ledger).await;
     cluster.close().await;
     if !errors.is_empty() {
         bail!("teardown failed:\n  {}", listed(&errors));

@@ -1,28 +1,34 @@
-//! The worker build the runner installs on the nodes, under a name that carries its checksum,
-//! so a node that already has this very build is not sent it again.
+//! The worker build the runner installs on the nodes: its bytes and their SHA-256, which names
+//! the installed file (so a node that already has this very build is not sent it again) and
+//! is what the node checks before the file may run.
 
 use std::path::Path;
 
 use anyhow::Context;
 use sha2::Digest;
 
-/// Where the worker is installed on the nodes.
-const NODE_WORKER_DIR: &str = "/var/tmp/orchestrate";
-
 pub struct WorkerBuild {
     pub bytes: Vec<u8>,
-    /// Its path on every node.
-    pub node_path: String,
+    /// SHA-256 of `bytes`, lowercase hex, as `sha256sum` prints it.
+    pub sha256: String,
 }
 
 impl WorkerBuild {
     pub fn read(path: &Path) -> anyhow::Result<WorkerBuild> {
         let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        let digest: String = sha2::Sha256::digest(&bytes)
+        Ok(WorkerBuild::from_bytes(bytes))
+    }
+
+    pub fn from_bytes(bytes: Vec<u8>) -> WorkerBuild {
+        let sha256 = sha2::Sha256::digest(&bytes)
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
-        let node_path = format!("{NODE_WORKER_DIR}/orchestrate-worker-{}", &digest[..16]);
-        Ok(WorkerBuild { bytes, node_path })
+        WorkerBuild { bytes, sha256 }
+    }
+
+    /// The installed file's name: builds differ by name, so several can sit side by side.
+    pub fn file_name(&self) -> String {
+        format!("orchestrate-worker-{}", &self.sha256[..16])
     }
 }

@@ -4,9 +4,10 @@
 //! client first evicts the source file from the page cache (posix_fadvise, no root needed), so
 //! the read really comes from the disk.
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use super::{Measure, PatternImpl, Repeats, mbit_s};
@@ -71,9 +72,18 @@ impl PatternImpl for Filecopy {
             t.trial
         ));
         let (buf, _) = b.get(CHUNK, 0);
+        let mut created = false;
         let result = (|| {
             let sw = Stopwatch::start();
-            let mut f = File::create(&path).map_err(|e| file_err(e, "creating", &path))?;
+            // A new file only, readable by us alone: a name someone else made first (a
+            // symbolic link to a file worth overwriting, say) fails the copy instead.
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+                .map_err(|e| file_err(e, "creating", &path))?;
+            created = true;
             let mut left = t.size_bytes;
             while left > 0 {
                 let want = (left as usize).min(CHUNK);
@@ -91,7 +101,9 @@ impl PatternImpl for Filecopy {
             f.sync_all().map_err(|e| file_err(e, "syncing", &path))?;
             Ok(Measure::from_watch(&sw, 1, t.size_bytes))
         })();
-        let _ = std::fs::remove_file(&path);
+        if created {
+            let _ = std::fs::remove_file(&path);
+        }
         result
     }
 

@@ -88,11 +88,13 @@ impl LocatedInventory {
         let mut listed_at: BTreeMap<NodeName, Range<usize>> = BTreeMap::new();
         for h in &spec.host {
             let own = check.settings(h.settings());
-            let room = MAX_HOSTS.saturating_sub(hosts.len() as u64);
-            let pairs = check.pairs(h, room);
-            check.not_listed_before(h, pairs.iter().map(|(n, _)| n), &listed_at);
-            for (node, address) in pairs {
+            let room = MAX_HOSTS.saturating_sub(listed_at.len() as u64);
+            let (nodes, addresses) = check.listing(h, room);
+            check.not_listed_before(h, &nodes, &listed_at);
+            for node in &nodes {
                 listed_at.entry(node.clone()).or_insert(h.nodes.span());
+            }
+            for (node, address) in nodes.into_iter().zip(addresses.unwrap_or_default()) {
                 hosts.entry(node.clone()).or_insert_with(|| Host {
                     node,
                     address,
@@ -142,8 +144,9 @@ impl LocatedInventory {
     }
 }
 
-/// The first [`MAX_ERRORS`] problems, and a last one counting the others.
+/// The first [`MAX_ERRORS`] problems in file order, the last counting the others.
 fn capped(mut errors: Vec<SpecError>) -> Vec<SpecError> {
+    errors.sort_by_key(|e| (e.location.line, e.location.column));
     if errors.len() > MAX_ERRORS {
         let more = errors.len() - MAX_ERRORS;
         errors.truncate(MAX_ERRORS);
@@ -215,28 +218,31 @@ impl Check<'_> {
         Ok(path)
     }
 
-    /// One `[[host]]`'s nodes paired with its addresses; empty (with the problem recorded)
-    /// when they cannot be. At most `room` nodes.
-    fn pairs(&mut self, h: &HostSpec, room: u64) -> Vec<(NodeName, String)> {
+    /// One `[[host]]`'s nodes, and its addresses if there is one for each node, in order
+    /// (else the problem is recorded). At most `room` nodes.
+    fn listing(&mut self, h: &HostSpec, room: u64) -> (Vec<NodeName>, Option<Vec<String>>) {
         let nodes = self.expanded(&h.nodes, room, |n| n.parse::<NodeName>().map_err(|e| e.0));
-        let addresses = self.expanded(&h.address, room, |a| {
+        // Addresses are bounded alone: their count is held against the nodes' next.
+        let addresses = self.expanded(&h.address, MAX_HOSTS, |a| {
             rules::address(a).map(|()| a.to_owned())
         });
-        let (Some(nodes), Some(addresses)) = (nodes, addresses) else {
-            return Vec::new();
+        let Some(nodes) = nodes else {
+            return (Vec::new(), None);
         };
-        if nodes.len() != addresses.len() {
-            self.push(
-                h.address.span(),
-                format!(
-                    "{} node(s) but {} address(es): give one address per node, in the same order",
-                    nodes.len(),
-                    addresses.len()
-                ),
-            );
-            return Vec::new();
+        match addresses {
+            Some(a) if a.len() != nodes.len() => {
+                self.push(
+                    h.address.span(),
+                    format!(
+                        "{} node(s) but {} address(es): give one address per node, in the same order",
+                        nodes.len(),
+                        a.len()
+                    ),
+                );
+                (nodes, None)
+            }
+            addresses => (nodes, addresses),
         }
-        nodes.into_iter().zip(addresses).collect()
     }
 
     /// A host list expanded and each name checked; the first problem is recorded.
@@ -252,14 +258,16 @@ impl Check<'_> {
     }
 
     /// Records a problem if this `[[host]]` names a node an earlier one did.
-    fn not_listed_before<'n>(
+    fn not_listed_before(
         &mut self,
         h: &HostSpec,
-        nodes: impl Iterator<Item = &'n NodeName>,
+        nodes: &[NodeName],
         listed_at: &BTreeMap<NodeName, Range<usize>>,
     ) {
-        let again: Vec<(&NodeName, &Range<usize>)> =
-            nodes.filter_map(|n| listed_at.get_key_value(n)).collect();
+        let again: Vec<(&NodeName, &Range<usize>)> = nodes
+            .iter()
+            .filter_map(|n| listed_at.get_key_value(n))
+            .collect();
         if let Some((first, span)) = again.first() {
             let line = self.source.error((*span).clone(), "", None).location.line;
             let others = match again.len() {

@@ -15,13 +15,16 @@ pub fn expand(text: &str, room: u64) -> Result<Vec<String>, String> {
     }
     let count = upper_count(text);
     if count > room {
+        let count = match count {
+            u64::MAX => "too many".to_owned(),
+            n => n.to_string(),
+        };
+        let fit = match room {
+            MAX_HOSTS => String::new(),
+            n => format!(", only {n} more fit"),
+        };
         return Err(format!(
-            "{text:?} names {} hosts: an inventory lists at most {MAX_HOSTS}",
-            if count == u64::MAX {
-                "too many".to_owned()
-            } else {
-                count.to_string()
-            }
+            "{text:?} names {count} hosts{fit}: an inventory lists at most {MAX_HOSTS}"
         ));
     }
     let names = hostlist_parser::parse(text).map_err(|e| {

@@ -9,7 +9,8 @@
 //! - per configuration (a topology under one bonding mode), [`configuration`] drives, in order:
 //!   obtain nodes from the source, connect ([`session`]); [`prepare`]: upload the worker
 //!   (skipped when the node has that build, [`worker_binary`]), probe, settle bond drivers,
-//!   render scripts; write the ledger and [`apply`] every node's script; prove every planned
+//!   render scripts; check that every program the run calls is on each node ([`programs`]);
+//!   write the ledger and [`apply`] every node's script; prove every planned
 //!   path's hop count ([`paths`]); [`measure`]: one agent and one server per node, clock
 //!   offsets, then each [`point`] with the medium's statistics ([`media`]); [`teardown`] — on
 //!   success, failure and Ctrl-C alike;
@@ -26,6 +27,7 @@ mod media;
 mod paths;
 mod point;
 mod prepare;
+mod programs;
 mod progress;
 mod rundir;
 mod session;

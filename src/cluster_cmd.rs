@@ -152,6 +152,10 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
     let topologies = match kind_of(&args.file) {
         Kind::Experiment => plan::load(&args.file).map(|e| e.topologies),
         Kind::Topology => topology::load(&args.file).map(|t| vec![t]),
+        Kind::Inventory => anyhow::bail!(
+            "{} is an inventory: `cluster up` takes a topology or an experiment",
+            args.file.display()
+        ),
     };
     let Some(topologies) = report_spec_errors(topologies) else {
         return Ok(ExitCode::FAILURE);

@@ -32,13 +32,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Check experiment and topology files without touching any node.
+    /// Check experiment, topology and inventory files without touching any node.
     ///
-    /// Each file is read as an experiment if it has `workload` or `topologies`, else as a
-    /// topology. Every problem is reported as file:line:column with what was expected.
+    /// Each file is read as an experiment if it has `workload` or `topologies`, as an
+    /// inventory if it has `[defaults]` or `[[host]]` tables, else as a topology. An
+    /// experiment's inventory (`[cluster] inventory = ...`) is checked with it, against its
+    /// topologies. Every problem is reported as file:line:column with what was expected.
     /// Exits non-zero if any file has a problem.
     Validate {
-        /// Files to check, e.g. experiments/*.toml topologies/*.toml.
+        /// Files to check, e.g. experiments/*.toml topologies/*.toml hosts.toml.
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
@@ -240,22 +242,8 @@ fn write_drawings(topologies: &[topology::Topology], dir: &Path) -> anyhow::Resu
 fn validate(files: &[PathBuf]) -> ExitCode {
     let mut failed = false;
     for f in files {
-        let ok = match kind_of(f) {
-            Kind::Experiment => report_spec_errors(plan::load(f)).map(|e| {
-                let expanded = plan::expand(&e);
-                match expanded {
-                    Ok(p) => format!(
-                        "experiment {}: {} topologies, {} points",
-                        e.name,
-                        e.topologies.len(),
-                        p.points.len()
-                    ),
-                    Err(err) => {
-                        eprintln!("{}: {err}", f.display());
-                        String::new()
-                    }
-                }
-            }),
+        let summary = match kind_of(f) {
+            Kind::Experiment => validate_experiment(f),
             Kind::Topology => report_spec_errors(topology::load(f)).map(|t| {
                 format!(
                     "topology {}: {} nodes, {} segments, {} subnets",
@@ -265,10 +253,12 @@ fn validate(files: &[PathBuf]) -> ExitCode {
                     t.subnets.len()
                 )
             }),
+            Kind::Inventory => report_spec_errors(orchestrate::remote::Inventory::load(f))
+                .map(|i| format!("inventory: {} hosts", i.hosts.len())),
         };
-        match ok {
-            Some(summary) if !summary.is_empty() => println!("ok  {}  ({summary})", f.display()),
-            _ => failed = true,
+        match summary {
+            Some(summary) => println!("ok  {}  ({summary})", f.display()),
+            None => failed = true,
         }
     }
     if failed {
@@ -278,18 +268,50 @@ fn validate(files: &[PathBuf]) -> ExitCode {
     }
 }
 
+/// An experiment, its plan, and the inventory it names (checked against its topologies).
+fn validate_experiment(f: &Path) -> Option<String> {
+    let e = report_spec_errors(plan::load(f))?;
+    let inventory = report_spec_errors(plan::check_inventory(&e))?;
+    let p = plan::expand(&e)
+        .map_err(|err| eprintln!("{}: {err}", f.display()))
+        .ok()?;
+    let mut summary = format!(
+        "experiment {}: {} topologies, {} points",
+        e.name,
+        e.topologies.len(),
+        p.points.len()
+    );
+    if let Some(checked) = inventory {
+        for note in checked.unused {
+            eprintln!("note: {note}");
+        }
+        summary += &format!(
+            ", inventory {} with {} hosts",
+            checked.inventory.source.path.display(),
+            checked.inventory.inventory.hosts.len()
+        );
+    }
+    Some(summary)
+}
+
 enum Kind {
     Experiment,
     Topology,
+    Inventory,
 }
 
-/// Experiments name topologies and workloads; everything else is read as a topology.
+/// Experiments name topologies and workloads; inventories have `[defaults]` or `[[host]]`
+/// tables (a topology's `host` is a profile or one table, never an array); everything else
+/// is read as a topology.
 fn kind_of(path: &Path) -> Kind {
     let table: Option<toml::Table> = std::fs::read_to_string(path)
         .ok()
         .and_then(|t| t.parse().ok());
     match table {
         Some(t) if t.contains_key("workload") || t.contains_key("topologies") => Kind::Experiment,
+        Some(t) if t.contains_key("defaults") || t.get("host").is_some_and(|h| h.is_array()) => {
+            Kind::Inventory
+        }
         _ => Kind::Topology,
     }
 }

@@ -129,7 +129,7 @@ pub fn teardown(run_dir: PathBuf) -> anyhow::Result<ExitCode> {
 /// under `state_dir` (left up at the end when `keep`).
 fn node_source(e: &plan::Experiment, state_dir: PathBuf, keep: bool) -> Box<dyn NodeSource> {
     match &e.cluster {
-        plan::experiment::Cluster::Inventory { path } => {
+        plan::experiment::Cluster::Inventory { path, .. } => {
             Box::new(InventoryFile { path: path.clone() })
         }
         plan::experiment::Cluster::Docker => Box::new(VirtualClusters {

@@ -145,8 +145,8 @@ pub fn ssh(host: &orchestrate::remote::Host, remote: &str) -> Output {
             &host.port.expect("the inventory gives the port").to_string(),
             "-l",
             host.user.as_deref().expect("the inventory gives the user"),
-            &host.address,
             "--",
+            &host.address,
             remote,
         ])
         .output()

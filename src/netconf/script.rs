@@ -17,6 +17,27 @@ pub struct NodeScripts {
     pub steps: Vec<Step>,
     pub apply: String,
     pub teardown: String,
+    /// Every program the two scripts call (shell builtins aside), sorted: the apply script
+    /// checks them all before its first change, since a change whose undo cannot run must
+    /// not be made.
+    pub tools: Vec<&'static str>,
+}
+
+/// The programs every apply and teardown script calls: `ip` and `grep` in the link helpers
+/// and interface checks, `mkdir` and `dirname` to make the ledger's directory, `grep`,
+/// `sed`, `tail` and `rm` to read, rewrite and remove the ledger.
+pub const BASE_TOOLS: &[&str] = &["dirname", "grep", "ip", "mkdir", "rm", "sed", "tail"];
+
+/// The programs `steps` need, with those every script needs, sorted and once each.
+fn tools(steps: &[Step]) -> Vec<&'static str> {
+    let mut tools: Vec<&'static str> = BASE_TOOLS
+        .iter()
+        .chain(steps.iter().flat_map(|s| s.tools()))
+        .copied()
+        .collect();
+    tools.sort_unstable();
+    tools.dedup();
+    tools
 }
 
 /// Whether the worker's userspace bond carries `bond` (it then owns the bond's address and
@@ -89,15 +110,17 @@ fn steps(node: &Node) -> Vec<Step> {
 /// Renders `node`'s apply and teardown scripts for `topology`.
 pub fn render(topology: &Topology, node: &Node) -> NodeScripts {
     let steps = steps(node);
+    let tools = tools(&steps);
     NodeScripts {
         node: node.name.clone(),
-        apply: apply_script(topology, node, &steps),
+        apply: apply_script(topology, node, &steps, &tools),
         teardown: teardown_script(topology, node, &steps),
         steps,
+        tools,
     }
 }
 
-fn apply_script(t: &Topology, node: &Node, steps: &[Step]) -> String {
+fn apply_script(t: &Topology, node: &Node, steps: &[Step], tools: &[&str]) -> String {
     let mut s = String::new();
     let who = format!("{} on {}", t.name, node.name);
     let _ = write!(
@@ -113,13 +136,16 @@ link_is_up() {{ ip -o link show dev "$1" | grep -q '[<,]UP[,>]'; }}
 link_state() {{ if link_is_up "$1"; then echo up; else echo down; fi; }}
 recorded() {{ printf '%s\n' "$*" >>"$ledger"; }}
 
-# Check everything before changing anything.
-command -v ip >/dev/null 2>&1 || fail "ip (iproute2) is not installed"
-"#
+# Check everything before changing anything: first every program this script and its
+# teardown call.
+missing=
+for tool in {tools}; do
+    command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+done
+[ -z "$missing" ] || fail "missing tools:$missing (install them; nothing was changed)"
+"#,
+        tools = tools.join(" ")
     );
-    if steps.iter().any(|x| matches!(x, Step::Sysctl { .. })) {
-        s += "command -v sysctl >/dev/null 2>&1 || fail \"sysctl (procps) is not installed\"\n";
-    }
     let devs: Vec<String> = node.interfaces.iter().map(|i| q(&i.name)).collect();
     if !devs.is_empty() {
         let _ = writeln!(

@@ -78,6 +78,22 @@ impl Step {
         }
     }
 
+    /// The programs this step's apply and undo lines and their helpers call, beyond those
+    /// every script calls (`script::BASE_TOOLS`). Checked on the node before any change; a
+    /// test holds this to what the rendered scripts call.
+    pub fn tools(&self) -> &'static [&'static str] {
+        match self {
+            Step::LinkUp { .. }
+            | Step::AddBond { .. }
+            | Step::Enslave { .. }
+            | Step::AddAddress { .. }
+            | Step::AddRoute { .. } => &[],
+            // start_bond and stop_bond; the worker itself is checked on its own.
+            Step::StartUserspaceBond { .. } => &["nohup", "sleep", "tr"],
+            Step::Sysctl { .. } => &["sysctl"],
+        }
+    }
+
     /// A comment for the script reader about how the step was chosen, if it needs one.
     pub fn note(&self) -> Option<&'static str> {
         match self {

@@ -4,11 +4,13 @@
 
 pub mod estimate;
 pub mod experiment;
+pub mod inventory;
 pub mod placement;
 pub mod render;
 pub mod sweep;
 pub mod throughput_model;
 
 pub use experiment::{Experiment, load};
+pub use inventory::{CheckedInventory, check_inventory};
 pub use placement::{Placement, PlacementError, PlannedPair, place};
 pub use sweep::{Configuration, Plan, Point, expand};

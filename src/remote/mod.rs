@@ -6,6 +6,6 @@ pub mod inventory;
 pub mod session;
 pub mod source;
 
-pub use inventory::{Host, Inventory};
+pub use inventory::{Host, Inventory, LocatedInventory};
 pub use session::{Channel, Cluster, ConnectOptions, Output, RemoteError};
 pub use source::{InventoryFile, MediumFiles, NodeSource, Nodes};

@@ -310,6 +310,14 @@ pub struct Channel {
     pub stderr: openssh::ChildStderr,
 }
 
+/// The ssh options for `host`. The `openssh` crate builds the master's command line itself and
+/// puts the destination last with no `--` before it (`ssh ... -J jump -o ... address`), so it
+/// cannot be told to stop option parsing: what keeps an address from being read as an option
+/// is the inventory's check (`inventory::rules`), which refuses any user, address or jump
+/// host starting with `-`, and every character beyond names and IP literals (so no `ssh://`
+/// form either, which the crate would take apart). User and jump host reach ssh as the
+/// arguments of `-l` and `-J`, never as options of their own. Commands then travel over the
+/// control socket (native mux), not on a command line.
 fn builder(host: &Host, control_dir: &Path, opts: &ConnectOptions) -> SessionBuilder {
     let mut b = SessionBuilder::default();
     b.known_hosts_check(KnownHosts::Strict)

@@ -12,6 +12,7 @@ use super::apply::{self, NODE_LEDGER};
 use super::measure::Measurement;
 use super::paths::verify_paths;
 use super::prepare::{self, Prepared};
+use super::programs;
 use super::rundir::Ledger;
 use super::session::connect;
 use super::state::RunState;
@@ -56,6 +57,7 @@ impl ConfigurationRun<'_> {
         state: &mut RunState,
     ) -> anyhow::Result<()> {
         let prepared = prepare::prepare(cluster, self.config, self.worker).await?;
+        programs::check(cluster, self.config, &prepared).await?;
         self.record_preparation(&prepared, state)?;
         let ledger = Ledger {
             configuration: self.config.id,

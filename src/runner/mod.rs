@@ -9,11 +9,11 @@
 //! - per configuration (a topology under one bonding mode), [`configuration`] drives, in order:
 //!   obtain nodes from the source, connect ([`session`]); [`prepare`]: install the worker in
 //!   a private directory checked on the node ([`worker_install`]; no upload when the node has
-//!   that build, [`worker_binary`]), probe, settle bond drivers, render scripts; write the
-//!   ledger and [`apply`] every node's script; prove every planned path's hop count
-//!   ([`paths`]); [`measure`]: one agent and one server per node, clock offsets, then each
-//!   [`point`] with the medium's statistics ([`media`]); [`teardown`] — on success, failure
-//!   and Ctrl-C alike;
+//!   that build, [`worker_binary`]), probe, settle bond drivers, render scripts; check that
+//!   every program the run calls is on each node ([`programs`]); write the ledger and
+//!   [`apply`] every node's script; prove every planned path's hop count ([`paths`]);
+//!   [`measure`]: one agent and one server per node, clock offsets, then each [`point`] with
+//!   the medium's statistics ([`media`]); [`teardown`] — on success, failure and Ctrl-C alike;
 //! - [`rundir`] writes the run directory, [`state`] is what every stage writes to, and
 //!   [`progress`] shows it;
 //! - a run directory read back (`orchestrate teardown`, `--resume`) is data: refused when
@@ -30,6 +30,7 @@ mod media;
 mod paths;
 mod point;
 mod prepare;
+mod programs;
 mod progress;
 mod run_dir_trust;
 mod rundir;

@@ -1,6 +1,7 @@
 //! Proving each planned pair's path before measuring: a ping with TTL = hops reaches the
 //! target, and (for paths through forwarding nodes) one with TTL = hops - 1 does not.
 
+use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
 
 use anyhow::bail;
@@ -10,6 +11,22 @@ use crate::remote::Cluster;
 use crate::spec::NodeName;
 
 use super::fanout::{EXEC_TIMEOUT, listed};
+
+/// The program the checks run on each pair's client.
+const PING: &str = "ping";
+
+/// What the path checks call on a node, checked with the scripts' own before any change.
+pub const PROGRAMS: &[&str] = &[PING];
+
+/// The nodes the path checks run on: every planned pair's client.
+pub fn checking_nodes(config: &Configuration) -> BTreeSet<NodeName> {
+    config
+        .placements
+        .iter()
+        .flat_map(|e| e.placement.pairs.iter())
+        .map(|p| p.client.clone())
+        .collect()
+}
 
 pub async fn verify_paths(config: &Configuration, cluster: &Cluster) -> anyhow::Result<()> {
     let mut pairs: Vec<(NodeName, Ipv4Addr, usize)> = config
@@ -44,7 +61,7 @@ async fn check(
     target: Ipv4Addr,
     hops: usize,
 ) -> Result<(), String> {
-    let ping = |ttl: usize, wait_s: u32| format!("ping -n -q -c 1 -W {wait_s} -t {ttl} {target}");
+    let ping = |ttl: usize, wait_s: u32| format!("{PING} -n -q -c 1 -W {wait_s} -t {ttl} {target}");
     if let Err(e) = cluster
         .run(client, &ping(hops, 2), None, EXEC_TIMEOUT)
         .await

@@ -8,6 +8,7 @@ use anyhow::{Context, bail};
 
 use crate::plan::{self, Experiment, Plan};
 use crate::results::{Manifest, RunDir, ToolInfo};
+use crate::spec::SpecErrors;
 
 use super::run_dir_trust;
 use super::rundir::RunWriter;
@@ -100,11 +101,20 @@ fn resume(dir: &Path) -> anyhow::Result<OpenRun> {
     })
 }
 
+/// The experiment, and the inventory it names checked against its topologies: before a run
+/// creates anything, every problem with either is reported at once.
 fn load(path: &Path) -> anyhow::Result<Experiment> {
-    plan::load(path).map_err(|errors| {
+    let listed = |errors: SpecErrors| {
         let text: Vec<String> = errors.errors.iter().map(|e| e.to_string()).collect();
         anyhow::anyhow!("{}", text.join("\n"))
-    })
+    };
+    let experiment = plan::load(path).map_err(listed)?;
+    if let Some(checked) = plan::check_inventory(&experiment).map_err(listed)? {
+        for note in &checked.unused {
+            eprintln!("note: {note}");
+        }
+    }
+    Ok(experiment)
 }
 
 fn git_commit() -> Option<String> {

@@ -43,7 +43,9 @@ pub fn command(host: &Host, what: &str, remote: &str) -> Cmd {
     if let Some(user) = &host.user {
         cmd = cmd.args(["-l", user]);
     }
-    cmd.args([host.address.as_str(), "--", remote]).hint(
+    // `--` before the destination: whatever the address is, ssh reads it as the host, and
+    // everything after it as the remote command.
+    cmd.args(["--", host.address.as_str(), remote]).hint(
         "is the cluster up (`orchestrate cluster status`)? ssh -v with the same options tells more",
     )
 }
@@ -89,7 +91,7 @@ mod tests {
             "ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=yes \
              -o UserKnownHostsFile=/c/known_hosts -o GlobalKnownHostsFile=/dev/null \
              -o IdentitiesOnly=yes -o ConnectTimeout=5 -o LogLevel=ERROR -i /c/id_ed25519 \
-             -p 22 -l root 172.20.0.2 -- true"
+             -p 22 -l root -- 172.20.0.2 true"
         );
     }
 }

@@ -560,7 +560,11 @@ mod tests {
              [[host]]\nnodes = \"n01\"\naddress = \"172.20.0.2\"\n\n\
              [[host]]\nnodes = \"n02\"\naddress = \"172.20.0.3\"\n"
         );
-        // The controller reads it back as it was.
+        // The controller reads it back as it was (with the key and known_hosts `up` writes
+        // before it: the inventory's files must exist).
+        for f in ["id_ed25519", "known_hosts"] {
+            std::fs::write(dir.path().join(f), "").unwrap();
+        }
         let p = dir.path().join("inventory.toml");
         std::fs::write(&p, text).unwrap();
         assert_eq!(Inventory::load(&p).unwrap(), inv);

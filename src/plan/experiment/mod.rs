@@ -37,7 +37,12 @@ pub struct Experiment {
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Cluster {
     Docker,
-    Inventory { path: PathBuf },
+    Inventory {
+        path: PathBuf,
+        /// Where the experiment names it, for messages about what it lacks.
+        #[serde(skip)]
+        named_at: Range<usize>,
+    },
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -219,6 +224,7 @@ fn cluster(spec: &ClusterSpec, dir: &Path, errors: &mut ErrorList) -> Cluster {
         }
         (ClusterKind::Inventory, Some(inv)) => Cluster::Inventory {
             path: dir.join(inv.get_ref()),
+            named_at: inv.span(),
         },
         (ClusterKind::Inventory, None) => {
             errors.push(

@@ -64,6 +64,14 @@ repetitions = 1
 "#,
         )
         .unwrap();
+        // The inventory first: a run checks it before it creates anything.
+        let inventory = d.join("hosts.toml");
+        let mut hosts = String::from("[defaults]\nport = 9\n");
+        let topology = orchestrate::topology::load(&d.join("topology.toml")).unwrap();
+        for n in topology.nodes.iter().map(|n| &n.name) {
+            hosts += &format!("\n[[host]]\nnodes = \"{n}\"\naddress = \"127.0.0.1\"\n");
+        }
+        std::fs::write(&inventory, hosts).unwrap();
         let mut open = OpenRun::open(RunStart::New {
             experiment: &experiment,
             out_root: &d.join("reports"),
@@ -77,12 +85,6 @@ repetitions = 1
             .iter()
             .map(|n| n.name.clone())
             .collect();
-        let inventory = d.join("hosts.toml");
-        let mut hosts = String::from("[defaults]\nport = 9\n");
-        for n in &nodes {
-            hosts += &format!("\n[[host]]\nnodes = \"{n}\"\naddress = \"127.0.0.1\"\n");
-        }
-        std::fs::write(&inventory, hosts).unwrap();
         open.writer
             .write_ledger(&Ledger {
                 configuration: config.id,

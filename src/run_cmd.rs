@@ -1,12 +1,13 @@
 //! `orchestrate run` and `orchestrate teardown`: which nodes a run gets (the experiment's
 //! inventory, or virtual clusters), Ctrl-C, and what the exit code says.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
 use orchestrate::plan;
-use orchestrate::remote::{InventoryFile, NodeSource};
+use orchestrate::remote::slurm::Allocation;
+use orchestrate::remote::{InventoryFile, NodeSource, SlurmAllocation};
 use orchestrate::results::RunDir;
 use orchestrate::runner::{self, OnError, OpenRun, RunOptions, RunStart, Stopped};
 use orchestrate::vcluster::{self, VirtualClusters};
@@ -67,7 +68,12 @@ impl RunArgs {
 /// `orchestrate run`: 0 when every point succeeded, 130 when interrupted, 1 otherwise.
 pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
     let open = OpenRun::open(args.start())?;
-    let source = node_source(&open.experiment, args.state_dir.clone(), args.keep_cluster);
+    let source = node_source(
+        &open.experiment,
+        args.state_dir.clone(),
+        args.keep_cluster,
+        open.writer.root(),
+    );
     let opts = RunOptions {
         on_error: args.on_error,
         port: args.port,
@@ -112,7 +118,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
 pub fn teardown(run_dir: PathBuf) -> anyhow::Result<ExitCode> {
     let state_dir = PathBuf::from(vcluster::DEFAULT_STATE_DIR);
     let source = match plan::load(&RunDir::new(&run_dir).experiment_toml()) {
-        Ok(e) => node_source(&e, state_dir, true),
+        Ok(e) => node_source(&e, state_dir, true, &run_dir),
         // Without the experiment: of the sources, only virtual clusters own their nodes.
         Err(_) => Box::new(VirtualClusters {
             state_dir,
@@ -125,13 +131,25 @@ pub fn teardown(run_dir: PathBuf) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Where an experiment's nodes come from: its inventory's machines, or virtual clusters
-/// under `state_dir` (left up at the end when `keep`).
-fn node_source(e: &plan::Experiment, state_dir: PathBuf, keep: bool) -> Box<dyn NodeSource> {
+/// Where an experiment's nodes come from: its inventory's machines, the Slurm allocation's
+/// (their inventories written into `run_dir`), or virtual clusters under `state_dir` (left up
+/// at the end when `keep`).
+fn node_source(
+    e: &plan::Experiment,
+    state_dir: PathBuf,
+    keep: bool,
+    run_dir: &Path,
+) -> Box<dyn NodeSource> {
     match &e.cluster {
         plan::experiment::Cluster::Inventory { path, .. } => {
             Box::new(InventoryFile { path: path.clone() })
         }
+        plan::experiment::Cluster::Slurm { ssh, sudo } => Box::new(SlurmAllocation {
+            allocation: Allocation::from_env(),
+            ssh: ssh.clone(),
+            sudo: *sudo,
+            dir: run_dir.to_owned(),
+        }),
         plan::experiment::Cluster::Docker => Box::new(VirtualClusters {
             state_dir,
             keep,

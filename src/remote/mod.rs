@@ -4,8 +4,10 @@
 
 pub mod inventory;
 pub mod session;
+pub mod slurm;
 pub mod source;
 
-pub use inventory::{Host, Inventory, LocatedInventory};
+pub use inventory::{Host, Inventory, LocatedInventory, SshSettings};
 pub use session::{Channel, Cluster, ConnectOptions, Output, RemoteError};
+pub use slurm::SlurmAllocation;
 pub use source::{InventoryFile, MediumFiles, NodeSource, Nodes};

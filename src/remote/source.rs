@@ -1,7 +1,7 @@
 //! Where the nodes of a configuration come from. The runner asks a [`NodeSource`] for nodes
 //! with a topology's wires and gets an inventory back; whether they are machines in a rack, a
-//! virtual cluster brought up for the occasion or (later) a batch allocation is the source's
-//! business alone.
+//! virtual cluster brought up for the occasion or a Slurm allocation ([`super::slurm`]) is the
+//! source's business alone.
 
 use std::path::PathBuf;
 

@@ -6,7 +6,9 @@ use std::path::Path;
 
 use anyhow::{Context, bail};
 
+use crate::plan::experiment::Cluster;
 use crate::plan::{self, Experiment, Plan};
+use crate::remote::slurm::Allocation;
 use crate::results::{Manifest, RunDir, ToolInfo};
 use crate::spec::SpecErrors;
 
@@ -101,8 +103,9 @@ fn resume(dir: &Path) -> anyhow::Result<OpenRun> {
     })
 }
 
-/// The experiment, and the inventory it names checked against its topologies: before a run
-/// creates anything, every problem with either is reported at once.
+/// The experiment, and the inventory it names checked against its topologies (or the Slurm
+/// allocation it runs in, for room): before a run creates anything, every problem with either
+/// is reported at once.
 fn load(path: &Path) -> anyhow::Result<Experiment> {
     let listed = |errors: SpecErrors| {
         let text: Vec<String> = errors.errors.iter().map(|e| e.to_string()).collect();
@@ -112,6 +115,12 @@ fn load(path: &Path) -> anyhow::Result<Experiment> {
     if let Some(checked) = plan::check_inventory(&experiment).map_err(listed)? {
         for note in &checked.unused {
             eprintln!("note: {note}");
+        }
+    }
+    if let Cluster::Slurm { .. } = &experiment.cluster {
+        let allocation = Allocation::from_env()?;
+        for t in &experiment.topologies {
+            allocation.fits(t)?;
         }
     }
     Ok(experiment)

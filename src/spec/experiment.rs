@@ -54,6 +54,27 @@ pub struct ClusterSpec {
     /// With `kind = "inventory"`: the hosts file, relative to this file.
     #[schemars(with = "Option<String>")]
     pub inventory: Option<Spanned<String>>,
+    // The SSH settings of `kind = "slurm"`, as an inventory's `[defaults]` has them (written
+    // out, not a flattened struct: flattening loses each value's place in the file).
+    /// With `kind = "slurm"`: login name on the nodes (default: ssh's).
+    #[schemars(with = "Option<String>")]
+    pub user: Option<Spanned<String>>,
+    /// With `kind = "slurm"`: SSH port (default: ssh's).
+    #[schemars(with = "Option<u16>")]
+    pub port: Option<Spanned<i64>>,
+    /// With `kind = "slurm"`: private key file, relative to this file (`~/` is the home
+    /// directory).
+    #[schemars(with = "Option<String>")]
+    pub identity: Option<Spanned<String>>,
+    /// With `kind = "slurm"`: known_hosts file to check host keys against, strictly.
+    #[schemars(with = "Option<String>")]
+    pub known_hosts: Option<Spanned<String>>,
+    /// With `kind = "slurm"`: jump host (ProxyJump), as `ssh -J` takes it.
+    #[schemars(with = "Option<String>")]
+    pub jump: Option<Spanned<String>>,
+    /// With `kind = "slurm"`: run configuration commands through `sudo -n`.
+    #[schemars(with = "Option<bool>")]
+    pub sudo: Option<Spanned<bool>>,
 }
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
@@ -64,6 +85,8 @@ pub enum ClusterKind {
     Docker,
     /// Real machines listed in an inventory file.
     Inventory,
+    /// The machines of the current Slurm allocation (`SLURM_JOB_NODELIST`), in order.
+    Slurm,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

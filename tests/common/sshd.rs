@@ -36,6 +36,12 @@ pub fn unavailable() -> Option<&'static str> {
 
 impl Sshd {
     pub fn start() -> Sshd {
+        Sshd::start_on(&["127.0.0.1"])
+    }
+
+    /// An sshd listening on each of `addresses` (all on loopback), on one port, its host key
+    /// pinned for each.
+    pub fn start_on(addresses: &[&str]) -> Sshd {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         keygen(&d.join("host_key"));
@@ -46,8 +52,12 @@ impl Sshd {
             .local_addr()
             .unwrap()
             .port();
+        let listen: String = addresses
+            .iter()
+            .map(|a| format!("ListenAddress {a}\n"))
+            .collect();
         let config = format!(
-            "Port {port}\nListenAddress 127.0.0.1\nHostKey {hk}\nAuthorizedKeysFile {ak}\nPidFile none\n\
+            "Port {port}\n{listen}HostKey {hk}\nAuthorizedKeysFile {ak}\nPidFile none\n\
              StrictModes no\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\n\
              PermitRootLogin prohibit-password\nMaxSessions 32\nMaxStartups 64\nLogLevel ERROR\n",
             hk = d.join("host_key").display(),
@@ -63,9 +73,14 @@ impl Sshd {
             .spawn()
             .expect("sshd starts");
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "sshd did not listen on {port}");
-            std::thread::sleep(Duration::from_millis(20));
+        for a in addresses {
+            while std::net::TcpStream::connect((*a, port)).is_err() {
+                assert!(
+                    Instant::now() < deadline,
+                    "sshd did not listen on {a}:{port}"
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
         let host_pub = std::fs::read_to_string(d.join("host_key.pub")).unwrap();
         let key = host_pub
@@ -73,7 +88,12 @@ impl Sshd {
             .take(2)
             .collect::<Vec<_>>()
             .join(" ");
-        std::fs::write(d.join("known_hosts"), format!("[127.0.0.1]:{port} {key}\n")).unwrap();
+        let pinned: Vec<String> = addresses.iter().map(|a| format!("[{a}]:{port}")).collect();
+        std::fs::write(
+            d.join("known_hosts"),
+            format!("{} {key}\n", pinned.join(",")),
+        )
+        .unwrap();
         Sshd { dir, port, child }
     }
 

@@ -1,6 +1,7 @@
 //! An experiment resolved: its topologies loaded and every cross-reference checked (baseline,
 //! explicit pairs, pattern options), with sweeps expanded to concrete values.
 
+mod cluster;
 mod workload;
 
 use std::ops::Range;
@@ -11,8 +12,7 @@ use serde::Serialize;
 use toml::Spanned;
 
 use crate::spec::experiment::{
-    BondingSpec, ClusterKind, ClusterSpec, ExperimentSpec, Pattern, PlacementKind, Protocol,
-    ReportFormat, Statistic,
+    BondingSpec, ExperimentSpec, Pattern, PlacementKind, Protocol, ReportFormat, Statistic,
 };
 use crate::spec::topology::BondMode;
 use crate::spec::{HostSpec, Name, NodeName, Rate, SourceFile, SpecError, SpecErrors, best_match};
@@ -42,6 +42,11 @@ pub enum Cluster {
         /// Where the experiment names it, for messages about what it lacks.
         #[serde(skip)]
         named_at: Range<usize>,
+    },
+    /// The current Slurm allocation's hosts, reached as `ssh` says.
+    Slurm {
+        ssh: crate::remote::SshSettings,
+        sudo: bool,
     },
 }
 
@@ -89,7 +94,7 @@ pub fn load(path: &Path) -> Result<Experiment, SpecErrors> {
 
     let name = experiment_name(spec.name.as_ref(), path);
     let topologies = load_topologies(&spec.topologies, spec.host.as_ref(), dir, &mut errors);
-    let cluster = cluster(&spec.cluster, dir, &mut errors);
+    let cluster = cluster::cluster(&spec.cluster, dir, &mut errors);
     let bonding_modes = bonding_modes(&spec.bonding, &topologies, &mut errors);
     let baseline = baseline(spec.report.baseline.as_ref(), &topologies, &mut errors);
     let workloads = workload::workloads(&spec.workload, &topologies, &mut errors);
@@ -212,28 +217,6 @@ fn load_topologies(
         }
     }
     topologies
-}
-
-/// Where the nodes run; an inventory file is relative to `dir`.
-fn cluster(spec: &ClusterSpec, dir: &Path, errors: &mut ErrorList) -> Cluster {
-    match (spec.kind, &spec.inventory) {
-        (ClusterKind::Docker, None) => Cluster::Docker,
-        (ClusterKind::Docker, Some(inv)) => {
-            errors.push(inv.span(), "`inventory` needs `kind = \"inventory\"`");
-            Cluster::Docker
-        }
-        (ClusterKind::Inventory, Some(inv)) => Cluster::Inventory {
-            path: dir.join(inv.get_ref()),
-            named_at: inv.span(),
-        },
-        (ClusterKind::Inventory, None) => {
-            errors.push(
-                0..0,
-                "`cluster.kind = \"inventory\"` needs `cluster.inventory = \"hosts.toml\"`",
-            );
-            Cluster::Docker
-        }
-    }
 }
 
 /// The bonding modes to sweep; giving any only makes sense if some topology has a bond.

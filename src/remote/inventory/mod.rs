@@ -14,8 +14,8 @@
 //! ```
 //!
 //! Paths are relative to the inventory file; `~/` is the user's home. The user's
-//! `~/.ssh/config`, agent and jump hosts apply as with plain `ssh`. `Inventory::from_slurm`
-//! maps topology nodes onto the hosts of `SLURM_JOB_NODELIST` in order.
+//! `~/.ssh/config`, agent and jump hosts apply as with plain `ssh`. A Slurm allocation's
+//! inventory is made, not read: see [`crate::remote::slurm`].
 //!
 //! [`Inventory::load`] checks everything that can be checked without a network: the layout,
 //! host lists of at most [`MAX_HOSTS`] names that pair nodes and addresses one to one, each node
@@ -36,8 +36,9 @@ use toml::Spanned;
 
 use crate::spec::{NodeName, SourceFile, SpecError, SpecErrors};
 
-use file::{Defaults, HostSpec, InventorySpec, SettingsSpec, unplaced};
-pub use ranges::MAX_HOSTS;
+pub use file::SettingsSpec;
+use file::{Defaults, HostSpec, InventorySpec, unplaced};
+pub use ranges::{MAX_HOSTS, expand as expand_host_list};
 
 /// At most this many problems are reported from one file; the rest are counted.
 const MAX_ERRORS: usize = 50;
@@ -156,15 +157,35 @@ fn capped(mut errors: Vec<SpecError>) -> Vec<SpecError> {
     errors
 }
 
-/// Settings of one table, each checked where it is written; a refused one is left out (the
-/// load fails anyway).
-#[derive(Debug, Clone, Default)]
-struct Settings {
-    user: Option<String>,
-    port: Option<u16>,
-    identity: Option<PathBuf>,
-    known_hosts: Option<PathBuf>,
-    jump: Option<String>,
+/// How to reach hosts over SSH, as one table sets it, each value checked where it is written
+/// (a refused one is left out: the load fails anyway). Unset, ssh's own defaults apply.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SshSettings {
+    pub user: Option<String>,
+    pub port: Option<u16>,
+    pub identity: Option<PathBuf>,
+    pub known_hosts: Option<PathBuf>,
+    pub jump: Option<String>,
+}
+
+/// SSH settings written in another file (an experiment's `[cluster]` table), checked by the
+/// rules an inventory's are: paths relative to `dir`, every problem located in `source`.
+pub fn ssh_settings(
+    source: &SourceFile,
+    dir: &Path,
+    spec: SettingsSpec<'_>,
+) -> Result<SshSettings, Vec<SpecError>> {
+    let mut check = Check {
+        source,
+        dir,
+        errors: Vec::new(),
+    };
+    let settings = check.settings(spec);
+    if check.errors.is_empty() {
+        Ok(settings)
+    } else {
+        Err(check.errors)
+    }
 }
 
 /// The checks of one file, collecting every problem.
@@ -184,11 +205,11 @@ impl Check<'_> {
         checked.map_err(|e| self.push(span, e)).ok()
     }
 
-    fn settings(&mut self, spec: SettingsSpec<'_>) -> Settings {
+    fn settings(&mut self, spec: SettingsSpec<'_>) -> SshSettings {
         let name = |v: &Spanned<String>, rule: fn(&str) -> Result<(), String>| {
             rule(v.get_ref()).map(|()| v.get_ref().clone())
         };
-        Settings {
+        SshSettings {
             user: spec
                 .user
                 .and_then(|v| self.take(v.span(), name(v, rules::user))),
@@ -286,41 +307,6 @@ impl Inventory {
     /// Reads and checks an inventory file; every problem is reported, at file:line:column.
     pub fn load(path: &Path) -> Result<Inventory, SpecErrors> {
         LocatedInventory::load(path).map(|l| l.inventory)
-    }
-
-    /// Maps `nodes` (in topology order) onto the hosts of a Slurm node list such as
-    /// `SLURM_JOB_NODELIST="cn[001-016]"`, in order.
-    pub fn from_slurm(nodelist: &str, nodes: &[NodeName]) -> Result<Inventory, String> {
-        let hosts = hostlist_parser::parse(nodelist)
-            .map_err(|e| format!("invalid Slurm node list {nodelist:?}: {e}"))?;
-        if hosts.len() < nodes.len() {
-            return Err(format!(
-                "the Slurm allocation has {} node(s); the topology needs {}",
-                hosts.len(),
-                nodes.len()
-            ));
-        }
-        Ok(Inventory {
-            hosts: nodes
-                .iter()
-                .zip(hosts)
-                .map(|(n, address)| {
-                    (
-                        n.clone(),
-                        Host {
-                            node: n.clone(),
-                            address,
-                            port: None,
-                            user: None,
-                            identity: None,
-                            known_hosts: None,
-                            jump: None,
-                            sudo: false,
-                        },
-                    )
-                })
-                .collect(),
-        })
     }
 
     /// Nodes of `wanted` that the inventory does not list.
@@ -509,13 +495,5 @@ mod tests {
         assert!(text.contains("jump = \"gw\"\nsudo = false\n"), "{text}");
         let (_d2, p2) = write(&text);
         assert_eq!(Inventory::load(&p2).unwrap(), inv);
-    }
-
-    #[test]
-    fn slurm_lists_map_in_order() {
-        let nodes: Vec<NodeName> = ["n01", "n02"].iter().map(|n| n.parse().unwrap()).collect();
-        let inv = Inventory::from_slurm("cn[007-009]", &nodes).unwrap();
-        assert_eq!(inv.hosts[&nodes[1]].address, "cn008");
-        assert!(Inventory::from_slurm("cn1", &nodes).is_err());
     }
 }

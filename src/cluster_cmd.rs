@@ -8,7 +8,8 @@ use clap::{Args, Subcommand};
 use orchestrate::vcluster as vc;
 use orchestrate::{plan, topology};
 
-use crate::{Kind, kind_of, report_spec_errors};
+use crate::report_spec_errors;
+use crate::validate_cmd::{Kind, kind_of};
 
 /// `orchestrate cluster ...`: the virtual cluster's commands.
 #[derive(Subcommand)]

@@ -3,6 +3,7 @@
 mod cluster_cmd;
 mod medium_cmd;
 mod run_cmd;
+mod validate_cmd;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -23,7 +24,7 @@ struct Cli {
     /// More log output (-v: debug, -vv: trace).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
-    /// Only errors.
+    /// Only warnings and errors: no progress, no log.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     quiet: bool,
     #[command(subcommand)]
@@ -43,6 +44,11 @@ enum Command {
         /// Files to check, e.g. experiments/*.toml topologies/*.toml hosts.toml.
         #[arg(required = true)]
         files: Vec<PathBuf>,
+        /// Print one JSON document on stdout instead: `ok`, and per file `file`, `kind`,
+        /// `ok`, `summary`, `errors` and `notes`, each problem with `message`, `file`,
+        /// `line`, `column` and `help` (null where they do not apply).
+        #[arg(long)]
+        json: bool,
     },
     /// Show what a run would do: configurations, pair placements and paths, points in run
     /// order with a time estimate, and every node's apply and teardown scripts.
@@ -129,7 +135,7 @@ fn main() -> ExitCode {
         }
     }
     init_logging(cli.verbose, cli.quiet);
-    match run(cli.command) {
+    match run(cli.command, cli.quiet) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -150,13 +156,21 @@ fn init_logging(verbose: u8, quiet: bool) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(orchestrate::runner::LogWriter)
+        .with_ansi(colour_on_stderr())
         .without_time()
         .init();
 }
 
-fn run(command: Command) -> anyhow::Result<ExitCode> {
+/// Colour only for a person at a terminal who has not asked for none (https://no-color.org):
+/// escape codes in a log file or a pipe are noise.
+fn colour_on_stderr() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+fn run(command: Command, quiet: bool) -> anyhow::Result<ExitCode> {
     match command {
-        Command::Validate { files } => Ok(validate(&files)),
+        Command::Validate { files, json } => Ok(validate_cmd::validate(&files, json)),
         Command::Plan {
             experiment,
             node,
@@ -194,13 +208,16 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Cluster { action } => cluster_cmd::run(action),
-        Command::Run(args) if args.dry_run => run(Command::Plan {
-            experiment: args.experiment_file(),
-            node: None,
-            json: false,
-            graph: None,
-        }),
-        Command::Run(args) => run_cmd::run(args),
+        Command::Run(args) if args.dry_run => run(
+            Command::Plan {
+                experiment: args.experiment_file(),
+                node: None,
+                json: false,
+                graph: None,
+            },
+            quiet,
+        ),
+        Command::Run(args) => run_cmd::run(args, quiet),
         Command::Teardown { run_dir } => run_cmd::teardown(run_dir),
         Command::Medium { action } => medium_cmd::run(action),
         Command::Schema => {
@@ -237,83 +254,6 @@ fn write_drawings(topologies: &[topology::Topology], dir: &Path) -> anyhow::Resu
         }
     }
     Ok(())
-}
-
-fn validate(files: &[PathBuf]) -> ExitCode {
-    let mut failed = false;
-    for f in files {
-        let summary = match kind_of(f) {
-            Kind::Experiment => validate_experiment(f),
-            Kind::Topology => report_spec_errors(topology::load(f)).map(|t| {
-                format!(
-                    "topology {}: {} nodes, {} segments, {} subnets",
-                    t.name,
-                    t.nodes.len(),
-                    t.segments.len(),
-                    t.subnets.len()
-                )
-            }),
-            Kind::Inventory => report_spec_errors(orchestrate::remote::Inventory::load(f))
-                .map(|i| format!("inventory: {} hosts", i.hosts.len())),
-        };
-        match summary {
-            Some(summary) => println!("ok  {}  ({summary})", f.display()),
-            None => failed = true,
-        }
-    }
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-/// An experiment, its plan, and the inventory it names (checked against its topologies).
-fn validate_experiment(f: &Path) -> Option<String> {
-    let e = report_spec_errors(plan::load(f))?;
-    let inventory = report_spec_errors(plan::check_inventory(&e))?;
-    let p = plan::expand(&e)
-        .map_err(|err| eprintln!("{}: {err}", f.display()))
-        .ok()?;
-    let mut summary = format!(
-        "experiment {}: {} topologies, {} points",
-        e.name,
-        e.topologies.len(),
-        p.points.len()
-    );
-    if let Some(checked) = inventory {
-        for note in checked.unused {
-            eprintln!("note: {note}");
-        }
-        summary += &format!(
-            ", inventory {} with {} hosts",
-            checked.inventory.source.path.display(),
-            checked.inventory.inventory.hosts.len()
-        );
-    }
-    Some(summary)
-}
-
-enum Kind {
-    Experiment,
-    Topology,
-    Inventory,
-}
-
-/// Experiments name topologies and workloads; inventories have `[defaults]` or `[[host]]`
-/// tables (a topology's `host` is a profile or one table, never an array); everything else
-/// is read as a topology.
-fn kind_of(path: &Path) -> Kind {
-    let table: Option<toml::Table> = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| t.parse().ok());
-    match table {
-        Some(t) if t.contains_key("workload") || t.contains_key("topologies") => Kind::Experiment,
-        Some(t) if t.contains_key("defaults") || t.get("host").is_some_and(|h| h.is_array()) => {
-            Kind::Inventory
-        }
-        _ => Kind::Topology,
-    }
 }
 
 /// Prints spec errors with their source snippets; `None` if there were any.

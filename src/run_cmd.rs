@@ -9,6 +9,7 @@ use orchestrate::plan;
 use orchestrate::remote::slurm::Allocation;
 use orchestrate::remote::{InventoryFile, NodeSource, SlurmAllocation};
 use orchestrate::results::RunDir;
+use orchestrate::runner::events::EventsTo;
 use orchestrate::runner::{self, OnError, OpenRun, RunOptions, RunStart, Stopped};
 use orchestrate::vcluster::{self, VirtualClusters};
 
@@ -41,6 +42,19 @@ pub struct RunArgs {
     /// Where virtual clusters keep their files.
     #[arg(long, default_value = vcluster::DEFAULT_STATE_DIR, value_name = "DIR")]
     state_dir: PathBuf,
+    /// Write the run's events as JSON lines to FILE, or to stdout with `-`.
+    ///
+    /// One object per line, written as it happens, each with `type` and `time` (RFC 3339,
+    /// UTC): `run_started` (experiment, run_dir, points, done_before, configurations,
+    /// estimate_s); `configuration_up` (configuration, topology, bonding, nodes);
+    /// `point_started` (point, configuration, topology, bonding, pattern, protocol, placement,
+    /// pairs, size_bytes, rep, estimate_s); `point_finished` (point, status ok|failed, error,
+    /// seconds, figures {pairs, throughput_mbit_s: the pairs' mean rates summed, latency_us:
+    /// the clients' median}, done, total, left_s); `failure` (configuration, point, message);
+    /// `warning` (message); `teardown` (configuration, clean, nodes_left); `run_finished` (ok,
+    /// failed, skipped, stopped, error, seconds). Times are in seconds.
+    #[arg(long, value_name = "FILE|-")]
+    events: Option<EventsTo>,
 }
 
 impl RunArgs {
@@ -65,8 +79,9 @@ impl RunArgs {
     }
 }
 
-/// `orchestrate run`: 0 when every point succeeded, 130 when interrupted, 1 otherwise.
-pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
+/// `orchestrate run`: 0 when every point succeeded, 130 when interrupted, 1 otherwise. With
+/// `quiet`, only warnings and errors reach stderr.
+pub fn run(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     let open = OpenRun::open(args.start())?;
     let source = node_source(
         &open.experiment,
@@ -78,6 +93,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         on_error: args.on_error,
         port: args.port,
         worker: vcluster::locate_worker(args.worker.as_deref())?,
+        quiet,
+        events: args.events.clone(),
     };
     let rt = tokio::runtime::Runtime::new()?;
     let summary = rt.block_on(async {
@@ -92,13 +109,15 @@ pub fn run(args: RunArgs) -> anyhow::Result<ExitCode> {
         });
         runner::run(open, &*source, &opts, rx).await
     })?;
-    eprintln!(
-        "{} point(s) ok, {} failed, {} done before; results in {}",
-        summary.ok,
-        summary.failed,
-        summary.skipped,
-        summary.dir.display()
-    );
+    if !quiet {
+        eprintln!(
+            "{} point(s) ok, {} failed, {} done before; results in {}",
+            summary.ok,
+            summary.failed,
+            summary.skipped,
+            summary.dir.display()
+        );
+    }
     let resume = format!("orchestrate run --resume {}", summary.dir.display());
     Ok(match &summary.stopped {
         None if summary.failed == 0 => ExitCode::SUCCESS,

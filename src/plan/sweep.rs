@@ -272,4 +272,4 @@ fn shuffle(points: &mut [Point], seed: u64, configuration: usize) {
 }
 
 /// Applying and tearing down a configuration on every node, and checking its paths.
-const CONFIGURE_OVERHEAD: Duration = Duration::from_secs(5);
+pub const CONFIGURE_OVERHEAD: Duration = Duration::from_secs(5);

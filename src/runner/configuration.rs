@@ -9,6 +9,7 @@ use crate::spec::NodeName;
 
 use super::RunOptions;
 use super::apply::{self, NODE_LEDGER};
+use super::events::Event;
 use super::measure::Measurement;
 use super::paths::verify_paths;
 use super::prepare::{self, Prepared};
@@ -110,6 +111,12 @@ impl ConfigurationRun<'_> {
             self.config.id
         ));
         verify_paths(self.config, cluster).await?;
+        state.events.emit(Event::ConfigurationUp {
+            configuration: self.config.id,
+            topology: t.name.to_string(),
+            bonding: self.config.bonding_label(),
+            nodes: t.nodes.len(),
+        });
         let measurement = Measurement {
             exp: self.exp,
             config: self.config,

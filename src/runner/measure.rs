@@ -15,12 +15,13 @@ use anyhow::bail;
 use orchestrate_worker::agent::Event;
 use orchestrate_worker::auth::Secret;
 
-use crate::plan::{self, Configuration, Experiment, Point};
+use crate::plan::{Configuration, Experiment, Point};
 use crate::results::{BondDriver, MediaContext, PointRow, PointStatus};
 use crate::spec::NodeName;
 use crate::topology::Topology;
 
 use super::agent::Agent;
+use super::events::{self, Event as RunEvent, Figures};
 use super::fanout::{listed, on_all};
 use super::media::Sampler;
 use super::point::{self, Outcome, PointContext};
@@ -106,6 +107,8 @@ impl Measurement<'_> {
         };
         let mut medium_warned = false;
         for p in self.todo {
+            state.progress.point_started(p);
+            state.events.emit(point_started(self.config, p));
             let t0 = Instant::now();
             let outcome = tokio::select! {
                 o = point::run(&ctx, p, medium.as_deref_mut()) => Some(o),
@@ -134,39 +137,51 @@ impl Measurement<'_> {
                 }
             }
             state.writer.append_point(&outcome.records, &outcome.row)?;
-            if !self.tally(p, outcome.row, t0, state) {
+            let figures = Figures::of(&outcome.records);
+            if !self.tally(p, outcome.row, figures, t0.elapsed(), state) {
                 return Ok(());
             }
         }
         Ok(())
     }
 
-    /// Counts a finished point and shows it; false when the run is to stop here.
-    fn tally(&self, p: &Point, row: PointRow, t0: Instant, state: &mut RunState) -> bool {
+    /// Counts a finished point, shows it and reports it; false when the run is to stop here.
+    fn tally(
+        &self,
+        p: &Point,
+        row: PointRow,
+        figures: Figures,
+        took: Duration,
+        state: &mut RunState,
+    ) -> bool {
         let ok = row.status == PointStatus::Ok;
         if ok {
             state.summary.ok += 1;
         } else {
             state.summary.failed += 1;
         }
-        let s = &state.summary;
-        let done = s.ok + s.failed + s.skipped;
-        let total = state.progress.total();
-        let line = format!(
-            "[{done}/{total}] point {} {} {} {}x{} {}B rep {}: {} in {:.1}s (elapsed {})",
-            p.id,
-            p.topology,
-            p.pattern.as_str(),
-            p.placement.as_str(),
-            p.pairs,
-            p.size_bytes,
-            p.rep,
-            row.error.as_deref().unwrap_or("ok"),
-            t0.elapsed().as_secs_f64(),
-            plan::render::human(state.progress.elapsed())
-        );
-        state.progress.point_done(&line);
+        let line = state
+            .progress
+            .point_finished(p, took, row.error.as_deref().unwrap_or("ok"));
         state.writer.log(&line);
+        let s = &state.summary;
+        state.events.emit(RunEvent::PointFinished {
+            point: p.id,
+            status: row.status,
+            error: row.error.clone(),
+            seconds: events::secs(took),
+            figures,
+            done: s.ok + s.failed + s.skipped,
+            total: state.progress.total(),
+            left_s: events::secs(state.progress.left()),
+        });
+        if let Some(error) = &row.error {
+            state.events.emit(RunEvent::Failure {
+                configuration: Some(p.configuration),
+                point: Some(p.id),
+                message: error.clone(),
+            });
+        }
         if !ok && self.opts.on_error == OnError::Stop {
             state.stop(Stopped::PointFailed(format!(
                 "point {} failed: {}",
@@ -176,6 +191,23 @@ impl Measurement<'_> {
             return false;
         }
         true
+    }
+}
+
+/// The event of `p` beginning.
+fn point_started(config: &Configuration, p: &Point) -> RunEvent {
+    RunEvent::PointStarted {
+        point: p.id,
+        configuration: p.configuration,
+        topology: p.topology.to_string(),
+        bonding: config.bonding_label(),
+        pattern: p.pattern,
+        protocol: p.protocol,
+        placement: p.placement,
+        pairs: p.pairs,
+        size_bytes: p.size_bytes,
+        rep: p.rep,
+        estimate_s: events::secs(p.estimate),
     }
 }
 

@@ -14,8 +14,9 @@
 //!   [`apply`] every node's script; prove every planned path's hop count ([`paths`]);
 //!   [`measure`]: one agent and one server per node, clock offsets, then each [`point`] with
 //!   the medium's statistics ([`media`]); [`teardown`] — on success, failure and Ctrl-C alike;
-//! - [`rundir`] writes the run directory, [`state`] is what every stage writes to, and
-//!   [`progress`] shows it;
+//! - [`rundir`] writes the run directory, [`state`] is what every stage writes to,
+//!   [`progress`] shows it (with the time left from [`eta`]), and [`events`] reports it to
+//!   programs;
 //! - a run directory read back (`orchestrate teardown`, `--resume`) is data: refused when
 //!   another user could have written it ([`run_dir_trust`]), its teardown scripts run only if
 //!   they are what this controller renders ([`verified_teardown`]).
@@ -24,6 +25,8 @@ mod agent;
 mod apply;
 mod configuration;
 mod drawings;
+mod eta;
+pub mod events;
 mod fanout;
 mod measure;
 mod media;
@@ -42,14 +45,16 @@ mod verified_teardown;
 mod worker_binary;
 mod worker_install;
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 use tokio::sync::watch;
 
-use crate::plan::Point;
+use crate::plan::{self, Point};
 use crate::remote::NodeSource;
 
 use configuration::ConfigurationRun;
+use events::{Event, EventLog};
 use state::RunState;
 use worker_binary::WorkerBuild;
 
@@ -75,6 +80,10 @@ pub struct RunOptions {
     pub port: u16,
     /// The worker binary to install on nodes.
     pub worker: PathBuf,
+    /// No progress on stderr (`-q`): warnings and errors only.
+    pub quiet: bool,
+    /// Where to write the run's events as JSON lines, if anywhere.
+    pub events: Option<events::EventsTo>,
 }
 
 /// What a run did.
@@ -110,8 +119,11 @@ pub async fn run(
         plan,
         writer,
     } = run;
+    let events = EventLog::open(opts.events.as_ref())?;
     let done = writer.done_points()?;
-    eprintln!("run directory: {}", writer.root().display());
+    if !opts.quiet {
+        eprintln!("run directory: {}", writer.root().display());
+    }
     writer.log(&format!(
         "run of {} ({} points, {} already done)",
         experiment.name,
@@ -120,13 +132,24 @@ pub async fn run(
     ));
     // A ledger left by an earlier attempt is undone first: apply refuses to stack on it.
     if let Some(l) = read_ledger(&writer.dir)? {
-        eprintln!(
-            "undoing the configuration an earlier attempt left on {} node(s)",
-            l.nodes.len()
-        );
+        if !opts.quiet {
+            eprintln!(
+                "undoing the configuration an earlier attempt left on {} node(s)",
+                l.nodes.len()
+            );
+        }
         teardown_from_ledger(writer.root(), source).await?;
     }
     let worker = WorkerBuild::read(&opts.worker)?;
+    let progress = progress::Progress::start(&plan, &done, opts.quiet);
+    events.emit(Event::RunStarted {
+        experiment: experiment.name.to_string(),
+        run_dir: writer.root().to_owned(),
+        points: plan.points.len(),
+        done_before: done.len(),
+        configurations: plan.configurations.len(),
+        estimate_s: events::secs(progress.left()),
+    });
     let mut state = RunState {
         summary: Summary {
             dir: writer.root().to_owned(),
@@ -135,36 +158,96 @@ pub async fn run(
             skipped: done.len(),
             stopped: None,
         },
-        progress: progress::Progress::start(plan.points.len(), done.len()),
+        progress,
+        events,
         writer,
         manifest,
         interrupted,
     };
     state.save_manifest()?;
-    for config in &plan.configurations {
-        let todo: Vec<&Point> = plan
-            .points
-            .iter()
-            .filter(|p| p.configuration == config.id && !done.contains(&(p.id as u32)))
-            .collect();
-        if todo.is_empty() {
-            continue;
+    let measured = Configurations {
+        experiment: &experiment,
+        plan: &plan,
+        done: &done,
+        source,
+        worker: &worker,
+        opts,
+    }
+    .run(&mut state)
+    .await;
+    match measured {
+        Ok(()) => finish(state),
+        Err(e) => {
+            state.finished(Some(format!("{e:#}")));
+            Err(e)
         }
-        if state.is_interrupted() {
-            state.stop(Stopped::Interrupted);
-            break;
+    }
+}
+
+/// The configurations of a run, each on nodes from `source`, in plan order.
+struct Configurations<'a> {
+    experiment: &'a plan::Experiment,
+    plan: &'a plan::Plan,
+    /// Points finished by an earlier attempt.
+    done: &'a BTreeSet<u32>,
+    source: &'a dyn NodeSource,
+    worker: &'a WorkerBuild,
+    opts: &'a RunOptions,
+}
+
+impl Configurations<'_> {
+    async fn run(&self, state: &mut RunState) -> anyhow::Result<()> {
+        for config in &self.plan.configurations {
+            let todo: Vec<&Point> = self
+                .plan
+                .points
+                .iter()
+                .filter(|p| p.configuration == config.id && !self.done.contains(&(p.id as u32)))
+                .collect();
+            if todo.is_empty() {
+                continue;
+            }
+            if state.is_interrupted() {
+                state.stop(Stopped::Interrupted);
+                break;
+            }
+            state
+                .progress
+                .configuration_started(config, config.topology.nodes.len());
+            let result = self.one(config, todo, state).await;
+            if let Err(e) = &result {
+                state.events.emit(Event::Failure {
+                    configuration: Some(config.id),
+                    point: None,
+                    message: format!("{e:#}"),
+                });
+            }
+            result?;
+            if state.summary.stopped.is_some() {
+                break;
+            }
         }
-        let nodes = source.obtain(&config.topology).await?;
+        Ok(())
+    }
+
+    /// One configuration: nodes obtained, measured, given back.
+    async fn one(
+        &self,
+        config: &plan::Configuration,
+        todo: Vec<&Point>,
+        state: &mut RunState,
+    ) -> anyhow::Result<()> {
+        let nodes = self.source.obtain(&config.topology).await?;
         let configuration = ConfigurationRun {
-            exp: &experiment,
+            exp: self.experiment,
             config,
             todo,
             nodes: &nodes,
-            worker: &worker,
-            opts,
+            worker: self.worker,
+            opts: self.opts,
         };
-        let result = configuration.execute(&mut state).await;
-        let released = source.release(nodes).await;
+        let result = configuration.execute(state).await;
+        let released = self.source.release(nodes).await;
         state.save_manifest()?;
         result?;
         // The points are measured and on disk: nodes that would not go back are reported,
@@ -175,16 +258,13 @@ pub async fn run(
                 config.topology.name
             ));
         }
-        if state.summary.stopped.is_some() {
-            break;
-        }
+        Ok(())
     }
-    finish(state)
 }
 
 /// Closes the run: the manifest's end time, then the report.
 fn finish(mut state: RunState) -> anyhow::Result<Summary> {
-    drop(state.progress);
+    state.finished(None);
     state.manifest.finished_unix_ns = Some(agent::now_ns());
     state.writer.write_manifest(&state.manifest)?;
     let root = state.writer.root();
@@ -196,7 +276,11 @@ fn finish(mut state: RunState) -> anyhow::Result<Summary> {
         ..Default::default()
     };
     match crate::report::report_run(root, &report_opts) {
-        Ok(files) => eprintln!("report: {} file(s) in {}", files.len(), root.display()),
+        Ok(files) => state.progress.note(&format!(
+            "report: {} file(s) in {}",
+            files.len(),
+            root.display()
+        )),
         Err(e) => eprintln!(
             "report: {e} (rerun `orchestrate report {}`)",
             root.display()

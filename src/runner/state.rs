@@ -1,10 +1,11 @@
 //! What every configuration of a run writes to: the run directory, the manifest, the tally of
-//! points and the progress display, and whether the user asked to stop.
+//! points, the progress display and the events, and whether the user asked to stop.
 
 use tokio::sync::watch;
 
 use crate::results::Manifest;
 
+use super::events::{self, Event, EventLog};
 use super::progress::Progress;
 use super::rundir::RunWriter;
 use super::{Stopped, Summary};
@@ -14,6 +15,7 @@ pub struct RunState {
     pub manifest: Manifest,
     pub summary: Summary,
     pub progress: Progress,
+    pub events: EventLog,
     /// Turns true on Ctrl-C.
     pub interrupted: watch::Receiver<bool>,
 }
@@ -23,10 +25,32 @@ impl RunState {
         *self.interrupted.borrow()
     }
 
-    /// Logs `msg` to `run.log` and shows it as a warning above the progress display.
+    /// Logs `msg` to `run.log`, shows it as a warning above the progress display, and
+    /// reports it as an event.
     pub fn warn(&self, msg: &str) {
         self.writer.log(msg);
         self.progress.say(&format!("warning: {msg}"));
+        self.events.emit(Event::Warning {
+            message: msg.to_owned(),
+        });
+    }
+
+    /// The run is over, having failed with `error` if it did: the progress display goes, the
+    /// last event says how it ended.
+    pub fn finished(&mut self, error: Option<String>) {
+        self.progress.finish();
+        let s = &self.summary;
+        self.events.emit(Event::RunFinished {
+            ok: s.ok,
+            failed: s.failed,
+            skipped: s.skipped,
+            stopped: s.stopped.as_ref().map(|why| match why {
+                Stopped::Interrupted => "interrupted".to_owned(),
+                Stopped::PointFailed(why) => why.clone(),
+            }),
+            error,
+            seconds: events::secs(self.progress.elapsed()),
+        });
     }
 
     /// Marks the run as stopped early, for `why`.

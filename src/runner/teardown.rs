@@ -13,6 +13,7 @@ use crate::results::RunDir;
 use crate::spec::NodeName;
 
 use super::apply::NODE_LEDGER;
+use super::events::Event;
 use super::fanout::{listed, run_scripts};
 use super::prepare::Prepared;
 use super::run_dir_trust;
@@ -42,6 +43,11 @@ pub async fn teardown(
         state.writer.append_bonds(&bond_counters)?;
     }
     ledger.nodes.retain(|n| !clean.contains_key(n));
+    state.events.emit(Event::Teardown {
+        configuration: config.id,
+        clean: ledger.nodes.is_empty(),
+        nodes_left: ledger.nodes.iter().map(|n| n.to_string()).collect(),
+    });
     if ledger.nodes.is_empty() {
         state.writer.clear_ledger()?;
         state.writer.log(&format!(

@@ -86,13 +86,14 @@ fn validate_json_is_one_document_with_each_problem_located() {
 }
 
 #[test]
-fn validate_json_of_good_files_exits_zero() {
+fn validate_json_of_good_files_exits_zero_and_the_example_inventory_is_good() {
     let out = orchestrate(
         &[
             "validate",
             "--json",
             "experiments/grid4x4.toml",
             "topologies/single-net.toml",
+            "examples/hosts.toml",
         ],
         &[],
     );
@@ -103,6 +104,8 @@ fn validate_json_of_good_files_exits_zero() {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["ok"], true);
+    assert_eq!(v["files"][2]["kind"], "inventory");
+    assert_eq!(v["files"][2]["summary"], "inventory: 16 hosts");
     assert!(
         out.stderr.is_empty(),
         "{}",

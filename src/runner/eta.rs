@@ -2,7 +2,9 @@
 //! measured so far compared with their estimates. The plan's estimates come from wire rates
 //! and are good to tens of percent; the ratio of measured to estimated time of the finished
 //! points carries what they miss on this cluster (process start-up, SSH round trips, a
-//! slower medium) over to the points still to come.
+//! slower medium) over to the points still to come. Setting up a configuration (bringing up
+//! a virtual cluster, installing, applying) is not a point: once one has been set up, the
+//! configurations left are counted at the mean measured setup time instead of the plan's.
 
 use std::time::Duration;
 
@@ -17,6 +19,8 @@ pub struct Eta {
     /// The finished points' estimates and measured times, summed.
     estimated_done: Duration,
     measured_done: Duration,
+    /// Setup times measured so far.
+    setups: Vec<Duration>,
 }
 
 impl Eta {
@@ -28,11 +32,17 @@ impl Eta {
             configurations_left,
             estimated_done: Duration::ZERO,
             measured_done: Duration::ZERO,
+            setups: Vec::new(),
         }
     }
 
     pub fn configuration_started(&mut self) {
         self.configurations_left = self.configurations_left.saturating_sub(1);
+    }
+
+    /// A configuration took `took` from its start to its first point.
+    pub fn configuration_set_up(&mut self, took: Duration) {
+        self.setups.push(took);
     }
 
     /// A point estimated at `estimate` took `measured`.
@@ -51,10 +61,14 @@ impl Eta {
         }
     }
 
-    /// The points left at the corrected rate, and setting up the configurations left at the
-    /// plan's rate (their cost is not measured per point).
+    /// The points left at the corrected rate, and the configurations left at the mean setup
+    /// time measured (the plan's before any).
     pub fn left(&self) -> Duration {
-        self.points_left.mul_f64(self.ratio()) + CONFIGURE_OVERHEAD * self.configurations_left
+        let setup = match self.setups.len() {
+            0 => CONFIGURE_OVERHEAD,
+            n => self.setups.iter().sum::<Duration>() / n as u32,
+        };
+        self.points_left.mul_f64(self.ratio()) + setup * self.configurations_left
     }
 }
 
@@ -91,6 +105,18 @@ mod tests {
         eta.point_finished(secs(40), secs(10));
         assert_eq!(eta.ratio(), 0.25);
         assert_eq!(eta.left(), secs(20) + CONFIGURE_OVERHEAD * 2);
+    }
+
+    #[test]
+    fn configurations_left_take_the_mean_measured_setup_once_there_is_one() {
+        let mut eta = Eta::new([secs(10); 6], 3);
+        eta.configuration_started();
+        eta.configuration_set_up(secs(50));
+        eta.point_finished(secs(10), secs(10));
+        assert_eq!(eta.left(), secs(50) + secs(50) * 2);
+        eta.configuration_started();
+        eta.configuration_set_up(secs(70));
+        assert_eq!(eta.left(), secs(50) + secs(60));
     }
 
     #[test]

@@ -44,6 +44,8 @@ pub struct Progress {
     configurations_started: usize,
     /// The configuration at hand, for the bar.
     configuration: String,
+    /// When the configuration at hand started, until its first point starts.
+    setting_up: Option<Instant>,
 }
 
 impl Progress {
@@ -76,6 +78,7 @@ impl Progress {
             configurations: configurations.len(),
             configurations_started: 0,
             configuration: String::new(),
+            setting_up: None,
         }
     }
 
@@ -95,6 +98,7 @@ impl Progress {
     /// Setting up `c` on `nodes` nodes begins.
     pub fn configuration_started(&mut self, c: &Configuration, nodes: usize) {
         self.eta.configuration_started();
+        self.setting_up = Some(Instant::now());
         self.configurations_started += 1;
         self.configuration = format!(
             "configuration {}/{}: {} ({})",
@@ -111,7 +115,11 @@ impl Progress {
     }
 
     /// Point `p` begins.
-    pub fn point_started(&self, p: &Point) {
+    pub fn point_started(&mut self, p: &Point) {
+        if let Some(since) = self.setting_up.take() {
+            self.eta.configuration_set_up(since.elapsed());
+            self.restart_countdown();
+        }
         if let Shown::Bar(bar) = &self.shown {
             bar.set_message(format!("{}, point {}", self.configuration, describe(p)));
         }

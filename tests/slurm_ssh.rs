@@ -2,7 +2,8 @@
 //! the allocation's hosts in order (proved over SSH against a real sshd on three loopback
 //! addresses: each node answers from the address it was given), the `[cluster]` table's SSH
 //! settings reach ssh, and `run` refuses to start outside an allocation or in one too small,
-//! before it creates anything.
+//! before it creates anything. A run on hosts that refuse connections also shows what `run`
+//! writes without docker: plain progress lines when piped, `--events`, and `-q`.
 
 mod common;
 
@@ -105,9 +106,13 @@ fn orchestrate(args: &[&str], nodelist: Option<&str>) -> Output {
 /// `run` of the experiment in `dir` into `dir/reports`, with a stand-in worker binary (it is
 /// only read: no run here gets as far as installing it).
 fn run(dir: &Path, nodelist: Option<&str>) -> (Output, PathBuf) {
+    run_with(dir, nodelist, &[])
+}
+
+fn run_with(dir: &Path, nodelist: Option<&str>, extra: &[&str]) -> (Output, PathBuf) {
     let out_root = dir.join("reports");
     let experiment = dir.join("experiment.toml");
-    let args = [
+    let mut args = vec![
         "run",
         experiment.to_str().unwrap(),
         "--out",
@@ -115,6 +120,7 @@ fn run(dir: &Path, nodelist: Option<&str>) -> (Output, PathBuf) {
         "--worker",
         experiment.to_str().unwrap(),
     ];
+    args.extend(extra);
     (orchestrate(&args, nodelist), out_root)
 }
 
@@ -162,10 +168,49 @@ fn a_run_in_an_allocation_writes_its_inventory_in_order_into_the_run_directory()
         .port();
     let dir = tempfile::tempdir().unwrap();
     write_experiment(dir.path(), &format!("port = {port}\nsudo = true"));
-    let (out, reports) = run(dir.path(), Some("127.0.0.[5-9]"));
+    let events = dir.path().join("events.jsonl");
+    let (out, reports) = run_with(
+        dir.path(),
+        Some("127.0.0.[5-9]"),
+        &["--events", events.to_str().unwrap()],
+    );
     let err = stderr(&out);
     assert!(!out.status.success(), "{err}");
     assert!(err.contains("nothing was changed"), "{err}");
+    // Piped, the progress is plain lines.
+    assert!(
+        err.contains("\nconfiguration 1/1: trio (none) on 3 node(s)\n"),
+        "{err}"
+    );
+    assert!(!err.contains('\x1b'), "{err:?}");
+    // The events say what happened, one JSON object per line.
+    let events: Vec<serde_json::Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        types,
+        ["run_started", "failure", "run_finished"],
+        "{events:?}"
+    );
+    assert!(events.iter().all(|e| e["time"].is_string()));
+    let run_dir = PathBuf::from(events[0]["run_dir"].as_str().unwrap());
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("plan.json")).unwrap()).unwrap();
+    assert_eq!(
+        events[0]["points"],
+        plan["points"].as_array().unwrap().len()
+    );
+    assert_eq!(events[1]["configuration"], 0);
+    assert!(
+        events[2]["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("nothing was changed")),
+        "{}",
+        events[2]
+    );
     let inventories: Vec<PathBuf> = walk(&reports)
         .into_iter()
         .filter(|p| p.file_name().is_some_and(|n| n == "slurm-trio.toml"))
@@ -187,6 +232,25 @@ fn a_run_in_an_allocation_writes_its_inventory_in_order_into_the_run_directory()
         .map(|(n, a)| (n.to_owned(), a.to_owned()))
     );
     assert!(inv.hosts.values().all(|h| h.port == Some(port) && h.sudo));
+}
+
+#[test]
+fn quiet_leaves_only_the_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let dir = tempfile::tempdir().unwrap();
+    write_experiment(dir.path(), &format!("port = {port}"));
+    let (out, _) = run_with(dir.path(), Some("127.0.0.[5-9]"), &["-q"]);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(err.starts_with("error: cannot reach every node"), "{err}");
+    assert!(
+        !err.contains("run directory") && !err.contains("configuration 1/1"),
+        "{err}"
+    );
 }
 
 #[test]

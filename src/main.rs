@@ -299,9 +299,7 @@ fn report_spec_errors<T>(r: Result<T, SpecErrors>) -> Option<T> {
     match r {
         Ok(v) => Some(v),
         Err(errors) => {
-            for e in errors.errors {
-                eprintln!("{:?}", miette::Report::new(e));
-            }
+            eprint!("{}", errors.render());
             None
         }
     }

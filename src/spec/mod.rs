@@ -3,6 +3,8 @@
 
 pub mod experiment;
 pub mod host;
+pub mod hostlist;
+pub mod limits;
 pub mod names;
 pub mod source;
 pub mod topology;
@@ -10,7 +12,7 @@ pub mod topology;
 pub use experiment::ExperimentSpec;
 pub use host::{HostProfile, HostSpec};
 pub use names::{ByteSize, IfName, InvalidValue, Name, NodeName, Rate};
-pub use source::{Location, SourceFile, SpecError, SpecErrors, best_match};
+pub use source::{Location, SourceFile, SpecError, SpecErrors, best_match, escape_control};
 pub use topology::TopologySpec;
 
 /// The JSON Schema of both spec formats, for editors.

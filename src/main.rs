@@ -169,7 +169,9 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             {
                 anyhow::bail!("no topology of {} has a node `{n}`", experiment.display());
             }
-            let p = plan::expand(&e)?;
+            let Some(p) = report_spec_errors(plan::expand(&e)) else {
+                return Ok(ExitCode::FAILURE);
+            };
             if let Some(dir) = graph {
                 write_drawings(&e.topologies, &dir)?;
             }
@@ -241,21 +243,16 @@ fn validate(files: &[PathBuf]) -> ExitCode {
     let mut failed = false;
     for f in files {
         let ok = match kind_of(f) {
-            Kind::Experiment => report_spec_errors(plan::load(f)).map(|e| {
-                let expanded = plan::expand(&e);
-                match expanded {
-                    Ok(p) => format!(
+            Kind::Experiment => report_spec_errors(plan::load(f))
+                .and_then(|e| report_spec_errors(plan::expand(&e)).map(|p| (e, p)))
+                .map(|(e, p)| {
+                    format!(
                         "experiment {}: {} topologies, {} points",
                         e.name,
                         e.topologies.len(),
                         p.points.len()
-                    ),
-                    Err(err) => {
-                        eprintln!("{}: {err}", f.display());
-                        String::new()
-                    }
-                }
-            }),
+                    )
+                }),
             Kind::Topology => report_spec_errors(topology::load(f)).map(|t| {
                 format!(
                     "topology {}: {} nodes, {} segments, {} subnets",
@@ -285,11 +282,8 @@ enum Kind {
 
 /// Experiments name topologies and workloads; everything else is read as a topology.
 fn kind_of(path: &Path) -> Kind {
-    let table: Option<toml::Table> = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| t.parse().ok());
-    match table {
-        Some(t) if t.contains_key("workload") || t.contains_key("topologies") => Kind::Experiment,
+    match std::fs::read_to_string(path) {
+        Ok(text) if orchestrate::spec::is_experiment(&text) => Kind::Experiment,
         _ => Kind::Topology,
     }
 }

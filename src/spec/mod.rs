@@ -15,6 +15,15 @@ pub use names::{ByteSize, IfName, InvalidValue, Name, NodeName, Rate};
 pub use source::{Location, SourceFile, SpecError, SpecErrors, best_match, escape_control};
 pub use topology::TopologySpec;
 
+/// Whether a spec's text is an experiment (it names `topologies` or has a `workload`) rather
+/// than a topology. Read leniently, so that an experiment with a syntax error or an
+/// out-of-range value is still reported as the experiment it is.
+pub fn is_experiment(text: &str) -> bool {
+    let (root, _) = toml::de::DeTable::parse_recoverable(text);
+    let root = root.get_ref();
+    root.contains_key("workload") || root.contains_key("topologies")
+}
+
 /// The JSON Schema of both spec formats, for editors.
 pub fn json_schema() -> serde_json::Value {
     serde_json::json!({

@@ -64,6 +64,17 @@ impl From<SpecError> for SpecErrors {
 }
 
 impl SpecErrors {
+    /// The errors, each reported once: a check that runs per node can find the same problem
+    /// at the same place several times (a bond given to every node).
+    pub fn new(errors: Vec<SpecError>) -> SpecErrors {
+        let mut seen = std::collections::HashSet::new();
+        let errors = errors
+            .into_iter()
+            .filter(|e| seen.insert((e.location.line, e.location.column, e.message.clone())))
+            .collect();
+        SpecErrors { errors }
+    }
+
     /// The errors as a person reads them, each with its snippet: the first
     /// [`MAX_REPORTED_ERRORS`] only, then how many more there are.
     pub fn render(self) -> String {
@@ -210,14 +221,20 @@ fn set_aside_part(table: &mut toml::de::DeTable<'_>, at: usize) -> Option<String
         .map(|(k, _)| k.clone())?;
     let name = key.get_ref().to_string();
     let value = table.get_mut(&key)?;
-    let inside = match value.get_mut() {
-        toml::de::DeValue::Table(inner) => set_aside_part(inner, at).is_some(),
-        toml::de::DeValue::Array(items) => remove_element(items, at),
-        _ => false,
-    };
-    if !inside {
-        table.remove(&key);
+    match value.get_mut() {
+        toml::de::DeValue::Table(inner) => {
+            if let Some(inner_name) = set_aside_part(inner, at) {
+                return Some(inner_name);
+            }
+        }
+        toml::de::DeValue::Array(items) => {
+            if remove_element(items, at) {
+                return Some(name);
+            }
+        }
+        _ => {}
     }
+    table.remove(&key);
     Some(name)
 }
 

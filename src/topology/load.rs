@@ -61,7 +61,7 @@ pub fn draft(source: &SourceFile) -> Result<Draft, SpecErrors> {
     if errors.is_empty() {
         Ok(draft)
     } else {
-        Err(SpecErrors { errors })
+        Err(SpecErrors::new(errors))
     }
 }
 

@@ -128,8 +128,8 @@ fn report_no_room(draft: &Draft, node: usize, prefix: Ipv4Net, errs: &mut Errors
     errs.push_help(
         &span,
         format!(
-            "subnet {prefix} has no room for node {name}: the {}th node listed is host {} of \
-             every subnet it is on",
+            "subnet {prefix} has no room for node {name}: it is node {} of the topology, so \
+             host {} of every subnet it is on",
             node + 1,
             node + 1
         ),
@@ -147,11 +147,14 @@ fn report_duplicates(
     errs: &mut Errors,
 ) {
     let mut seen = BTreeSet::new();
+    // Only addresses given by hand can coincide: the others avoid every address in use.
     for (l, r) in links.iter().zip(refs) {
+        let Some((_, span)) = overrides.of(r) else {
+            continue;
+        };
         if !seen.insert(l.address) {
-            let span = overrides.of(r).map_or(0..0, |(_, s)| s.clone());
             errs.push(
-                &span,
+                span,
                 format!("address {} is used twice on {prefix}", l.address),
             );
         }

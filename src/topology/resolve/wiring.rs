@@ -34,6 +34,7 @@ pub(super) fn wire<'d>(
     errs: &mut Errors,
 ) -> Result<Wiring<'d>, SpecErrors> {
     let segments = check_segments(draft, nodes, errs);
+    errs.check()?;
     check_attached(draft, errs);
     errs.check()?;
     let switch_of = join_switches(draft, &segments, errs);

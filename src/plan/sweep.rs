@@ -9,9 +9,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::netconf::{self, NodeScripts};
-use crate::spec::{Name, SpecError, SpecErrors};
 use crate::spec::experiment::{Pattern, PlacementKind, Protocol};
 use crate::spec::topology::BondMode;
+use crate::spec::{Name, SpecError, SpecErrors};
 use crate::topology::Topology;
 
 use super::estimate;

@@ -14,8 +14,8 @@ use crate::spec::experiment::{
     BondingSpec, ClusterKind, ClusterSpec, ExperimentSpec, Pattern, PlacementKind, Protocol,
     ReportFormat, Statistic,
 };
-use crate::spec::topology::BondMode;
 use crate::spec::limits::{MAX_POINTS, MAX_TOPOLOGIES};
+use crate::spec::topology::BondMode;
 use crate::spec::{HostSpec, Name, NodeName, Rate, SourceFile, SpecError, SpecErrors, best_match};
 use crate::topology::{self, Topology};
 

@@ -19,7 +19,6 @@ use orchestrate_worker::protocol::{
 
 use super::{Amount, ErrorList, Workload, WorkloadSpans};
 
-
 /// Every workload, in the order given; there must be at least one.
 pub(super) fn workloads(
     specs: &Spanned<Vec<WorkloadSpec>>,
@@ -109,7 +108,10 @@ fn sizes(w: &WorkloadSpec, errors: &mut ErrorList) -> Vec<u64> {
         return Vec::new();
     }
     if sizes.contains(&0) {
-        errors.push(w.sizes.span(), "size 0 is out of range: a message has at least 1 byte");
+        errors.push(
+            w.sizes.span(),
+            "size 0 is out of range: a message has at least 1 byte",
+        );
     }
     sizes
 }
@@ -174,7 +176,10 @@ fn pair_counts(w: &WorkloadSpec, errors: &mut ErrorList) -> Vec<u32> {
     if pairs.len() > MAX_PAIR_COUNTS {
         errors.push(
             w.pairs.span(),
-            format!("{} pair counts; at most {MAX_PAIR_COUNTS} are allowed", pairs.len()),
+            format!(
+                "{} pair counts; at most {MAX_PAIR_COUNTS} are allowed",
+                pairs.len()
+            ),
         );
         return Vec::new();
     }
@@ -235,7 +240,12 @@ fn placements(
 
 /// Each node is in at most one pair, so no count may exceed half the nodes of the smallest
 /// topology.
-fn check_pairs_fit(w: &WorkloadSpec, pairs: &[u32], topologies: &[Topology], errors: &mut ErrorList) {
+fn check_pairs_fit(
+    w: &WorkloadSpec,
+    pairs: &[u32],
+    topologies: &[Topology],
+    errors: &mut ErrorList,
+) {
     let (Some(&most), Some(smallest)) = (
         pairs.iter().max(),
         topologies.iter().min_by_key(|t| t.nodes.len()),

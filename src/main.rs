@@ -35,7 +35,11 @@ enum Command {
     /// Check experiment and topology files without touching any node.
     ///
     /// Each file is read as an experiment if it has `workload` or `topologies`, else as a
-    /// topology. Every problem is reported as file:line:column with what was expected.
+    /// topology. Every problem is reported as file:line:column with what was expected (at
+    /// most 20 per file, then how many more). Counts are capped: at most 256 nodes per
+    /// topology, 16 buses, 32 topologies, 1024 sizes or pair counts per workload, 1000
+    /// repetitions, 100 million exchanges, runs of a day, 100000 points per plan; message
+    /// sizes up to the worker's 64 MiB (65507 bytes over UDP); rates of 1 kbit/s or more.
     /// Exits non-zero if any file has a problem.
     Validate {
         /// Files to check, e.g. experiments/*.toml topologies/*.toml.

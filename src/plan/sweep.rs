@@ -134,14 +134,14 @@ fn total_estimate(
     e: &Experiment,
     points: &[Point],
     configurations: usize,
-) -> Result<Duration, SpecError> {
+) -> Result<Duration, SpecErrors> {
     let overhead = u32::try_from(configurations)
         .ok()
         .and_then(|n| CONFIGURE_OVERHEAD.checked_mul(n))
         .unwrap_or(Duration::MAX);
     points.iter().try_fold(overhead, |sum, p| {
         sum.checked_add(p.estimate)
-            .ok_or_else(|| estimate_overflow(e, &e.workloads[p.workload]))
+            .ok_or_else(|| estimate_overflow(e, &e.workloads[p.workload]).into())
     })
 }
 
@@ -170,7 +170,7 @@ fn configuration(
     id: usize,
     topology: &Topology,
     bonding: Option<BondMode>,
-) -> Result<(Configuration, Vec<Point>), SpecError> {
+) -> Result<(Configuration, Vec<Point>), SpecErrors> {
     let t = match bonding {
         Some(m) => topology.with_bond_mode(m),
         None => topology.clone(),
@@ -187,8 +187,14 @@ fn configuration(
     for (wi, w) in e.workloads.iter().enumerate() {
         for &kind in &w.placements {
             for &pairs in &w.pairs {
-                let Some(placement) = place_or_note(&mut config, w, kind, pairs)
-                    .map_err(|err| e.source.error(w.spans.pairs.clone(), err.to_string(), None))?
+                let Some(placement) =
+                    place_or_note(&mut config, w, kind, pairs).map_err(|err| {
+                        SpecErrors::from(e.source.error(
+                            w.spans.pairs.clone(),
+                            err.to_string(),
+                            None,
+                        ))
+                    })?
                 else {
                     continue;
                 };
@@ -200,7 +206,7 @@ fn configuration(
                 };
                 points.extend(
                     placement_points(&config, w, &slot, &placement)
-                        .ok_or_else(|| estimate_overflow(e, w))?,
+                        .ok_or_else(|| SpecErrors::from(estimate_overflow(e, w)))?,
                 );
                 let predictions = predictions(&config.topology, w, &placement);
                 config.placements.push(PlacementEntry {

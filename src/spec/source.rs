@@ -221,20 +221,17 @@ fn set_aside_part(table: &mut toml::de::DeTable<'_>, at: usize) -> Option<String
         .map(|(k, _)| k.clone())?;
     let name = key.get_ref().to_string();
     let value = table.get_mut(&key)?;
-    match value.get_mut() {
-        toml::de::DeValue::Table(inner) => {
-            if let Some(inner_name) = set_aside_part(inner, at) {
-                return Some(inner_name);
-            }
-        }
-        toml::de::DeValue::Array(items) => {
-            if remove_element(items, at) {
-                return Some(name);
-            }
-        }
-        _ => {}
+    let element_removed = match value.get_mut() {
+        toml::de::DeValue::Table(inner) => match set_aside_part(inner, at) {
+            Some(inner_name) => return Some(inner_name),
+            None => false,
+        },
+        toml::de::DeValue::Array(items) => remove_element(items, at),
+        _ => false,
+    };
+    if !element_removed {
+        table.remove(&key);
     }
-    table.remove(&key);
     Some(name)
 }
 

@@ -38,7 +38,11 @@ enum Command {
     /// Each file is read as an experiment if it has `workload` or `topologies`, as an
     /// inventory if it has `[defaults]` or `[[host]]` tables, else as a topology. An
     /// experiment's inventory (`[cluster] inventory = ...`) is checked with it, against its
-    /// topologies. Every problem is reported as file:line:column with what was expected.
+    /// topologies. Every problem is reported as file:line:column with what was expected (at
+    /// most 20 per file, then how many more). Counts are capped: at most 256 nodes per
+    /// topology, 16 buses, 32 topologies, 1024 sizes or pair counts per workload, 1000
+    /// repetitions, 100 million exchanges, runs of a day, 100000 points per plan; message
+    /// sizes up to the worker's 64 MiB (65507 bytes over UDP); rates of 1 kbit/s or more.
     /// Exits non-zero if any file has a problem.
     Validate {
         /// Files to check, e.g. experiments/*.toml topologies/*.toml hosts.toml.
@@ -185,7 +189,9 @@ fn run(command: Command, quiet: bool) -> anyhow::Result<ExitCode> {
             {
                 anyhow::bail!("no topology of {} has a node `{n}`", experiment.display());
             }
-            let p = plan::expand(&e)?;
+            let Some(p) = report_spec_errors(plan::expand(&e)) else {
+                return Ok(ExitCode::FAILURE);
+            };
             if let Some(dir) = graph {
                 write_drawings(&e.topologies, &dir)?;
             }
@@ -261,9 +267,7 @@ fn report_spec_errors<T>(r: Result<T, SpecErrors>) -> Option<T> {
     match r {
         Ok(v) => Some(v),
         Err(errors) => {
-            for e in errors.errors {
-                eprintln!("{:?}", miette::Report::new(e));
-            }
+            eprint!("{}", errors.render());
             None
         }
     }

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use serde::Serialize;
 
+use orchestrate::spec::limits::MAX_REPORTED_ERRORS;
 use orchestrate::spec::{SpecError, SpecErrors};
 use orchestrate::{plan, remote, topology};
 
@@ -55,7 +56,10 @@ struct FileCheck {
     ok: bool,
     /// What the file holds, when it is good (`experiment grid4x4: 3 topologies, 36 points`).
     summary: Option<String>,
+    /// The first [`MAX_REPORTED_ERRORS`] problems, in file order.
     errors: Vec<Problem>,
+    /// How many problems there were beyond those.
+    more_errors: usize,
     /// Worth knowing, not wrong: hosts of an inventory no topology uses.
     notes: Vec<Problem>,
 }
@@ -96,6 +100,13 @@ fn print_text(verdict: Verdict) {
         for e in c.errors {
             print_problem(e);
         }
+        if c.more_errors > 0 {
+            eprintln!(
+                "{}: ... and {} more problem(s)",
+                c.file.display(),
+                c.more_errors
+            );
+        }
         if let Some(summary) = &c.summary {
             println!("ok  {}  ({summary})", c.file.display());
         }
@@ -135,16 +146,19 @@ fn check(f: &Path) -> FileCheck {
             .map_err(problems)
             .map(|i| format!("inventory: {} hosts", i.hosts.len())),
     };
-    let (summary, errors) = match outcome {
+    let (summary, mut errors) = match outcome {
         Ok(s) => (Some(s), Vec::new()),
         Err(e) => (None, e),
     };
+    let more_errors = errors.len().saturating_sub(MAX_REPORTED_ERRORS);
+    errors.truncate(MAX_REPORTED_ERRORS);
     FileCheck {
         file: f.to_owned(),
         kind,
         ok: errors.is_empty(),
         summary,
         errors,
+        more_errors,
         notes,
     }
 }
@@ -157,16 +171,7 @@ fn problems(e: SpecErrors) -> Vec<Problem> {
 fn check_experiment(f: &Path, notes: &mut Vec<Problem>) -> Result<String, Vec<Problem>> {
     let e = plan::load(f).map_err(problems)?;
     let inventory = plan::check_inventory(&e).map_err(problems)?;
-    let p = plan::expand(&e).map_err(|err| {
-        vec![Problem {
-            message: err.to_string(),
-            file: f.to_owned(),
-            line: None,
-            column: None,
-            help: None,
-            located: None,
-        }]
-    })?;
+    let p = plan::expand(&e).map_err(problems)?;
     let mut summary = format!(
         "experiment {}: {} topologies, {} points",
         e.name,
@@ -192,16 +197,15 @@ fn check_experiment(f: &Path, notes: &mut Vec<Problem>) -> Result<String, Vec<Pr
 
 /// Experiments name topologies and workloads; inventories have `[defaults]` or `[[host]]`
 /// tables (a topology's `host` is a profile or one table, never an array); everything else
-/// is read as a topology.
+/// is read as a topology. Read leniently, so that a file with a syntax error or an
+/// out-of-range value is still reported as what it is.
 pub fn kind_of(path: &Path) -> Kind {
-    let table: Option<toml::Table> = std::fs::read_to_string(path)
-        .ok()
-        .and_then(|t| t.parse().ok());
-    match table {
-        Some(t) if t.contains_key("workload") || t.contains_key("topologies") => Kind::Experiment,
-        Some(t) if t.contains_key("defaults") || t.get("host").is_some_and(|h| h.is_array()) => {
-            Kind::Inventory
-        }
-        _ => Kind::Topology,
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    if orchestrate::spec::is_experiment(&text) {
+        Kind::Experiment
+    } else if orchestrate::spec::is_inventory(&text) {
+        Kind::Inventory
+    } else {
+        Kind::Topology
     }
 }

@@ -289,10 +289,7 @@ fn grid(rows: u32, cols: u32, interconnect: &str) -> topology::Topology {
     let text = format!(
         "[generator]\nkind = \"grid\"\nrows = {rows}\ncols = {cols}\ninterconnect = \"{interconnect}\"\n"
     );
-    let source = SourceFile {
-        path: format!("grid{rows}x{cols}.toml").into(),
-        text,
-    };
+    let source = SourceFile::new(format!("grid{rows}x{cols}.toml"), text);
     topology::from_source(&source).unwrap_or_else(|e| panic!("{e:?}"))
 }
 

@@ -17,19 +17,20 @@ const MSS: u64 = 1448;
 /// Per-hop latency assumed on top of the wire time (stack, forwarding, scheduling).
 const HOP_LATENCY: Duration = Duration::from_micros(200);
 
-/// Estimated wall time of one run of `w` at `size` on `placement`.
-pub fn point(t: &Topology, w: &Workload, size: u64, placement: &Placement) -> Duration {
+/// Estimated wall time of one run of `w` at `size` on `placement`; `None` if it is too long
+/// for a [`Duration`].
+pub fn point(t: &Topology, w: &Workload, size: u64, placement: &Placement) -> Option<Duration> {
     let measured = match w.amount {
         Amount::Duration(d) => d,
         Amount::Exchanges(n) => {
-            let per = per_exchange(t, w, size, placement);
-            per * u32::try_from(n + w.warmup).unwrap_or(u32::MAX)
+            let per = per_exchange(t, w, size, placement)?;
+            per.checked_mul(u32::try_from(n.checked_add(w.warmup)?).ok()?)?
         }
     };
-    measured + POINT_OVERHEAD
+    measured.checked_add(POINT_OVERHEAD)
 }
 
-fn per_exchange(t: &Topology, w: &Workload, size: u64, placement: &Placement) -> Duration {
+fn per_exchange(t: &Topology, w: &Workload, size: u64, placement: &Placement) -> Option<Duration> {
     let rate = t
         .segments
         .iter()
@@ -42,15 +43,21 @@ fn per_exchange(t: &Topology, w: &Workload, size: u64, placement: &Placement) ->
         .iter()
         .map(|p| p.path.hop_count())
         .max()
-        .unwrap_or(1) as u64;
+        .unwrap_or(1);
     let frames = size.div_ceil(MSS).max(1);
-    let wire_bits = (size + frames * FRAME_OVERHEAD) * 8;
+    // In floating point: the product of a large size, the frames and the sharing pairs can
+    // exceed u64, and a second here or there does not matter.
+    let wire_bits = (size as f64 + frames as f64 * FRAME_OVERHEAD as f64) * 8.0;
     // Pairs sharing the busiest segment take turns on it.
-    let share = placement.max_segment_load.max(1) as u64;
-    let one_way = Duration::from_secs_f64((wire_bits * share) as f64 / rate as f64) + HOP_LATENCY;
+    let share = placement.max_segment_load.max(1) as f64;
+    let one_way = Duration::try_from_secs_f64(wire_bits * share / rate as f64)
+        .ok()?
+        .checked_add(HOP_LATENCY)?;
     let trips: u32 = match w.pattern {
         Pattern::Token | Pattern::Pingpong | Pattern::Pipeline => 2,
         Pattern::Stream | Pattern::Load | Pattern::Filecopy => 1,
     };
-    one_way * trips * u32::try_from(hops).unwrap_or(1)
+    one_way
+        .checked_mul(trips)?
+        .checked_mul(u32::try_from(hops).ok()?)
 }

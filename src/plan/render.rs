@@ -107,7 +107,7 @@ fn summary(s: &mut String, c: &Configuration) {
         c.bonding_label()
     );
     if let Some(d) = &t.description {
-        let _ = writeln!(s, "  {d}");
+        let _ = writeln!(s, "  {}", crate::spec::escape_control(d));
     }
     let shared = t
         .segments

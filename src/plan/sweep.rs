@@ -9,9 +9,9 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use crate::netconf::{self, NodeScripts};
-use crate::spec::Name;
 use crate::spec::experiment::{Pattern, PlacementKind, Protocol};
 use crate::spec::topology::BondMode;
+use crate::spec::{Name, SpecError, SpecErrors};
 use crate::topology::Topology;
 
 use super::estimate;
@@ -98,8 +98,10 @@ fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 }
 
 /// Expands `e` into its plan. Fails only when a placement is asked for that the topology
-/// cannot give (too many pairs); placements that do not apply at all are noted and skipped.
-pub fn expand(e: &Experiment) -> Result<Plan, PlacementError> {
+/// cannot give (too many pairs), or when the time estimate is too long to represent; each
+/// error points at the workload's key at fault. Placements that do not apply at all are noted
+/// and skipped.
+pub fn expand(e: &Experiment) -> Result<Plan, SpecErrors> {
     let started = Instant::now();
     let mut configurations = Vec::new();
     let mut points = Vec::new();
@@ -115,8 +117,7 @@ pub fn expand(e: &Experiment) -> Result<Plan, PlacementError> {
     for (i, p) in points.iter_mut().enumerate() {
         p.id = i;
     }
-    let estimate = points.iter().map(|p| p.estimate).sum::<Duration>()
-        + configurations.len() as u32 * CONFIGURE_OVERHEAD;
+    let estimate = total_estimate(e, &points, configurations.len())?;
     tracing::debug!(elapsed = ?started.elapsed(), points = points.len(), "plan expanded");
     Ok(Plan {
         experiment: e.name.clone(),
@@ -125,6 +126,31 @@ pub fn expand(e: &Experiment) -> Result<Plan, PlacementError> {
         points,
         estimate,
     })
+}
+
+/// The points' estimates and every configuration's overhead, summed; an error at the amount
+/// of the workload whose point makes the sum overflow.
+fn total_estimate(
+    e: &Experiment,
+    points: &[Point],
+    configurations: usize,
+) -> Result<Duration, SpecErrors> {
+    let overhead = u32::try_from(configurations)
+        .ok()
+        .and_then(|n| CONFIGURE_OVERHEAD.checked_mul(n))
+        .unwrap_or(Duration::MAX);
+    points.iter().try_fold(overhead, |sum, p| {
+        sum.checked_add(p.estimate)
+            .ok_or_else(|| estimate_overflow(e, &e.workloads[p.workload]).into())
+    })
+}
+
+fn estimate_overflow(e: &Experiment, w: &Workload) -> SpecError {
+    e.source.error(
+        w.spans.amount.clone(),
+        "the plan's time estimate is too long to represent",
+        Some("ask for fewer exchanges, a shorter duration or fewer points".into()),
+    )
 }
 
 /// One configuration per swept bonding mode on a topology with bonds; otherwise one, under
@@ -144,7 +170,7 @@ fn configuration(
     id: usize,
     topology: &Topology,
     bonding: Option<BondMode>,
-) -> Result<(Configuration, Vec<Point>), PlacementError> {
+) -> Result<(Configuration, Vec<Point>), SpecErrors> {
     let t = match bonding {
         Some(m) => topology.with_bond_mode(m),
         None => topology.clone(),
@@ -161,7 +187,15 @@ fn configuration(
     for (wi, w) in e.workloads.iter().enumerate() {
         for &kind in &w.placements {
             for &pairs in &w.pairs {
-                let Some(placement) = place_or_note(&mut config, w, kind, pairs)? else {
+                let Some(placement) =
+                    place_or_note(&mut config, w, kind, pairs).map_err(|err| {
+                        SpecErrors::from(e.source.error(
+                            w.spans.pairs.clone(),
+                            err.to_string(),
+                            None,
+                        ))
+                    })?
+                else {
                     continue;
                 };
                 let slot = Slot {
@@ -170,7 +204,10 @@ fn configuration(
                     pairs,
                     entry: config.placements.len(),
                 };
-                points.extend(placement_points(&config, w, &slot, &placement));
+                points.extend(
+                    placement_points(&config, w, &slot, &placement)
+                        .ok_or_else(|| SpecErrors::from(estimate_overflow(e, w)))?,
+                );
                 let predictions = predictions(&config.topology, w, &placement);
                 config.placements.push(PlacementEntry {
                     workload: wi,
@@ -219,16 +256,17 @@ struct Slot {
     entry: usize,
 }
 
-/// Every size and repetition of workload `w` on one placement, sizes in the order given.
+/// Every size and repetition of workload `w` on one placement, sizes in the order given;
+/// `None` if a point's estimate is too long to represent.
 fn placement_points(
     config: &Configuration,
     w: &Workload,
     slot: &Slot,
     placement: &Placement,
-) -> Vec<Point> {
+) -> Option<Vec<Point>> {
     let mut points = Vec::new();
     for &size in &w.sizes {
-        let est = estimate::point(&config.topology, w, size, placement);
+        let est = estimate::point(&config.topology, w, size, placement)?;
         for rep in 0..w.repetitions {
             points.push(Point {
                 id: 0,
@@ -247,7 +285,7 @@ fn placement_points(
             });
         }
     }
-    points
+    Some(points)
 }
 
 /// The analytic model's expectation at each size, for the token test (the one it models).

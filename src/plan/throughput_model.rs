@@ -555,11 +555,7 @@ mod tests {
     use crate::spec::experiment::PlacementKind;
 
     fn topo(text: &str) -> Topology {
-        crate::topology::from_source(&SourceFile {
-            path: "t.toml".into(),
-            text: text.into(),
-        })
-        .unwrap()
+        crate::topology::from_source(&SourceFile::new("t.toml", text)).unwrap()
     }
 
     fn name(s: &str) -> NodeName {

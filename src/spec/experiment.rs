@@ -7,6 +7,7 @@ use serde::de::{self, MapAccess, SeqAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
+use super::limits::MAX_PAIR_COUNTS;
 use super::names::{ByteSize, HumanDuration, Name, NodeName, Rate};
 use super::topology::BondMode;
 
@@ -101,7 +102,10 @@ pub struct BondingSpec {
 /// `[client, server]` with the spans of the pair and of each name.
 pub type SpannedPair = Spanned<[Spanned<NodeName>; 2]>;
 
-/// One kind of traffic and the sweep over it.
+/// One kind of traffic and the sweep over it. Every count is capped (see `spec::limits`):
+/// sizes up to the worker's message limit (64 MiB; 65507 bytes over UDP), at most 1024 sizes
+/// and pair counts, 1000 repetitions, 100 million exchanges, runs of 24 h, and 100000 points
+/// per plan.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {
@@ -130,8 +134,9 @@ pub struct WorkloadSpec {
     #[schemars(with = "Option<String>")]
     pub duration: Option<Spanned<HumanDuration>>,
     /// Exchanges before measuring starts.
-    #[serde(default)]
-    pub warmup: u64,
+    #[serde(default = "no_warmup")]
+    #[schemars(with = "u64")]
+    pub warmup: Spanned<u64>,
     /// Runs per combination.
     #[serde(default = "default_repetitions")]
     #[schemars(with = "u32")]
@@ -148,6 +153,10 @@ pub struct WorkloadSpec {
     /// For `filecopy`: drop the page cache before each copy.
     #[serde(default)]
     pub drop_caches: bool,
+}
+
+fn no_warmup() -> Spanned<u64> {
+    Spanned::new(0..0, 0)
 }
 
 fn default_pairs() -> Spanned<Counts> {
@@ -343,6 +352,15 @@ impl FromListOrTable for Counts {
             return Err(format!(
                 "empty range: from = {} is above to = {}",
                 t.from, t.to
+            ));
+        }
+        // Bounded before it is expanded: `{ from = 1, to = 4000000000 }` is a typo, not a sweep.
+        if t.to - t.from >= MAX_PAIR_COUNTS as u32 {
+            return Err(format!(
+                "the range from {} to {} sweeps {} pair counts; at most {MAX_PAIR_COUNTS} are allowed",
+                t.from,
+                t.to,
+                u64::from(t.to - t.from) + 1
             ));
         }
         Ok(Counts((t.from..=t.to).collect()))

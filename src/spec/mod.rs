@@ -3,6 +3,8 @@
 
 pub mod experiment;
 pub mod host;
+pub mod hostlist;
+pub mod limits;
 pub mod names;
 pub mod source;
 pub mod topology;
@@ -10,8 +12,29 @@ pub mod topology;
 pub use experiment::ExperimentSpec;
 pub use host::{HostProfile, HostSpec};
 pub use names::{ByteSize, IfName, InvalidValue, Name, NodeName, Rate};
-pub use source::{Location, SourceFile, SpecError, SpecErrors, best_match};
+pub use source::{Location, SourceFile, SpecError, SpecErrors, best_match, escape_control};
 pub use topology::TopologySpec;
+
+/// Whether a spec's text is an experiment (it names `topologies` or has a `workload`) rather
+/// than a topology. Read leniently, so that an experiment with a syntax error or an
+/// out-of-range value is still reported as the experiment it is.
+pub fn is_experiment(text: &str) -> bool {
+    let (root, _) = toml::de::DeTable::parse_recoverable(text);
+    let root = root.get_ref();
+    root.contains_key("workload") || root.contains_key("topologies")
+}
+
+/// Whether a spec's text is an inventory (it has `[defaults]` or an array of `[[host]]`
+/// tables; a topology's `host` is a profile name or one table, never an array), read as
+/// leniently as [`is_experiment`].
+pub fn is_inventory(text: &str) -> bool {
+    let (root, _) = toml::de::DeTable::parse_recoverable(text);
+    let root = root.get_ref();
+    root.contains_key("defaults")
+        || root
+            .get("host")
+            .is_some_and(|h| matches!(h.get_ref(), toml::de::DeValue::Array(_)))
+}
 
 /// The JSON Schema of both spec formats, for editors.
 pub fn json_schema() -> serde_json::Value {

@@ -5,13 +5,20 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use miette::{Diagnostic, NamedSource, SourceSpan};
+
+use super::limits::MAX_REPORTED_ERRORS;
 
 /// A spec file's path and text.
 #[derive(Debug, Clone)]
 pub struct SourceFile {
     pub path: PathBuf,
     pub text: String,
+    /// The text as error snippets show it, shared by every error of the file.
+    shown: Arc<ShownText>,
 }
 
 /// Where in a file something is, 1-based, columns counted in characters.
@@ -37,7 +44,7 @@ pub struct SpecError {
     #[help]
     pub help: Option<String>,
     #[source_code]
-    source_code: NamedSource<String>,
+    source_code: NamedSource<Arc<str>>,
     #[label("here")]
     span: SourceSpan,
 }
@@ -56,55 +63,257 @@ impl From<SpecError> for SpecErrors {
     }
 }
 
+impl SpecErrors {
+    /// The errors, each reported once: a check that runs per node can find the same problem
+    /// at the same place several times (a bond given to every node).
+    pub fn new(errors: Vec<SpecError>) -> SpecErrors {
+        let mut seen = std::collections::HashSet::new();
+        let errors = errors
+            .into_iter()
+            .filter(|e| seen.insert((e.location.line, e.location.column, e.message.clone())))
+            .collect();
+        SpecErrors { errors }
+    }
+
+    /// The errors as a person reads them, each with its snippet: the first
+    /// [`MAX_REPORTED_ERRORS`] only, then how many more there are.
+    pub fn render(self) -> String {
+        let more = self.errors.len().saturating_sub(MAX_REPORTED_ERRORS);
+        let mut out = String::new();
+        for e in self.errors.into_iter().take(MAX_REPORTED_ERRORS) {
+            out.push_str(&format!("{:?}\n", miette::Report::new(e)));
+        }
+        if more > 0 {
+            out.push_str(&format!("... and {more} more problem(s)\n"));
+        }
+        out
+    }
+}
+
 impl SourceFile {
-    pub fn read(path: &Path) -> Result<SourceFile, SpecErrors> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => Ok(SourceFile {
-                path: path.to_owned(),
-                text,
-            }),
-            Err(e) => Err(SourceFile {
-                path: path.to_owned(),
-                text: String::new(),
-            }
-            .error(0..0, format!("cannot read the file: {e}"), None)
-            .into()),
+    pub fn new(path: impl Into<PathBuf>, text: impl Into<String>) -> SourceFile {
+        let text = text.into();
+        SourceFile {
+            path: path.into(),
+            shown: Arc::new(ShownText::new(&text)),
+            text,
         }
     }
 
-    /// An error at a byte span of this file.
+    pub fn read(path: &Path) -> Result<SourceFile, SpecErrors> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => Ok(SourceFile::new(path, text)),
+            Err(e) => Err(SourceFile::new(path, "")
+                .error(0..0, format!("cannot read the file: {e}"), None)
+                .into()),
+        }
+    }
+
+    /// An error at a byte span of this file. Control characters in the message and help are
+    /// escaped, and shown as symbols in the snippet: they would otherwise reach the terminal.
     pub fn error(
         &self,
         span: Range<usize>,
         message: impl Into<String>,
         help: Option<String>,
     ) -> SpecError {
-        let start = span.start.min(self.text.len());
+        let start = floor_char_boundary(&self.text, span.start);
+        let end = floor_char_boundary(&self.text, span.end).max(start);
         let before = &self.text[..start];
         let line = before.matches('\n').count() + 1;
         let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+        let (shown_start, shown_end) = (self.shown.offset(start), self.shown.offset(end));
         SpecError {
             location: Location {
                 file: self.path.clone(),
                 line,
                 column,
             },
-            message: message.into(),
-            help,
-            source_code: NamedSource::new(self.path.display().to_string(), self.text.clone()),
-            span: (start, span.end.min(self.text.len()).saturating_sub(start)).into(),
+            message: escape_control(&message.into()).into_owned(),
+            help: help.map(|h| escape_control(&h).into_owned()),
+            source_code: NamedSource::new(
+                escape_control(&self.path.display().to_string()),
+                self.shown.text.clone(),
+            ),
+            span: (shown_start, shown_end - shown_start).into(),
         }
     }
 
-    /// Parses the whole file into `T`, turning the TOML or schema error into a located one
-    /// with a "did you mean" for misspelt keys and variants.
+    /// Parses the whole file into `T`, turning TOML and schema errors into located ones with
+    /// a "did you mean" for misspelt keys and variants. Every syntax error is reported, and
+    /// every schema error in a different key or array element: the part at fault is set
+    /// aside and the rest parsed again, up to [`MAX_REPORTED_ERRORS`] times.
     pub fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, SpecErrors> {
-        toml::from_str(&self.text).map_err(|e| {
-            let span = e.span().unwrap_or(0..0);
-            let message = e.message().trim().to_owned();
-            let help = did_you_mean(&message);
-            self.error(span, message, help).into()
-        })
+        let (mut root, syntax) = toml::de::DeTable::parse_recoverable(&self.text);
+        if !syntax.is_empty() {
+            let errors = syntax.iter().map(|e| self.toml_error(e)).collect();
+            return Err(SpecErrors { errors });
+        }
+        let mut errors = Vec::new();
+        let mut set_aside: Vec<String> = Vec::new();
+        while errors.len() <= MAX_REPORTED_ERRORS {
+            let e = match T::deserialize(toml::de::Deserializer::from(root.clone())) {
+                Ok(v) if errors.is_empty() => return Ok(v),
+                Ok(_) => break,
+                Err(e) => e,
+            };
+            if follows_from(&e, &set_aside) {
+                break;
+            }
+            errors.push(self.toml_error(&e));
+            match e
+                .span()
+                .and_then(|s| set_aside_part(root.get_mut(), s.start))
+            {
+                Some(key) => set_aside.push(key),
+                None => break,
+            }
+        }
+        Err(SpecErrors { errors })
+    }
+
+    /// Where the key at `path` (e.g. `["addressing", "prefix"]`) is written, if it is.
+    pub fn key_span(&self, path: &[&str]) -> Option<Range<usize>> {
+        let (root, _) = toml::de::DeTable::parse_recoverable(&self.text);
+        let (last, tables) = path.split_last()?;
+        let mut table = root.get_ref();
+        for t in tables {
+            match table.get(*t)?.get_ref() {
+                toml::de::DeValue::Table(inner) => table = inner,
+                _ => return None,
+            }
+        }
+        table.get_key_value(*last).map(|(k, _)| k.span())
+    }
+
+    fn toml_error(&self, e: &toml::de::Error) -> SpecError {
+        let span = e.span().unwrap_or(0..0);
+        let message = e.message().trim().to_owned();
+        let help = did_you_mean(&message);
+        self.error(span, message, help)
+    }
+}
+
+/// The largest char boundary of `s` at or before `i`.
+fn floor_char_boundary(s: &str, i: usize) -> usize {
+    let mut i = i.min(s.len());
+    while !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+/// Whether a schema error is only the consequence of a part set aside: a required key
+/// "missing" because it was removed after an error of its own.
+fn follows_from(e: &toml::de::Error, set_aside: &[String]) -> bool {
+    let m = e.message();
+    m.starts_with("missing field") && set_aside.iter().any(|k| m.contains(&format!("`{k}`")))
+}
+
+/// Removes the innermost key or array element that holds byte `at`: an array's element as a
+/// whole (the others can then be checked), a table's key when nothing inside it holds `at`.
+/// Returns the name of the key it was under; `None` if nothing holds `at`.
+fn set_aside_part(table: &mut toml::de::DeTable<'_>, at: usize) -> Option<String> {
+    let key = table
+        .iter()
+        .filter(|(k, _)| k.span().start <= at)
+        .max_by_key(|(k, _)| k.span().start)
+        .map(|(k, _)| k.clone())?;
+    let name = key.get_ref().to_string();
+    let value = table.get_mut(&key)?;
+    let element_removed = match value.get_mut() {
+        toml::de::DeValue::Table(inner) => match set_aside_part(inner, at) {
+            Some(inner_name) => return Some(inner_name),
+            None => false,
+        },
+        toml::de::DeValue::Array(items) => remove_element(items, at),
+        _ => false,
+    };
+    if !element_removed {
+        table.remove(&key);
+    }
+    Some(name)
+}
+
+/// Drops the last element that starts at or before `at`; false if there is none.
+fn remove_element(items: &mut toml::de::DeArray<'_>, at: usize) -> bool {
+    let Some(i) = items.iter().rposition(|v| v.span().start <= at) else {
+        return false;
+    };
+    let mut kept = toml::de::DeArray::new();
+    for (j, v) in items.iter().enumerate() {
+        if j != i {
+            kept.push(v.clone());
+        }
+    }
+    *items = kept;
+    true
+}
+
+/// `s` with control characters (other than newline and tab) and bidirectional overrides
+/// written as escapes (`\u{1b}`), so that text from a spec cannot move the cursor, change
+/// colours or reorder what a terminal shows.
+pub fn escape_control(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(is_unsafe) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if is_unsafe(c) {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn is_unsafe(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// A file's text as snippets show it: each unsafe character replaced by a visible symbol
+/// (the Control Pictures block for C0 controls and DEL, U+FFFD for the rest), with the byte
+/// offsets that moved.
+#[derive(Debug)]
+struct ShownText {
+    text: Arc<str>,
+    /// (offset in the original, bytes added by the replacements up to and including it).
+    shifts: Vec<(usize, usize)>,
+}
+
+impl ShownText {
+    fn new(original: &str) -> ShownText {
+        let mut text = String::with_capacity(original.len());
+        let mut shifts = Vec::new();
+        let mut added = 0usize;
+        let mut chars = original.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            let crlf = c == '\r' && chars.peek().is_some_and(|(_, n)| *n == '\n');
+            if is_unsafe(c) && !crlf {
+                let shown = match u32::from(c) {
+                    n @ 0..=0x1F => char::from_u32(0x2400 + n).unwrap_or('\u{FFFD}'),
+                    0x7F => '\u{2421}',
+                    _ => '\u{FFFD}',
+                };
+                text.push(shown);
+                added += shown.len_utf8() - c.len_utf8();
+                shifts.push((i, added));
+            } else {
+                text.push(c);
+            }
+        }
+        ShownText {
+            text: text.into(),
+            shifts,
+        }
+    }
+
+    /// Where byte `i` of the original is in the shown text.
+    fn offset(&self, i: usize) -> usize {
+        let before = self.shifts.partition_point(|(at, _)| *at < i);
+        i + before.checked_sub(1).map_or(0, |k| self.shifts[k].1)
     }
 }
 
@@ -138,10 +347,7 @@ mod tests {
 
     #[test]
     fn locations_are_one_based_lines_and_character_columns() {
-        let f = SourceFile {
-            path: "x.toml".into(),
-            text: "a = 1\nbé = 2\n".into(),
-        };
+        let f = SourceFile::new("x.toml", "a = 1\nbé = 2\n");
         let e = f.error(10..11, "bad", None);
         assert_eq!(e.location.to_string(), "x.toml:2:4");
     }

@@ -332,26 +332,32 @@ pub struct AddressSpec {
     pub address: Spanned<Ipv4Net>,
 }
 
-/// Nodes and wires built from a pattern. Which fields apply depends on `kind`.
+/// Nodes and wires built from a pattern. Which fields apply depends on `kind`. Counts are
+/// capped (see `spec::limits`): at most 256 nodes in all, 16 buses.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GeneratorSpec {
     pub kind: GeneratorKind,
     /// grid: rows of the mesh.
-    pub rows: Option<u32>,
+    #[schemars(with = "Option<u32>")]
+    pub rows: Option<Spanned<u32>>,
     /// grid: columns of the mesh.
-    pub cols: Option<u32>,
+    #[schemars(with = "Option<u32>")]
+    pub cols: Option<Spanned<u32>>,
     /// grid: `routed` (nodes forward between buses) or `switched` (a switch joins all row
     /// buses, another all column buses).
-    pub interconnect: Option<Interconnect>,
+    #[schemars(with = "Option<Interconnect>")]
+    pub interconnect: Option<Spanned<Interconnect>>,
     /// bus, single: how many nodes.
     #[serde(rename = "nodes")]
-    pub node_count: Option<u32>,
+    #[schemars(with = "Option<u32>")]
+    pub node_count: Option<Spanned<u32>>,
     /// bus: how many parallel buses span all nodes (default 2).
-    pub buses: Option<u32>,
+    #[schemars(with = "Option<u32>")]
+    pub buses: Option<Spanned<u32>>,
     /// Rate of every segment (default 10mbit).
     #[schemars(with = "Option<Rate>")]
-    pub rate: Option<Rate>,
+    pub rate: Option<Spanned<Rate>>,
     /// Medium of every segment (default shared).
     pub medium: Option<Medium>,
     /// How every segment is emulated (default: the topology's `emulation`, else `frames`).
@@ -363,7 +369,8 @@ pub struct GeneratorSpec {
     #[schemars(with = "Option<NodeName>")]
     pub prefix: Option<NodeName>,
     /// Bond every node's interfaces (bus: over all buses; grid: row and column).
-    pub bond: Option<BondTemplate>,
+    #[schemars(with = "Option<BondTemplate>")]
+    pub bond: Option<Spanned<BondTemplate>>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]

@@ -127,7 +127,11 @@ fn svg_header(s: &mut String, t: &Topology, height: f64) {
         esc(t.name.as_str())
     );
     if let Some(d) = &t.description {
-        let _ = writeln!(s, r##"<text x="10" y="38" fill="#444">{}</text>"##, esc(d));
+        let _ = writeln!(
+            s,
+            r##"<text x="10" y="38" fill="#444">{}</text>"##,
+            esc(&crate::spec::escape_control(d))
+        );
     }
 }
 

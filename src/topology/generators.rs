@@ -2,6 +2,9 @@
 //! switch) rather than listed node by node. Each fills a [`Draft`] exactly as the explicit
 //! form would, so both resolve through the same checks.
 
+use toml::Spanned;
+
+use crate::spec::limits::{MAX_INTERFACES_PER_NODE, MAX_NODES};
 use crate::spec::topology::{Emulation, GeneratorKind, GeneratorSpec, Interconnect, Medium};
 use crate::spec::{IfName, Name, NodeName, Rate};
 
@@ -9,13 +12,25 @@ use super::draft::{Draft, DraftBond, DraftPort, DraftSegment, DraftSwitch, Span}
 
 const DEFAULT_RATE: Rate = Rate::from_bits_per_s(10_000_000);
 
-/// Fills `draft`'s nodes, segments, switches and bonds from `spec`, or says which field is
-/// missing or does not apply.
-pub fn generate(spec: &GeneratorSpec, span: &Span, draft: &mut Draft) -> Result<(), String> {
-    check_fields(spec)?;
+/// A problem with a generator, located at the key at fault.
+pub type GenError = (Span, String);
+
+/// Fills `draft`'s nodes, segments, switches and bonds from `spec`, or says, for every field
+/// at fault, what is missing, out of range or does not apply. `span` is the `[generator]`
+/// table, where errors about a missing field point.
+pub fn generate(spec: &GeneratorSpec, span: &Span, draft: &mut Draft) -> Result<(), Vec<GenError>> {
+    let mut errors = check_fields(spec);
+    let shape = match spec.kind {
+        GeneratorKind::Grid => grid_shape(spec, span, &mut errors),
+        GeneratorKind::Bus => bus_shape(spec, span, &mut errors),
+        GeneratorKind::Single => single_shape(spec, span, &mut errors),
+    };
+    let Some(shape) = shape.filter(|_| errors.is_empty()) else {
+        return Err(errors);
+    };
     let g = Gen {
         span: span.clone(),
-        rate: spec.rate.unwrap_or(DEFAULT_RATE),
+        rate: spec.rate.as_ref().map_or(DEFAULT_RATE, |r| *r.get_ref()),
         medium: spec.medium.unwrap_or_default(),
         emulation: spec.emulation.unwrap_or(draft.emulation),
     };
@@ -26,11 +41,25 @@ pub fn generate(spec: &GeneratorSpec, span: &Span, draft: &mut Draft) -> Result<
         .prefix
         .clone()
         .unwrap_or_else(|| "n".parse().expect("valid"));
-    match spec.kind {
-        GeneratorKind::Grid => g.grid(spec, &prefix, draft),
-        GeneratorKind::Bus => g.buses(spec, &prefix, draft),
-        GeneratorKind::Single => g.single(spec, &prefix, draft),
-    }
+    g.build(spec, shape, &prefix, draft)
+        .map_err(|e| vec![(span.clone(), e)])
+}
+
+/// The checked dimensions of what a generator builds.
+#[derive(Clone, Copy)]
+enum Shape {
+    Grid {
+        rows: u32,
+        cols: u32,
+        interconnect: Interconnect,
+    },
+    Bus {
+        nodes: u32,
+        buses: u32,
+    },
+    Single {
+        nodes: u32,
+    },
 }
 
 /// "grid", "bus" or "single", as the spec spells the kind.
@@ -38,54 +67,179 @@ fn kind_name(spec: &GeneratorSpec) -> String {
     format!("{:?}", spec.kind).to_lowercase()
 }
 
-/// Every field given is one the generator's kind takes.
-fn check_fields(spec: &GeneratorSpec) -> Result<(), String> {
+/// Every field given is one the generator's kind takes; each that is not is reported at its
+/// value.
+fn check_fields(spec: &GeneratorSpec) -> Vec<GenError> {
     let allowed: &[&str] = match spec.kind {
         GeneratorKind::Grid => &["rows", "cols", "interconnect"],
         GeneratorKind::Bus => &["nodes", "buses"],
         GeneratorKind::Single => &["nodes"],
     };
+    let span_of = |v: &Option<Spanned<u32>>| v.as_ref().map(Spanned::span);
     let given = [
-        ("rows", spec.rows.is_some()),
-        ("cols", spec.cols.is_some()),
-        ("interconnect", spec.interconnect.is_some()),
-        ("nodes", spec.node_count.is_some()),
-        ("buses", spec.buses.is_some()),
+        ("rows", span_of(&spec.rows)),
+        ("cols", span_of(&spec.cols)),
+        ("nodes", span_of(&spec.node_count)),
+        ("buses", span_of(&spec.buses)),
     ];
     let kind = kind_name(spec);
-    for (field, present) in given {
-        if present && !allowed.contains(&field) {
-            return Err(format!(
-                "`{field}` does not apply to generator kind \"{kind}\" (it takes {})",
-                allowed.join(", ")
-            ));
-        }
+    let mut errors: Vec<GenError> = given
+        .into_iter()
+        .filter_map(|(field, span)| span.map(|s| (field, s)))
+        .filter(|(field, _)| !allowed.contains(field))
+        .map(|(field, span)| {
+            (
+                span,
+                format!(
+                    "`{field}` does not apply to generator kind \"{kind}\" (it takes {})",
+                    allowed.join(", ")
+                ),
+            )
+        })
+        .collect();
+    if let Some(i) = &spec.interconnect
+        && !allowed.contains(&"interconnect")
+    {
+        errors.push((
+            i.span(),
+            format!("`interconnect` does not apply to generator kind \"{kind}\""),
+        ));
     }
-    Ok(())
+    errors
 }
 
-/// A count the generator's kind needs, at least `min`.
-fn need(spec: &GeneratorSpec, v: Option<u32>, field: &str, min: u32) -> Result<u32, String> {
-    let v = v.ok_or_else(|| format!("generator kind \"{}\" needs `{field}`", kind_name(spec)))?;
-    if v < min {
-        return Err(format!("`{field}` must be at least {min}, got {v}"));
+/// A count the generator's kind needs, from `min` to `max`; reported at the value, or at the
+/// table when it is missing.
+fn need(
+    spec: &GeneratorSpec,
+    v: &Option<Spanned<u32>>,
+    field: &str,
+    (min, max): (u32, usize),
+    table: &Span,
+    errors: &mut Vec<GenError>,
+) -> Option<u32> {
+    let Some(v) = v else {
+        errors.push((
+            table.clone(),
+            format!("generator kind \"{}\" needs `{field}`", kind_name(spec)),
+        ));
+        return None;
+    };
+    let n = *v.get_ref();
+    if n < min || n as usize > max {
+        errors.push((
+            v.span(),
+            format!("`{field}` must be from {min} to {max}, got {n}"),
+        ));
+        return None;
     }
-    Ok(v)
+    Some(n)
+}
+
+/// A node count is at most [`MAX_NODES`].
+fn total_nodes(count: u64, at: Span, errors: &mut Vec<GenError>) -> bool {
+    if count > MAX_NODES as u64 {
+        errors.push((
+            at,
+            format!("{count} nodes is more than a topology may have (at most {MAX_NODES})"),
+        ));
+        return false;
+    }
+    true
+}
+
+fn grid_shape(spec: &GeneratorSpec, table: &Span, errors: &mut Vec<GenError>) -> Option<Shape> {
+    let rows = need(spec, &spec.rows, "rows", (2, MAX_NODES / 2), table, errors);
+    let cols = need(spec, &spec.cols, "cols", (2, MAX_NODES / 2), table, errors);
+    let interconnect = spec.interconnect.as_ref().map(|i| *i.get_ref());
+    if interconnect.is_none() {
+        errors.push((
+            table.clone(),
+            "generator kind \"grid\" needs `interconnect` (\"routed\" or \"switched\")".into(),
+        ));
+    }
+    if let Some(b) = &spec.bond
+        && interconnect == Some(Interconnect::Routed)
+    {
+        errors.push((
+            b.span(),
+            "a bond over a routed mesh's row and column buses would put one address on two \
+             subnets joined only by forwarding nodes; bond a switched mesh \
+             (interconnect = \"switched\") instead"
+                .into(),
+        ));
+    }
+    let (rows, cols, interconnect) = (rows?, cols?, interconnect?);
+    let at = spec.cols.as_ref().map_or(table.clone(), Spanned::span);
+    total_nodes(u64::from(rows) * u64::from(cols), at, errors).then_some(Shape::Grid {
+        rows,
+        cols,
+        interconnect,
+    })
+}
+
+fn bus_shape(spec: &GeneratorSpec, table: &Span, errors: &mut Vec<GenError>) -> Option<Shape> {
+    let nodes = need(
+        spec,
+        &spec.node_count,
+        "nodes",
+        (2, MAX_NODES),
+        table,
+        errors,
+    );
+    let buses = match &spec.buses {
+        None => Some(2),
+        some => need(
+            spec,
+            some,
+            "buses",
+            (1, MAX_INTERFACES_PER_NODE),
+            table,
+            errors,
+        ),
+    }?;
+    if let Some(b) = &spec.bond
+        && buses < 2
+    {
+        errors.push((
+            b.span(),
+            format!("a bond needs two slaves or more, and {buses} bus gives each node one"),
+        ));
+        return None;
+    }
+    Some(Shape::Bus {
+        nodes: nodes?,
+        buses,
+    })
+}
+
+fn single_shape(spec: &GeneratorSpec, table: &Span, errors: &mut Vec<GenError>) -> Option<Shape> {
+    let nodes = need(
+        spec,
+        &spec.node_count,
+        "nodes",
+        (2, MAX_NODES),
+        table,
+        errors,
+    );
+    if let Some(b) = &spec.bond {
+        errors.push((
+            b.span(),
+            "a single network has one interface per node: nothing to bond".into(),
+        ));
+        return None;
+    }
+    Some(Shape::Single { nodes: nodes? })
 }
 
 /// `n01`..`n16`: zero-padded so names sort in order.
 fn node_names(prefix: &NodeName, count: u32) -> Result<Vec<NodeName>, String> {
-    if count > 4096 {
-        return Err(format!(
-            "{count} nodes is more than this tool plans for (4096)"
-        ));
-    }
     let width = count.to_string().len().max(2);
     (1..=count)
         .map(|i| {
             format!("{prefix}{i:0width$}")
                 .parse()
-                .map_err(|e: crate::spec::InvalidValue| e.0)
+                .map_err(|e: crate::spec::InvalidValue| format!("`prefix`: {}", e.0))
         })
         .collect()
 }
@@ -105,27 +259,33 @@ impl Gen {
         s.parse().expect("generated names are valid")
     }
 
+    fn build(
+        &self,
+        spec: &GeneratorSpec,
+        shape: Shape,
+        prefix: &NodeName,
+        draft: &mut Draft,
+    ) -> Result<(), String> {
+        match shape {
+            Shape::Grid {
+                rows,
+                cols,
+                interconnect,
+            } => self.grid(spec, (rows, cols, interconnect), prefix, draft),
+            Shape::Bus { nodes, buses } => self.buses(spec, nodes, buses, prefix, draft),
+            Shape::Single { nodes } => self.single(nodes, prefix, draft),
+        }
+    }
+
     /// `rows` x `cols` nodes, each on its row's bus (eth1) and its column's (eth2); routed
     /// through the nodes, or with the rows and the columns each joined by a switch.
     fn grid(
         &self,
         spec: &GeneratorSpec,
+        (rows, cols, interconnect): (u32, u32, Interconnect),
         prefix: &NodeName,
         draft: &mut Draft,
     ) -> Result<(), String> {
-        let rows = need(spec, spec.rows, "rows", 2)?;
-        let cols = need(spec, spec.cols, "cols", 2)?;
-        let interconnect = spec
-            .interconnect
-            .ok_or("generator kind \"grid\" needs `interconnect` (\"routed\" or \"switched\")")?;
-        if spec.bond.is_some() && interconnect == Interconnect::Routed {
-            return Err(
-                "a bond over a routed mesh's row and column buses would put one \
-                        address on two subnets joined only by forwarding nodes; bond a \
-                        switched mesh (interconnect = \"switched\") instead"
-                    .into(),
-            );
-        }
         let names = node_names(prefix, rows * cols)?;
         let at = |r: u32, c: u32| names[(r * cols + c) as usize].clone();
         self.add_nodes(draft, &names);
@@ -148,7 +308,7 @@ impl Gen {
             draft.switches.push(self.switch("col-switch", &cols_sw));
         }
         if let Some(t) = &spec.bond {
-            self.bond_all(draft, t, &["eth1", "eth2"]);
+            self.bond_all(draft, t.get_ref(), &["eth1", "eth2"]);
         }
         Ok(())
     }
@@ -157,14 +317,11 @@ impl Gen {
     fn buses(
         &self,
         spec: &GeneratorSpec,
+        n: u32,
+        buses: u32,
         prefix: &NodeName,
         draft: &mut Draft,
     ) -> Result<(), String> {
-        let n = need(spec, spec.node_count, "nodes", 2)?;
-        let buses = spec.buses.unwrap_or(2);
-        if buses == 0 {
-            return Err("`buses` must be at least 1".into());
-        }
         let names = node_names(prefix, n)?;
         self.add_nodes(draft, &names);
         let ifnames: Vec<String> = (1..=buses).map(|b| format!("eth{b}")).collect();
@@ -180,22 +337,13 @@ impl Gen {
         }
         if let Some(t) = &spec.bond {
             let refs: Vec<&str> = ifnames.iter().map(String::as_str).collect();
-            self.bond_all(draft, t, &refs);
+            self.bond_all(draft, t.get_ref(), &refs);
         }
         Ok(())
     }
 
     /// Every node on one network: a bus, or a switch when the medium is switched.
-    fn single(
-        &self,
-        spec: &GeneratorSpec,
-        prefix: &NodeName,
-        draft: &mut Draft,
-    ) -> Result<(), String> {
-        let n = need(spec, spec.node_count, "nodes", 2)?;
-        if spec.bond.is_some() {
-            return Err("a single network has one interface per node: nothing to bond".into());
-        }
+    fn single(&self, n: u32, prefix: &NodeName, draft: &mut Draft) -> Result<(), String> {
         let names = node_names(prefix, n)?;
         self.add_nodes(draft, &names);
         let name = match self.medium {

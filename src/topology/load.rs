@@ -4,13 +4,15 @@ use std::path::Path;
 
 use toml::Spanned;
 
+use crate::spec::hostlist;
+use crate::spec::limits::MAX_NODES;
 use crate::spec::topology::{GeneratorSpec, TopologySpec};
 use crate::spec::{IfName, Name, NodeName, SourceFile, SpecError, SpecErrors};
 
 use super::draft::{
     Draft, DraftAddress, DraftBond, DraftPort, DraftRoute, DraftSegment, DraftSwitch, Span,
 };
-use super::generators;
+use super::{checks, generators};
 
 /// Reads, expands and resolves a topology file.
 pub fn load(path: &Path) -> Result<super::Topology, SpecErrors> {
@@ -27,6 +29,7 @@ pub fn from_source(source: &SourceFile) -> Result<super::Topology, SpecErrors> {
 pub fn draft(source: &SourceFile) -> Result<Draft, SpecErrors> {
     let spec: TopologySpec = source.parse()?;
     let mut errors = Vec::new();
+    checks::check(&spec, source, &mut errors);
     let mut draft = empty_draft(&spec, source, &mut errors);
     match &spec.generator {
         Some(generator) => run_generator(&spec, generator, source, &mut draft, &mut errors),
@@ -58,7 +61,7 @@ pub fn draft(source: &SourceFile) -> Result<Draft, SpecErrors> {
     if errors.is_empty() {
         Ok(draft)
     } else {
-        Err(SpecErrors { errors })
+        Err(SpecErrors::new(errors))
     }
 }
 
@@ -110,8 +113,12 @@ fn run_generator(
             format!("a generated topology cannot also list `{key}`"),
             Some("use either [generator] or explicit nodes and segments, not both".into()),
         ));
-    } else if let Err(e) = generators::generate(generator.get_ref(), &generator.span(), draft) {
-        errors.push(source.error(generator.span(), e, None));
+    } else if let Err(found) = generators::generate(generator.get_ref(), &generator.span(), draft) {
+        errors.extend(
+            found
+                .into_iter()
+                .map(|(span, message)| source.error(span, message, None)),
+        );
     }
 }
 
@@ -125,6 +132,17 @@ fn list_nodes(
     for entry in &spec.nodes {
         let expr = Spanned::new(entry.span(), entry.get_ref().names().to_owned());
         match expand::<NodeName>(&expr, "node") {
+            Ok(names) if draft.nodes.len() + names.len() > MAX_NODES => {
+                errors.push(source.error(
+                    expr.span(),
+                    format!(
+                        "with these, the topology lists {} nodes; at most {MAX_NODES} are allowed",
+                        draft.nodes.len() + names.len()
+                    ),
+                    None,
+                ));
+                return;
+            }
             Ok(names) => {
                 if let Some(host) = entry.get_ref().host() {
                     draft
@@ -139,8 +157,9 @@ fn list_nodes(
         }
     }
     if draft.nodes.is_empty() && errors.is_empty() {
+        let at = source.key_span(&["nodes"]).unwrap_or(0..0);
         errors.push(source.error(
-            0..0,
+            at,
             "the topology has no nodes",
             Some("list them with `nodes = [\"n[01-16]\"]` or use a [generator]".into()),
         ));
@@ -234,18 +253,13 @@ fn default_name(source: &SourceFile, errors: &mut Vec<SpecError>) -> Name {
     })
 }
 
-/// Expands a Slurm/pdsh-style host list (`n[01-16]`, `a,b`) into typed names, in order.
+/// Expands a Slurm/pdsh-style host list (`n[01-16]`, `a,b`) into typed names, in order, at
+/// most [`MAX_NODES`] of them.
 pub(crate) fn expand<T>(expr: &Spanned<String>, what: &str) -> Result<Vec<T>, String>
 where
     T: std::str::FromStr<Err = crate::spec::InvalidValue>,
 {
-    let text = expr.get_ref();
-    let names =
-        hostlist_parser::parse(text).map_err(|e| format!("invalid {what} list {text:?}: {e}"))?;
-    names
-        .iter()
-        .map(|n| n.parse::<T>().map_err(|e| e.0))
-        .collect()
+    hostlist::expand(expr.get_ref(), what, MAX_NODES)
 }
 
 /// `node:interface`, where the node part may be a range: `n[01-04]:eth1`.

@@ -1,6 +1,7 @@
 //! Topologies: the graph of nodes, wires, addresses and routes, the generators that build the
 //! study's configurations, and the checks that prove every pair of nodes can reach each other.
 
+mod checks;
 pub mod draft;
 pub mod draw;
 pub mod generators;

@@ -14,6 +14,7 @@ use toml::Spanned;
 use crate::spec::experiment::{
     BondingSpec, ExperimentSpec, Pattern, PlacementKind, Protocol, ReportFormat, Statistic,
 };
+use crate::spec::limits::{MAX_POINTS, MAX_TOPOLOGIES};
 use crate::spec::topology::BondMode;
 use crate::spec::{HostSpec, Name, NodeName, Rate, SourceFile, SpecError, SpecErrors, best_match};
 use crate::topology::{self, Topology};
@@ -24,6 +25,9 @@ pub struct Experiment {
     pub description: Option<String>,
     #[serde(skip)]
     pub path: PathBuf,
+    /// The experiment file, for locating problems only the plan finds.
+    #[serde(skip)]
+    pub source: SourceFile,
     pub seed: u64,
     pub topologies: Vec<Topology>,
     pub cluster: Cluster,
@@ -65,6 +69,18 @@ pub struct Workload {
     pub depth: Option<u32>,
     pub rate: Option<Rate>,
     pub drop_caches: bool,
+    /// Where the workload's keys are, for problems only the plan finds.
+    #[serde(skip)]
+    pub spans: WorkloadSpans,
+}
+
+/// Where a workload's keys are written.
+#[derive(Debug, Clone, Default)]
+pub struct WorkloadSpans {
+    /// `pairs`, where a count the topology cannot place is reported.
+    pub pairs: Range<usize>,
+    /// `exchanges` or `duration`, where an estimate too long to represent is reported.
+    pub amount: Range<usize>,
 }
 
 /// How much traffic one run carries.
@@ -98,12 +114,16 @@ pub fn load(path: &Path) -> Result<Experiment, SpecErrors> {
     let bonding_modes = bonding_modes(&spec.bonding, &topologies, &mut errors);
     let baseline = baseline(spec.report.baseline.as_ref(), &topologies, &mut errors);
     let workloads = workload::workloads(&spec.workload, &topologies, &mut errors);
+    if errors.is_empty() {
+        check_point_count(&spec, &topologies, &bonding_modes, &workloads, &mut errors);
+    }
 
     errors.into_result()?;
     Ok(Experiment {
         name,
         description: spec.description,
         path: path.to_owned(),
+        source: source.clone(),
         seed: spec.seed,
         topologies,
         cluster,
@@ -112,6 +132,63 @@ pub fn load(path: &Path) -> Result<Experiment, SpecErrors> {
         baseline,
         formats: spec.report.formats,
     })
+}
+
+/// The plan stays within [`MAX_POINTS`]; if not, the error points at the largest factor of
+/// the workload that contributes most (sizes, pair counts, placements or repetitions).
+fn check_point_count(
+    spec: &ExperimentSpec,
+    topologies: &[Topology],
+    modes: &[BondMode],
+    workloads: &[Workload],
+    errors: &mut ErrorList,
+) {
+    let configurations: usize = topologies
+        .iter()
+        .map(|t| if t.has_bonds() { modes.len().max(1) } else { 1 })
+        .sum();
+    let per_workload: Vec<[(usize, Range<usize>); 4]> = workloads
+        .iter()
+        .zip(spec.workload.get_ref())
+        .map(|(w, s)| {
+            [
+                (w.sizes.len(), s.sizes.span()),
+                (w.pairs.len(), s.pairs.span()),
+                (w.placements.len(), s.placement.span()),
+                (w.repetitions as usize, s.repetitions.span()),
+            ]
+        })
+        .collect();
+    let points_of = |factors: &[(usize, Range<usize>); 4]| {
+        factors
+            .iter()
+            .fold(configurations, |n, (f, _)| n.saturating_mul(*f))
+    };
+    let total = per_workload
+        .iter()
+        .map(points_of)
+        .fold(0usize, usize::saturating_add);
+    if total <= MAX_POINTS {
+        return;
+    }
+    let Some(biggest) = per_workload.iter().max_by_key(|f| points_of(f)) else {
+        return;
+    };
+    let (_, span) = biggest
+        .iter()
+        .filter(|(_, s)| !s.is_empty())
+        .max_by_key(|(f, _)| *f)
+        .cloned()
+        .unwrap_or((0, spec.workload.span()));
+    errors.push_with_help(
+        span,
+        format!("the plan would have {total} points; at most {MAX_POINTS} are allowed"),
+        Some(
+            "points are configurations × sizes × pair counts × placements × repetitions, \
+             summed over the workloads"
+                .into(),
+        ),
+    );
 }
 
 /// The errors found in one experiment file so far, in the order they were found.
@@ -155,9 +232,7 @@ impl<'a> ErrorList<'a> {
         if self.errors.is_empty() {
             Ok(())
         } else {
-            Err(SpecErrors {
-                errors: self.errors,
-            })
+            Err(SpecErrors::new(self.errors))
         }
     }
 }
@@ -187,6 +262,16 @@ fn load_topologies(
             files.span(),
             "`topologies` is empty: name at least one topology file",
         );
+    }
+    if files.get_ref().len() > MAX_TOPOLOGIES {
+        errors.push(
+            files.span(),
+            format!(
+                "{} topologies; an experiment compares at most {MAX_TOPOLOGIES}",
+                files.get_ref().len()
+            ),
+        );
+        return topologies;
     }
     for t in files.get_ref() {
         let tpath = dir.join(t.get_ref());

@@ -7,13 +7,17 @@ use toml::Spanned;
 use crate::spec::experiment::{
     Pattern, PlacementKind, Protocol, SizeRange, Sizes, SpannedPair, WorkloadSpec,
 };
-use crate::spec::{NodeName, best_match};
+use crate::spec::limits::{
+    MAX_DEPTH, MAX_DURATION, MAX_EXCHANGES, MAX_PAIR_COUNTS, MAX_REPETITIONS, MAX_SIZES,
+    MAX_WORKLOADS, MIN_RATE,
+};
+use crate::spec::{ByteSize, NodeName, best_match};
 use crate::topology::Topology;
+use orchestrate_worker::protocol::{
+    LOAD_HEADER, MAX_FILE, MAX_PIPELINE_BYTES, MAX_SIZE, MAX_UDP_SIZE,
+};
 
-use super::{Amount, ErrorList, Workload};
-
-/// The largest message the tool sizes buffers for.
-const MAX_SIZE: u64 = 1 << 30;
+use super::{Amount, ErrorList, Workload, WorkloadSpans};
 
 /// Every workload, in the order given; there must be at least one.
 pub(super) fn workloads(
@@ -23,6 +27,16 @@ pub(super) fn workloads(
 ) -> Vec<Workload> {
     if specs.get_ref().is_empty() {
         errors.push(specs.span(), "no [[workload]]: say what traffic to measure");
+    }
+    if specs.get_ref().len() > MAX_WORKLOADS {
+        errors.push(
+            specs.span(),
+            format!(
+                "{} [[workload]] tables; at most {MAX_WORKLOADS} are allowed",
+                specs.get_ref().len()
+            ),
+        );
+        return Vec::new();
     }
     specs
         .get_ref()
@@ -36,10 +50,15 @@ fn workload(w: &WorkloadSpec, topologies: &[Topology], errors: &mut ErrorList) -
     let pairs = pair_counts(w, errors);
     let (placements, explicit_pairs) = placements(w, &pairs, topologies, errors);
     let amount = amount(w, errors);
-    if *w.repetitions.get_ref() == 0 {
-        errors.push(w.repetitions.span(), "`repetitions` must be at least 1");
+    let reps = *w.repetitions.get_ref();
+    if !(1..=MAX_REPETITIONS).contains(&reps) {
+        errors.push(
+            w.repetitions.span(),
+            format!("`repetitions` must be from 1 to {MAX_REPETITIONS}, got {reps}"),
+        );
     }
     check_pattern_options(w, errors);
+    check_size_limits(w, &sizes, errors);
     Workload {
         pattern: w.pattern,
         protocol: w.protocol,
@@ -48,37 +67,104 @@ fn workload(w: &WorkloadSpec, topologies: &[Topology], errors: &mut ErrorList) -
         placements,
         explicit_pairs,
         amount,
-        warmup: w.warmup,
+        warmup: *w.warmup.get_ref(),
         repetitions: *w.repetitions.get_ref(),
         statistic: w.statistic,
         depth: w.depth.as_ref().map(|d| *d.get_ref()),
         rate: w.rate.as_ref().map(|r| *r.get_ref()),
         drop_caches: w.drop_caches,
+        spans: WorkloadSpans {
+            pairs: w.pairs.span(),
+            amount: match (&w.exchanges, &w.duration) {
+                (Some(e), _) => e.span(),
+                (None, Some(d)) => d.span(),
+                (None, None) => w.sizes.span(),
+            },
+        },
     }
 }
 
-/// The message sizes, a range expanded; each from 1 byte to [`MAX_SIZE`].
+/// The message sizes, a range expanded: at most [`MAX_SIZES`] of them, each at least 1 byte
+/// (the upper limit depends on the pattern: [`check_size_limits`]).
 fn sizes(w: &WorkloadSpec, errors: &mut ErrorList) -> Vec<u64> {
     let sizes = match w.sizes.get_ref() {
         Sizes::List(v) => v.iter().map(|s| s.0).collect(),
-        Sizes::Range(r) => match expand_range(r) {
+        Sizes::Range(r) => match expand_range(r, size_limit(w)) {
             Ok(v) => v,
             Err(m) => {
                 errors.push(w.sizes.span(), m);
-                Vec::new()
+                return Vec::new();
             }
         },
     };
-    if sizes.is_empty() && errors.is_empty() {
+    if sizes.is_empty() {
         errors.push(w.sizes.span(), "`sizes` is empty");
     }
-    if let Some(big) = sizes.iter().find(|s| **s == 0 || **s > MAX_SIZE) {
+    if sizes.len() > MAX_SIZES {
         errors.push(
             w.sizes.span(),
-            format!("size {big} is out of range: expected 1 byte to 1 GiB"),
+            format!("{} sizes; at most {MAX_SIZES} are allowed", sizes.len()),
+        );
+        return Vec::new();
+    }
+    if sizes.contains(&0) {
+        errors.push(
+            w.sizes.span(),
+            "size 0 is out of range: a message has at least 1 byte",
         );
     }
     sizes
+}
+
+/// The largest message (or file) the worker takes for this workload's pattern and protocol.
+fn size_limit(w: &WorkloadSpec) -> (u64, &'static str) {
+    if w.pattern == Pattern::Filecopy {
+        (MAX_FILE, "the largest file `filecopy` sends")
+    } else if w.protocol == Protocol::Udp {
+        (MAX_UDP_SIZE, "the largest UDP payload")
+    } else {
+        (MAX_SIZE, "the largest message the worker accepts")
+    }
+}
+
+/// Every size within the worker's limits for the pattern: at most [`size_limit`], a pipeline's
+/// depth × size within what it keeps in flight, a load message big enough for its header.
+fn check_size_limits(w: &WorkloadSpec, sizes: &[u64], errors: &mut ErrorList) {
+    let Some(&largest) = sizes.iter().max() else {
+        return;
+    };
+    let (limit, what) = size_limit(w);
+    if largest > limit {
+        errors.push(
+            w.sizes.span(),
+            format!(
+                "size {} is above {}, {what}",
+                ByteSize(largest),
+                ByteSize(limit)
+            ),
+        );
+    }
+    if let Some(d) = &w.depth
+        && w.pattern == Pattern::Pipeline
+        && u64::from(*d.get_ref()).saturating_mul(largest) > MAX_PIPELINE_BYTES
+    {
+        errors.push(
+            d.span(),
+            format!(
+                "depth {} × size {} exceeds the {} a pipeline may keep in flight",
+                d.get_ref(),
+                ByteSize(largest),
+                ByteSize(MAX_PIPELINE_BYTES)
+            ),
+        );
+    }
+    let smallest = sizes.iter().min().copied().unwrap_or(0);
+    if w.pattern == Pattern::Load && smallest < LOAD_HEADER as u64 {
+        errors.push(
+            w.sizes.span(),
+            format!("size {smallest} is below {LOAD_HEADER} bytes, the header every load message carries"),
+        );
+    }
 }
 
 /// The pair counts to sweep, each at least 1.
@@ -86,6 +172,16 @@ fn pair_counts(w: &WorkloadSpec, errors: &mut ErrorList) -> Vec<u32> {
     let pairs = w.pairs.get_ref().0.clone();
     if pairs.is_empty() || pairs.contains(&0) {
         errors.push(w.pairs.span(), "`pairs` must list counts of at least 1");
+    }
+    if pairs.len() > MAX_PAIR_COUNTS {
+        errors.push(
+            w.pairs.span(),
+            format!(
+                "{} pair counts; at most {MAX_PAIR_COUNTS} are allowed",
+                pairs.len()
+            ),
+        );
+        return Vec::new();
     }
     pairs
 }
@@ -109,6 +205,7 @@ fn placements(
         if placements.is_empty() {
             errors.push(w.placement.span(), "`placement` is empty");
         }
+        check_pairs_fit(w, pairs, topologies, errors);
         return (placements, Vec::new());
     };
     if placements.iter().any(|p| *p != PlacementKind::Explicit) && w.placement.span() != (0..0) {
@@ -116,6 +213,16 @@ fn placements(
             w.placement.span(),
             "with `explicit_pairs`, placement must be [\"explicit\"] (or left out)",
         );
+    }
+    if list.get_ref().len() > MAX_PAIR_COUNTS {
+        errors.push(
+            list.span(),
+            format!(
+                "{} explicit pairs; at most {MAX_PAIR_COUNTS} are allowed",
+                list.get_ref().len()
+            ),
+        );
+        return (vec![PlacementKind::Explicit], Vec::new());
     }
     let explicit_pairs = explicit_pairs(list, topologies, errors);
     let max = *pairs.iter().max().unwrap_or(&0) as usize;
@@ -129,6 +236,35 @@ fn placements(
         );
     }
     (vec![PlacementKind::Explicit], explicit_pairs)
+}
+
+/// Each node is in at most one pair, so no count may exceed half the nodes of the smallest
+/// topology.
+fn check_pairs_fit(
+    w: &WorkloadSpec,
+    pairs: &[u32],
+    topologies: &[Topology],
+    errors: &mut ErrorList,
+) {
+    let (Some(&most), Some(smallest)) = (
+        pairs.iter().max(),
+        topologies.iter().min_by_key(|t| t.nodes.len()),
+    ) else {
+        return;
+    };
+    let fit = smallest.nodes.len() / 2;
+    if most as usize > fit {
+        errors.push_with_help(
+            w.pairs.span(),
+            format!(
+                "`pairs` asks for {most} pairs but topology `{}` has {} nodes, and each node \
+                 is in at most one pair",
+                smallest.name,
+                smallest.nodes.len()
+            ),
+            Some(format!("ask for at most {fit} pairs")),
+        );
+    }
 }
 
 /// The pairs given by hand, each of two different nodes that every topology has.
@@ -181,15 +317,45 @@ fn check_node_everywhere(
     }
 }
 
-/// How much traffic one run carries: `exchanges` or `duration`, exactly one of them.
+/// How much traffic one run carries: `exchanges` or `duration`, exactly one of them, within
+/// [`MAX_EXCHANGES`] (warm-up included) or [`MAX_DURATION`].
 fn amount(w: &WorkloadSpec, errors: &mut ErrorList) -> Amount {
     match (&w.exchanges, &w.duration) {
-        (Some(e), None) if *e.get_ref() == 0 => {
-            errors.push(e.span(), "`exchanges` must be at least 1");
-            Amount::Exchanges(1)
+        (Some(e), None) => {
+            let n = *e.get_ref();
+            let warmup = *w.warmup.get_ref();
+            if !(1..=MAX_EXCHANGES).contains(&n) {
+                errors.push(
+                    e.span(),
+                    format!("`exchanges` must be from 1 to {MAX_EXCHANGES}, got {n}"),
+                );
+            } else if n.saturating_add(warmup) > MAX_EXCHANGES {
+                errors.push(
+                    w.warmup.span(),
+                    format!(
+                        "`warmup` {warmup} and `exchanges` {n} come to more than {MAX_EXCHANGES} \
+                         messages per run"
+                    ),
+                );
+            }
+            Amount::Exchanges(n.clamp(1, MAX_EXCHANGES))
         }
-        (Some(e), None) => Amount::Exchanges(*e.get_ref()),
-        (None, Some(d)) => Amount::Duration(d.get_ref().0),
+        (None, Some(d)) => {
+            let length = d.get_ref().0;
+            if length.is_zero() {
+                errors.push(d.span(), "`duration` must be longer than zero");
+            } else if length > MAX_DURATION {
+                errors.push(
+                    d.span(),
+                    format!(
+                        "`duration` must be at most {}, got {}",
+                        humantime::format_duration(MAX_DURATION),
+                        humantime::format_duration(length)
+                    ),
+                );
+            }
+            Amount::Duration(length.min(MAX_DURATION))
+        }
         (Some(e), Some(_)) => {
             errors.push(e.span(), "give either `exchanges` or `duration`, not both");
             Amount::Exchanges(1)
@@ -215,6 +381,26 @@ fn check_pattern_options(w: &WorkloadSpec, errors: &mut ErrorList) {
             format!(
                 "`depth` applies to pattern \"pipeline\", not \"{}\"",
                 w.pattern.as_str()
+            ),
+        );
+    }
+    if let Some(d) = &w.depth
+        && !(1..=MAX_DEPTH).contains(d.get_ref())
+    {
+        errors.push(
+            d.span(),
+            format!("`depth` must be from 1 to {MAX_DEPTH}, got {}", d.get_ref()),
+        );
+    }
+    if let Some(r) = &w.rate
+        && *r.get_ref() < MIN_RATE
+    {
+        errors.push(
+            r.span(),
+            format!(
+                "rate {} is below the {MIN_RATE} floor: at that rate one full-size frame takes \
+                 longer than the worker's 10 s socket timeout",
+                r.get_ref()
             ),
         );
     }
@@ -248,12 +434,28 @@ fn check_pattern_options(w: &WorkloadSpec, errors: &mut ErrorList) {
     }
 }
 
-/// A size range as the sizes it stands for: NetPIPE's schedule, or powers of `factor`.
-fn expand_range(r: &SizeRange) -> Result<Vec<u64>, String> {
+/// A size range as the sizes it stands for: NetPIPE's schedule, or powers of `factor`. Its
+/// ends are checked against `limit` first, so that what is expanded is bounded.
+fn expand_range(r: &SizeRange, (limit, what): (u64, &str)) -> Result<Vec<u64>, String> {
     let (from, to) = (r.from.0, r.to.0);
     if from == 0 || from > to {
         return Err(format!(
             "size range from {from} to {to} is empty: expected 1 <= from <= to"
+        ));
+    }
+    if to > limit {
+        return Err(format!(
+            "size range up to {} goes above {}, {what}",
+            ByteSize(to),
+            ByteSize(limit)
+        ));
+    }
+    if let Some(p) = r.perturbation
+        && p >= from
+    {
+        return Err(format!(
+            "`perturbation` {p} must be below the range's start ({from}): sizes are varied by \
+             ± perturbation"
         ));
     }
     if r.netpipe {

@@ -80,8 +80,14 @@ fn check_name(b: &DraftBond, ifaces: &BTreeMap<IfName, Name>, earlier: &[Bond], 
     if earlier.iter().any(|x| &x.name == name) {
         errs.push(bspan, format!("bond `{name}` is defined twice on {node}"));
     }
-    if b.slaves.is_empty() {
-        errs.push(bspan, format!("bond `{name}` has no slaves"));
+    match b.slaves.as_slice() {
+        [] => errs.push(bspan, format!("bond `{name}` has no slaves")),
+        [(only, sspan)] => errs.push_help(
+            sspan,
+            format!("bond `{name}` on {node} has one slave; a bond needs two or more"),
+            format!("give the address to `{only}` itself, or add a second slave"),
+        ),
+        _ => {}
     }
 }
 

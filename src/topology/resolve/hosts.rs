@@ -64,7 +64,7 @@ pub(super) fn assign_hosts(
                 address: addr,
             });
         }
-        report_duplicates(&links, prefix, errs);
+        report_duplicates(&links, &group.links, overrides, prefix, errs);
         addressing.subnets.push(Subnet {
             prefix,
             networks: group.networks.clone(),
@@ -76,7 +76,8 @@ pub(super) fn assign_hosts(
 }
 
 /// Host (node position + 1) on `prefix`, or the first free one after it; marks it used. Past
-/// the end of the subnet, reports that the node does not fit.
+/// the end of the subnet, reports that the node does not fit (once per subnet) and gives the
+/// network address as a stand-in.
 fn next_free_host(
     draft: &Draft,
     link: &LinkRef,
@@ -84,33 +85,76 @@ fn next_free_host(
     used: &mut BTreeSet<Ipv4Addr>,
     errs: &mut Errors,
 ) -> Ipv4Addr {
-    let mut host = link.node as u32 + 1;
-    loop {
-        let cand = Ipv4Addr::from(u32::from(prefix.network()) + host);
-        if !prefix.contains(&cand) || cand == prefix.broadcast() {
-            errs.push(
-                &draft.prefix.1,
-                format!(
-                    "subnet {prefix} has no room for node {}",
-                    draft.nodes[link.node].0
-                ),
-            );
-            return cand;
-        }
+    let last = u32::from(prefix.broadcast());
+    let mut host = u32::from(prefix.network()).saturating_add(link.node as u32 + 1);
+    while host < last {
+        let cand = Ipv4Addr::from(host);
         if used.insert(cand) {
             return cand;
         }
         host += 1;
     }
+    if used.insert(prefix.network()) {
+        report_no_room(draft, link.node, prefix, errs);
+    }
+    prefix.network()
 }
 
-/// Addresses given by hand may coincide (the others avoid them); reported without a span.
-fn report_duplicates(links: &[Link], prefix: Ipv4Net, errs: &mut Errors) {
+/// Node `node` has no host address left on `prefix`: points at the `prefix` key if it was
+/// given, else at where the node was listed, and says what prefix would fit every node.
+fn report_no_room(draft: &Draft, node: usize, prefix: Ipv4Net, errs: &mut Errors) {
+    let (name, node_span) = &draft.nodes[node];
+    let (base, base_span) = &draft.base;
+    // Node i is host i + 1, so the last node needs room for len + 1 hosts, plus network and
+    // broadcast addresses.
+    let needed_hosts = draft.nodes.len() as u64 + 2;
+    let bits = 64 - (needed_hosts - 1).leading_zeros();
+    let fits = 32u32.saturating_sub(bits) as u8;
+    let help = if fits >= base.prefix_len() {
+        format!(
+            "set `prefix = {fits}` (or lower) under [addressing]: a /{fits} subnet holds every node"
+        )
+    } else {
+        format!(
+            "a /{fits} subnet would hold every node, which needs a larger `base` under \
+             [addressing] than {base}, and `prefix = {fits}`"
+        )
+    };
+    let span = [&draft.prefix.1, base_span, node_span]
+        .into_iter()
+        .find(|s| !s.is_empty())
+        .cloned()
+        .unwrap_or(0..0);
+    errs.push_help(
+        &span,
+        format!(
+            "subnet {prefix} has no room for node {name}: it is node {} of the topology, so \
+             host {} of every subnet it is on",
+            node + 1,
+            node + 1
+        ),
+        help,
+    );
+}
+
+/// Addresses given by hand may coincide (the others avoid them); reported where the second
+/// was given.
+fn report_duplicates(
+    links: &[Link],
+    refs: &[LinkRef],
+    overrides: &Overrides,
+    prefix: Ipv4Net,
+    errs: &mut Errors,
+) {
     let mut seen = BTreeSet::new();
-    for l in links {
+    // Only addresses given by hand can coincide: the others avoid every address in use.
+    for (l, r) in links.iter().zip(refs) {
+        let Some((_, span)) = overrides.of(r) else {
+            continue;
+        };
         if !seen.insert(l.address) {
             errs.push(
-                &(0..0),
+                span,
                 format!("address {} is used twice on {prefix}", l.address),
             );
         }

@@ -64,9 +64,7 @@ impl<'a> Errors<'a> {
         if self.list.is_empty() {
             Ok(())
         } else {
-            Err(SpecErrors {
-                errors: std::mem::take(&mut self.list),
-            })
+            Err(SpecErrors::new(std::mem::take(&mut self.list)))
         }
     }
 }

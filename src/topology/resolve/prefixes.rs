@@ -34,8 +34,13 @@ fn check_prefix_len(draft: &Draft, errs: &mut Errors) -> Result<(), SpecErrors> 
     let (base, _) = &draft.base;
     let (prefix_len, prefix_span) = &draft.prefix;
     if *prefix_len < base.prefix_len() || *prefix_len > 30 {
+        let at = if prefix_span.is_empty() {
+            &draft.base.1
+        } else {
+            prefix_span
+        };
         errs.push(
-            prefix_span,
+            at,
             format!(
                 "prefix {prefix_len} does not fit: expected between the base's /{} and /30",
                 base.prefix_len()
@@ -122,10 +127,23 @@ fn carve(
         match next {
             Some(c) => *p = Some(c),
             None => {
+                let bits = usize::BITS - needed.saturating_sub(1).leading_zeros();
+                let help = format!(
+                    "{needed} subnets need {bits} bits between the base and the prefix: give a \
+                     `base` of /{} or shorter under [addressing], or a `prefix` of {} or more \
+                     if the subnets still hold every node",
+                    u32::from(prefix_len).saturating_sub(bits),
+                    u32::from(base.prefix_len()) + bits,
+                );
+                let span = [base_span, &draft.prefix.1]
+                    .into_iter()
+                    .find(|s| !s.is_empty())
+                    .cloned()
+                    .unwrap_or_else(|| draft.nodes.first().map_or(0..0, |(_, s)| s.clone()));
                 errs.push_help(
-                    base_span,
+                    &span,
                     format!("addressing base {base} has too few /{prefix_len} subnets for the {needed} this topology needs"),
-                    "choose a larger base or a longer prefix".into(),
+                    help,
                 );
                 return Err(errs.check().expect_err("just pushed"));
             }

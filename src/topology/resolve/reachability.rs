@@ -29,13 +29,21 @@ pub(super) fn check_paths(
             .get(&p.at)
             .or_else(|| route_spans.get(&p.from))
             .or_else(|| draft.routes.first().map(|r| &r.via.1))
+            .or_else(|| {
+                draft
+                    .nodes
+                    .iter()
+                    .find(|(n, _)| *n == p.from)
+                    .map(|(_, s)| s)
+            })
             .cloned()
             .unwrap_or(0..0);
         errs.push(&span, format!("path check: {}", p.message));
     }
     if total > SHOWN {
+        let span = draft.routes.first().map_or(0..0, |r| r.via.1.clone());
         errs.push(
-            &(0..0),
+            &span,
             format!("path check: {} more unreachable pairs", total - SHOWN),
         );
     }

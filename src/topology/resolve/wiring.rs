@@ -35,6 +35,8 @@ pub(super) fn wire<'d>(
 ) -> Result<Wiring<'d>, SpecErrors> {
     let segments = check_segments(draft, nodes, errs);
     errs.check()?;
+    check_attached(draft, errs);
+    errs.check()?;
     let switch_of = join_switches(draft, &segments, errs);
     errs.check()?;
     Ok(Wiring {
@@ -80,6 +82,24 @@ fn check_segments<'d>(
         }
     }
     names
+}
+
+/// Every node is on some segment: one that is not could reach no other node.
+fn check_attached(draft: &Draft, errs: &mut Errors) {
+    let attached: BTreeSet<&NodeName> = draft
+        .segments
+        .iter()
+        .flat_map(|s| s.members.iter().map(|p| &p.node))
+        .collect();
+    for (node, span) in &draft.nodes {
+        if !attached.contains(node) {
+            errs.push_help(
+                span,
+                format!("node `{node}` is on no segment, so it can reach no other node"),
+                format!("add \"{node}:eth1\" to a segment's members, or remove the node"),
+            );
+        }
+    }
 }
 
 /// Each switch named once and apart from the segments, joining two known segments or more that

@@ -2,22 +2,44 @@
 //! expression is checked and the number of names it stands for counted *before* anything is
 //! expanded, so `n[1-9999999]` is an error, not gigabytes of strings. `hostlist_parser` does the
 //! expansion itself; what it would quietly do (skip whitespace, drop repeated names) is an
-//! error here instead.
+//! error here instead. Topologies' node lists and inventories' host lists both come here.
 
 use super::InvalidValue;
 use super::limits::{MAX_HOSTLIST_CHARS, MAX_NODES};
+
+/// How large a host list may be.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// Names it may stand for.
+    pub names: usize,
+    /// Characters its text may have.
+    pub chars: usize,
+}
 
 /// The names `text` stands for, in order, each parsed as a `T`; at most `max` of them.
 pub fn expand<T>(text: &str, what: &str, max: usize) -> Result<Vec<T>, String>
 where
     T: std::str::FromStr<Err = InvalidValue>,
 {
-    check_characters(text, what)?;
+    let bounds = Bounds {
+        names: max,
+        chars: MAX_HOSTLIST_CHARS,
+    };
+    expand_names(text, what, bounds)?
+        .iter()
+        .map(|n| n.parse::<T>().map_err(|e| e.0))
+        .collect()
+}
+
+/// The names `text` stands for, in order, within `bounds`.
+pub fn expand_names(text: &str, what: &str, bounds: Bounds) -> Result<Vec<String>, String> {
+    check_characters(text, what, bounds.chars)?;
     let count = count(text)
         .ok_or_else(|| format!("invalid {what} list {text:?}: unbalanced `[` or `]`"))?;
-    if count > max as u128 {
+    if count > bounds.names as u128 {
         return Err(format!(
-            "{what} list {text:?} stands for {count} names; at most {max} are allowed"
+            "{what} list {text:?} stands for {count} names; at most {} are allowed",
+            bounds.names
         ));
     }
     let names = hostlist_parser::parse(text).map_err(|e| {
@@ -31,10 +53,7 @@ where
             "{what} list {text:?} names the same {what} more than once"
         ));
     }
-    names
-        .iter()
-        .map(|n| n.parse::<T>().map_err(|e| e.0))
-        .collect()
+    Ok(names)
 }
 
 /// The cap for node lists.
@@ -47,7 +66,7 @@ where
 
 /// Only what a host list may hold: no whitespace or control characters (which the parser
 /// would skip, joining `n 1` into `n1`), and not too long.
-fn check_characters(text: &str, what: &str) -> Result<(), String> {
+fn check_characters(text: &str, what: &str, max_chars: usize) -> Result<(), String> {
     if let Some(c) = text.chars().find(|c| c.is_whitespace() || c.is_control()) {
         return Err(format!(
             "invalid {what} list {text:?}: {c:?} is not allowed in a name; names are letters, \
@@ -55,9 +74,9 @@ fn check_characters(text: &str, what: &str) -> Result<(), String> {
         ));
     }
     let chars = text.chars().count();
-    if chars > MAX_HOSTLIST_CHARS {
+    if chars > max_chars {
         return Err(format!(
-            "{what} list of {chars} characters is too long: at most {MAX_HOSTLIST_CHARS}"
+            "{what} list of {chars} characters is too long: at most {max_chars}"
         ));
     }
     Ok(())
@@ -66,7 +85,7 @@ fn check_characters(text: &str, what: &str) -> Result<(), String> {
 /// How many names `text` stands for, saturating: the sum over its comma-separated items of the
 /// product of each item's bracket sizes. Pieces that are not numbers count as one (the parser
 /// rejects them). `None` when brackets do not balance.
-fn count(text: &str) -> Option<u128> {
+pub fn count(text: &str) -> Option<u128> {
     let mut total: u128 = 0;
     let mut item: u128 = 1;
     let mut rest = text;
@@ -135,6 +154,21 @@ mod tests {
         assert!(e.contains("10000000000 names"), "{e}");
         let e = nodes("n[1-99999999999999999999999999999999999999999]").unwrap_err();
         assert!(e.contains("at most 256 are allowed"), "{e}");
+    }
+
+    #[test]
+    fn counting_matches_expansion() {
+        for text in [
+            "n[1-5]",
+            "a[1-2]b[3-5]",
+            "n[5-1]",
+            "n[1,3-4],m[01-10]",
+            "x,y,z",
+            "10.0.[0-1].[1,3]",
+        ] {
+            let expanded = hostlist_parser::parse(text).unwrap().len() as u128;
+            assert_eq!(count(text), Some(expanded), "{text}");
+        }
     }
 
     #[test]

@@ -35,8 +35,11 @@ pub mod media;
 pub mod netpipe;
 pub mod paper;
 pub mod predicted;
+pub mod references;
+pub mod regression;
 pub mod stats;
 pub mod topology;
+pub mod verdict;
 
 use std::path::{Path, PathBuf};
 
@@ -109,6 +112,7 @@ fn build_with(
     let predictions = opts.model.map(|m| m.predictions()).unwrap_or_default();
     let model = predicted::rows(&one.cells, &predictions, statistic);
     let paper = paper::against_reschke96(&one.cells, &model, media, statistic);
+    let references = references::check(&references::load(run)?, &one.cells, statistic);
     let topologies = if one.info.manifest.topologies.is_empty() {
         let mut t: Vec<String> = one
             .cells
@@ -131,17 +135,36 @@ fn build_with(
         paper,
         failures: one.failures,
         netpipe: import_netpipe(opts)?,
+        references,
     })
 }
 
 /// `orchestrate report <run-dir>`: builds the report and writes it into the run directory.
 /// Returns the files written.
 pub fn report_run(dir: &Path, opts: &ReportOptions<'_>) -> Result<Vec<PathBuf>, ReportError> {
+    report_and_check(dir, opts).map(|w| w.files)
+}
+
+/// What [`report_and_check`] wrote and what the experiment's reference values say.
+pub struct Written {
+    pub files: Vec<PathBuf>,
+    /// The headline statistic the references were checked under.
+    pub statistic: Statistic,
+    pub references: Vec<references::ReferenceCheck>,
+}
+
+/// [`report_run`], also returning the reference checks (which report.md shows too).
+pub fn report_and_check(dir: &Path, opts: &ReportOptions<'_>) -> Result<Written, ReportError> {
     let run = RunDir::new(dir);
     let exporters = export::standard(opts.png)?;
     let media = media::load(&run)?;
     let report = build_with(&run, opts, &media)?;
-    export::write_all(dir, &report, &media, &exporters)
+    let files = export::write_all(dir, &report, &media, &exporters)?;
+    Ok(Written {
+        files,
+        statistic: report.statistic,
+        references: report.references,
+    })
 }
 
 /// `orchestrate report --compare <dir>...`: the same tables across runs, each configuration
@@ -197,6 +220,7 @@ pub fn compare(
         failures,
         netpipe: import_netpipe(opts)?,
         topology_drawings: Vec::new(),
+        references: Vec::new(),
     };
     // The medium's statistics are per run; a comparison across runs leaves them out.
     export::write_all(out, &report, &media::MediaReport::default(), &exporters)

@@ -4,6 +4,7 @@
 pub mod experiment;
 pub mod host;
 pub mod names;
+pub mod reference;
 pub mod source;
 pub mod topology;
 

@@ -1,6 +1,7 @@
 //! An experiment resolved: its topologies loaded and every cross-reference checked (baseline,
 //! explicit pairs, pattern options), with sweeps expanded to concrete values.
 
+mod references;
 mod workload;
 
 use std::ops::Range;
@@ -93,6 +94,7 @@ pub fn load(path: &Path) -> Result<Experiment, SpecErrors> {
     let bonding_modes = bonding_modes(&spec.bonding, &topologies, &mut errors);
     let baseline = baseline(spec.report.baseline.as_ref(), &topologies, &mut errors);
     let workloads = workload::workloads(&spec.workload, &topologies, &mut errors);
+    references::check(&spec.reference, &topologies, &workloads, &mut errors);
 
     errors.into_result()?;
     Ok(Experiment {

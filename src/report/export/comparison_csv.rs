@@ -51,9 +51,9 @@ impl Exporter for ComparisonCsv {
         for t in &report.comparison {
             for row in &t.rows {
                 let ranks = ranks(t, row, report.statistic);
-                for col in 0..t.configs.len() {
+                for (col, rank) in ranks.into_iter().enumerate() {
                     if row.cells[col].is_some() {
-                        line(&mut s, t, row, col, ranks[col], report.statistic, with_run);
+                        line(&mut s, t, row, col, rank, report.statistic, with_run);
                     }
                 }
             }

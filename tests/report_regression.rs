@@ -317,3 +317,38 @@ fn a_malformed_reference_is_a_located_error() {
     assert!(err.contains("experiment.toml:9:9:"), "{err}");
     assert!(err.contains("1 MB/s = 8 Mbit/s"), "{err}");
 }
+
+#[test]
+fn an_experiment_with_a_reference_it_measures_validates() {
+    let dir = tempfile::tempdir().unwrap();
+    let topology = Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/routed-mesh-4x4.toml");
+    let path = dir.path().join("with-reference.toml");
+    let experiment = format!(
+        "topologies = [{topology:?}]\n\
+         [[workload]]\npattern = \"token\"\nsizes = [64, \"8KiB\"]\npairs = [1, 7]\n\
+         placement = [\"local-wire\", \"remote-wire\"]\nexchanges = 10\n{}",
+        PASSING.replace("local-wire", "remote-wire")
+    );
+    std::fs::write(&path, experiment).unwrap();
+    orchestrate().arg("validate").arg(&path).assert().success();
+    // The same reference to a placement no workload uses is refused, with its place.
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "placement = [\"local-wire\", \"remote-wire\"]",
+        "placement = [\"local-wire\"]",
+    );
+    std::fs::write(&path, text).unwrap();
+    let out = orchestrate()
+        .arg("validate")
+        .arg(&path)
+        .assert()
+        .failure()
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    // (miette wraps the message at the terminal's width, so match its two ends.)
+    assert!(
+        err.contains("with-reference.toml:14:13: reference to placement"),
+        "{err}"
+    );
+    assert!(err.contains("which no token workload uses"), "{err}");
+}

@@ -18,7 +18,9 @@ mod synthetic;
 use std::path::Path;
 use std::time::Instant;
 
-use orchestrate::results::{BondDriver, PlacementKind, RecordWriter, RunDir, Statistic};
+use orchestrate::results::{
+    BondDriver, PlacementKind, RecordWriter, RecordsMetadata, RunDir, Statistic,
+};
 use orchestrate_worker::record::Pattern;
 use polars::prelude::*;
 use synthetic::{SynthConfig, SynthSpec, generate, manifest};
@@ -103,11 +105,13 @@ fn generate_run(dir: &Path, records: u64) -> Result<(), Box<dyn std::error::Erro
     std::fs::create_dir_all(dir)?;
     let run = RunDir::new(dir);
     let spec = spec(records);
+    let manifest = manifest(&spec);
     std::fs::write(
         run.manifest_path(),
-        serde_json::to_string_pretty(&manifest(&spec))?,
+        serde_json::to_string_pretty(&manifest)?,
     )?;
-    let mut writer = RecordWriter::create(&run.records_parquet(), None)?;
+    let metadata = RecordsMetadata::of(&manifest);
+    let mut writer = RecordWriter::create(&run.records_parquet(), None, &metadata)?;
     let mut err = None;
     let points = generate(&spec, |row| {
         if err.is_none() {

@@ -72,9 +72,14 @@ enum Command {
     /// Aggregate a run's records into tables, findings and figures (CSV, Markdown, SVG).
     ///
     /// Runs automatically at the end of `run`; re-running it on the same directory gives
-    /// byte-identical files. `--compare` puts several runs side by side. Token-test cells are
+    /// byte-identical files. `--compare` puts several runs side by side; `--compare OLD NEW
+    /// --threshold 5%` checks NEW for regressions against OLD instead. Token-test cells are
     /// set beside the analytic model (model.csv); a run of the study's configurations also
-    /// gets "Against the 1996 paper" in report.md.
+    /// gets "Against the 1996 paper" in report.md. The experiment's `[[reference]]` values
+    /// are checked and shown in report.md.
+    ///
+    /// Exit status: 0 when written (and every check passed), 3 when a regression check finds
+    /// a cell worse or missing or a reference value fails, 1 on any other error.
     Report(orchestrate::report::cli::ReportArgs),
     /// The virtual cluster: a topology as docker containers with emulated wires, reached
     /// over SSH like real machines (image, up, status, verify, down).
@@ -210,8 +215,11 @@ fn run(command: Command, quiet: bool) -> anyhow::Result<ExitCode> {
                 .unwrap_or_default();
             let drawer = orchestrate::runner::RunDrawings::new(&dir);
             let model = orchestrate::runner::RunModel::new(&dir);
-            orchestrate::report::cli::run(args, Some(&drawer), Some(&model))?;
-            Ok(ExitCode::SUCCESS)
+            use orchestrate::report::cli::{CHECK_FAILED, Outcome};
+            match orchestrate::report::cli::run(args, Some(&drawer), Some(&model))? {
+                Outcome::Passed => Ok(ExitCode::SUCCESS),
+                Outcome::ChecksFailed => Ok(ExitCode::from(CHECK_FAILED)),
+            }
         }
         Command::Cluster { action } => cluster_cmd::run(action),
         Command::Run(args) if args.dry_run => run(

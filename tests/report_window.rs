@@ -261,16 +261,27 @@ fn compare_puts_runs_side_by_side_against_the_first() {
     let out = root.path().join("cmp");
     compare(&[a, b], &out, &ReportOptions::default()).unwrap();
 
+    // Long form: a row per run and configuration, each compared with its own in the first run.
     let csv = std::fs::read_to_string(out.join("comparison.csv")).unwrap();
-    let header = csv.lines().next().unwrap();
-    assert!(
-        header.contains("before: routed-mesh-4x4 local-wire median [Mbit/s]"),
-        "{header}"
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(&header[..2], ["run", "pattern"], "{header:?}");
+    let column = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let row = lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .find(|r| {
+            r[0] == "after"
+                && r[column("configuration")] == "routed-mesh-4x4 local-wire"
+                && r[column("pairs")] == "7"
+                && r[column("size_bytes")] == "8192"
+        })
+        .expect("a row for after's routed mesh at 7 pairs and 8 KB");
+    assert_eq!(
+        row[column("baseline")],
+        "before: routed-mesh-4x4 local-wire"
     );
-    assert!(
-        header.contains("after: routed-mesh-4x4 local-wire ratio to baseline"),
-        "{header}"
-    );
+    let ratio: f64 = row[column("ratio_to_baseline")].parse().unwrap();
+    assert!(ratio > 1.5, "{ratio}");
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.starts_with("# Report: comparison of 2 runs\n"));
     // Doubling every wire doubles what the saturated bonded bus carries at 8 KB and 7 pairs.

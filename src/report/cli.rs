@@ -6,6 +6,7 @@ use clap::Args;
 
 use super::{NetpipeSource, ReportError, ReportOptions};
 use crate::results::Statistic;
+use crate::spec::reference::Percent;
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -13,9 +14,22 @@ pub struct ReportArgs {
     #[arg(required_unless_present = "compare")]
     pub run_dir: Option<PathBuf>,
 
-    /// Compare these run directories instead: the same tables across runs.
+    /// Compare these run directories instead: the same tables across runs, each
+    /// configuration against the same one in the first run, written into --out. With
+    /// --threshold: a regression check of the second run (NEW) against the first (OLD).
     #[arg(long, num_args = 2.., value_name = "RUN_DIR", conflicts_with = "run_dir")]
     pub compare: Vec<PathBuf>,
+
+    /// Regression check: `--compare OLD NEW --threshold 5%` prints, for every cell (matched
+    /// on pattern, protocol, configuration, placement, pairs and size), the change of the
+    /// headline statistic (NEW - OLD) / OLD with both runs' intervals for the median, and a
+    /// verdict. WORSE: the change is below -PERCENT and the two intervals do not overlap;
+    /// better: above +PERCENT and not overlapping; same: anything else. A cell with one
+    /// repetition has no interval and counts as its value. MISSING: OLD has a value for the
+    /// cell and NEW does not. Exits 3 when any cell is worse or missing, naming those cells,
+    /// else 0. Writes no files.
+    #[arg(long, value_name = "PERCENT", requires = "compare", value_parser = parse_percent)]
+    pub threshold: Option<Percent>,
 
     /// Where --compare writes its outputs.
     #[arg(long, value_name = "DIR", default_value = "reports/compare")]
@@ -38,9 +52,27 @@ pub struct ReportArgs {
     #[arg(long)]
     pub png: bool,
 
-    /// Print the written files as JSON.
+    /// Print JSON instead of text: the written files and reference checks, or with
+    /// --threshold the regression check.
     #[arg(long)]
     pub json: bool,
+}
+
+/// The exit code of `report` when a regression check or a reference value fails.
+pub const CHECK_FAILED: u8 = 3;
+
+/// How `report` went, beyond errors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Written, and every check passed (or there was none).
+    Passed,
+    /// A cell regressed or a reference value failed: exit with [`CHECK_FAILED`].
+    ChecksFailed,
+}
+
+fn parse_percent(s: &str) -> Result<Percent, String> {
+    s.parse()
+        .map_err(|e: crate::spec::InvalidValue| e.to_string())
 }
 
 fn parse_netpipe(s: &str) -> Result<NetpipeSource, String> {
@@ -56,14 +88,14 @@ fn parse_netpipe(s: &str) -> Result<NetpipeSource, String> {
     })
 }
 
-/// Runs `orchestrate report` and prints what it wrote.
+/// Runs `orchestrate report` and prints what it wrote and what its checks say.
 /// `drawer` draws the run's topologies into the report, when given.
 /// `model` gives the analytic model's predictions, when known.
 pub fn run(
     args: ReportArgs,
     drawer: Option<&dyn super::DrawTopology>,
     model: Option<&dyn super::PredictThroughput>,
-) -> Result<(), ReportError> {
+) -> Result<Outcome, ReportError> {
     let opts = ReportOptions {
         statistic: args.statistic,
         baseline: args.baseline,
@@ -72,17 +104,62 @@ pub fn run(
         png: args.png,
         model,
     };
-    let written = match &args.run_dir {
-        Some(dir) => super::report_run(dir, &opts)?,
-        None => super::compare(&args.compare, &args.out, &opts)?,
-    };
-    if args.json {
-        let paths: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
-        println!("{}", serde_json::json!({ "written": paths }));
-    } else {
-        for p in &written {
-            println!("{}", p.display());
-        }
+    if let Some(threshold) = args.threshold {
+        return regression_check(&args.compare, threshold, &opts, args.json);
     }
-    Ok(())
+    let written = match &args.run_dir {
+        Some(dir) => super::report_and_check(dir, &opts)?,
+        None => super::Written {
+            files: super::compare(&args.compare, &args.out, &opts)?,
+            statistic: opts.statistic.unwrap_or_default(),
+            references: Vec::new(),
+        },
+    };
+    let paths: Vec<String> = written
+        .files
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    if args.json {
+        let v = serde_json::json!({ "written": paths, "references": written.references });
+        println!("{v}");
+    } else {
+        for p in &paths {
+            println!("{p}");
+        }
+        print!(
+            "{}",
+            super::references::text(&written.references, written.statistic)
+        );
+    }
+    Ok(if written.references.iter().all(|r| r.passed()) {
+        Outcome::Passed
+    } else {
+        Outcome::ChecksFailed
+    })
+}
+
+/// `--compare OLD NEW --threshold T`: prints the check and says whether it passed.
+fn regression_check(
+    dirs: &[PathBuf],
+    threshold: Percent,
+    opts: &ReportOptions<'_>,
+    json: bool,
+) -> Result<Outcome, ReportError> {
+    let [old, new] = dirs else {
+        return Err(ReportError::CheckNeedsTwoRuns(dirs.len()));
+    };
+    let check = super::regression::check(old, new, threshold, opts)?;
+    if json {
+        let v = serde_json::to_string_pretty(&check)
+            .map_err(|e| ReportError::Internal(e.to_string()))?;
+        println!("{v}");
+    } else {
+        print!("{}", check.text());
+    }
+    Ok(if check.passed() {
+        Outcome::Passed
+    } else {
+        Outcome::ChecksFailed
+    })
 }

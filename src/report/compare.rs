@@ -28,6 +28,16 @@ impl Significance {
             Self::Alone => "only one",
         }
     }
+
+    /// The same as a snake_case value for machine-readable outputs.
+    pub fn slug(self) -> &'static str {
+        match self {
+            Self::Clear => "clear",
+            Self::Overlap => "overlap",
+            Self::TooFew => "too_few",
+            Self::Alone => "alone",
+        }
+    }
 }
 
 /// How a configuration relates to the baseline.

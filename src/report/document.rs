@@ -6,6 +6,7 @@ use super::data::{CellSummary, Failure};
 use super::netpipe::NetpipeBaseline;
 use super::paper::PaperComparison;
 use super::predicted::ModelRow;
+use super::references::ReferenceCheck;
 use crate::results::{Manifest, Statistic};
 
 /// A complete report for one run (or several runs compared).
@@ -28,6 +29,8 @@ pub struct Report {
     pub netpipe: Vec<NetpipeBaseline>,
     /// Pre-rendered topology drawings (name, SVG); see [`super::topology`].
     pub topology_drawings: Vec<(String, String)>,
+    /// The experiment's reference values checked against this run ([`super::references`]).
+    pub references: Vec<ReferenceCheck>,
 }
 
 /// What the report says about a run's setup.

@@ -29,6 +29,11 @@ pub enum ReportError {
     PngUnavailable,
     #[error("compare needs at least two run directories")]
     TooFewRuns,
+    /// A malformed `[[reference]]` in the run's copy of its experiment, every problem located.
+    #[error("{}", .0.errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))]
+    Spec(crate::spec::SpecErrors),
+    #[error("--threshold compares exactly two runs, OLD and NEW; {0} were given")]
+    CheckNeedsTwoRuns(usize),
     #[error("{0}")]
     Internal(String),
 }

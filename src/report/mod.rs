@@ -6,7 +6,8 @@
 //! | `summary.csv` | one row per cell (measure × configuration × pairs × size): n, failures, best, median, mean, the median's CI and its coverage, per-pair mean and minimum, latency percentiles |
 //! | `model.csv` | token-test cells beside the analytic model: measured, predicted, their ratio, what limits the pairs |
 //! | `media.csv` | only for runs on the medium emulator: one row per cell with the medium during its points — collisions per frame, the busiest segment and its utilisation, excess-collision and queue drops, the emulator's lateness p99 and flagged points ([`media`]) |
-//! | `comparison.csv` | the pivot: a row per (measure, pairs, size), a column group per configuration (value, CI, n, ratio to baseline), winner, runner-up, whether the win is clear |
+//! | `summary.json` | the cells of `summary.csv` with typed numbers, the units and the run(s) they come from |
+//! | `comparison.csv` | long form: a row per (measure, pairs, size) × configuration with its value, CI, n, baseline, ratio to it, rank in its row and whether the row's win is clear ([`export::ComparisonCsv`]) |
 //! | `report.md` | setup, method, findings, the pivot tables, the model beside each token-test cell (with the medium's statistics when recorded), "The medium" per configuration, latency, figures, failed points, NetPIPE baselines, environment |
 //! | `figures/*.svg` | throughput vs size (a panel per pair count), throughput vs pairs at the largest size, latency vs size (log-log), NetPIPE-style throughput vs block size; `*.png` copies with `--png` |
 //!
@@ -16,9 +17,11 @@
 //! plain, ordered Rust with fixed number formatting, so outputs are byte-identical on re-runs.
 //! Every stage speaks of the cells in [`data`]; the whole report is a [`document::Report`].
 //!
-//! Entry points: [`report_run`] (`orchestrate report <run-dir>`, also run at the end of a run),
-//! [`compare`](fn@compare) (`orchestrate report --compare <dir>...`) and [`build`] (the
-//! report as data, for tests and other front ends).
+//! Entry points: [`report_run`] (`orchestrate report <run-dir>`, also run at the end of a run;
+//! [`report_and_check`] also returns the experiment's [`references`] checked),
+//! [`compare`](fn@compare) (`orchestrate report --compare <dir>...`),
+//! [`regression::check`] (`--compare OLD NEW --threshold 5%`, by the rule in [`verdict`]) and
+//! [`build`] (the report as data, for tests and other front ends).
 
 pub mod aggregate;
 pub mod cells;
@@ -35,8 +38,11 @@ pub mod media;
 pub mod netpipe;
 pub mod paper;
 pub mod predicted;
+pub mod references;
+pub mod regression;
 pub mod stats;
 pub mod topology;
+pub mod verdict;
 
 use std::path::{Path, PathBuf};
 
@@ -109,6 +115,7 @@ fn build_with(
     let predictions = opts.model.map(|m| m.predictions()).unwrap_or_default();
     let model = predicted::rows(&one.cells, &predictions, statistic);
     let paper = paper::against_reschke96(&one.cells, &model, media, statistic);
+    let references = references::check(&references::load(run)?, &one.cells, statistic);
     let topologies = if one.info.manifest.topologies.is_empty() {
         let mut t: Vec<String> = one
             .cells
@@ -131,17 +138,36 @@ fn build_with(
         paper,
         failures: one.failures,
         netpipe: import_netpipe(opts)?,
+        references,
     })
 }
 
 /// `orchestrate report <run-dir>`: builds the report and writes it into the run directory.
 /// Returns the files written.
 pub fn report_run(dir: &Path, opts: &ReportOptions<'_>) -> Result<Vec<PathBuf>, ReportError> {
+    report_and_check(dir, opts).map(|w| w.files)
+}
+
+/// What [`report_and_check`] wrote and what the experiment's reference values say.
+pub struct Written {
+    pub files: Vec<PathBuf>,
+    /// The headline statistic the references were checked under.
+    pub statistic: Statistic,
+    pub references: Vec<references::ReferenceCheck>,
+}
+
+/// [`report_run`], also returning the reference checks (which report.md shows too).
+pub fn report_and_check(dir: &Path, opts: &ReportOptions<'_>) -> Result<Written, ReportError> {
     let run = RunDir::new(dir);
     let exporters = export::standard(opts.png)?;
     let media = media::load(&run)?;
     let report = build_with(&run, opts, &media)?;
-    export::write_all(dir, &report, &media, &exporters)
+    let files = export::write_all(dir, &report, &media, &exporters)?;
+    Ok(Written {
+        files,
+        statistic: report.statistic,
+        references: report.references,
+    })
 }
 
 /// `orchestrate report --compare <dir>...`: the same tables across runs, each configuration
@@ -197,6 +223,7 @@ pub fn compare(
         failures,
         netpipe: import_netpipe(opts)?,
         topology_drawings: Vec::new(),
+        references: Vec::new(),
     };
     // The medium's statistics are per run; a comparison across runs leaves them out.
     export::write_all(out, &report, &media::MediaReport::default(), &exporters)

@@ -7,7 +7,7 @@
 //! | `manifest.json` | runner | tool, experiment, seed, statistic, baseline, node probes, topologies ([`Manifest`]) |
 //! | `records.jsonl` | runner | one [`RecordRow`] per line: run context + the worker's flattened record |
 //! | `points.jsonl` | runner | one [`PointRow`] per point attempt, with its status and overlap window |
-//! | `records.parquet`, `records.csv` | [`ingest`] | the same records, typed columns, for Polars and for people |
+//! | `records.parquet`, `records.csv` | [`ingest`] | the same records, typed columns, for Polars and for people; the Parquet file names the experiment, seed and tool version in its key-value metadata ([`RecordsMetadata`]) |
 //! | `bonds.jsonl` | runner | userspace bonds' final counters, one line per bond and configuration: per slave, per flow (which wire each flow took), failovers |
 //! | `media.jsonl` | runner | the medium emulator's statistics of one segment during one point's traffic ([`MediaRow`]): the point's keys, frames, bytes, utilisation, collisions, drops, deferrals, lateness percentiles and flag; only on emulated media |
 //! | `hosts.jsonl` | runner | the emulator's host costs of one node during one point ([`HostRow`]): frames sent, received, forwarded, backlog drops, CPU busy time; only nodes with a host profile |
@@ -69,4 +69,4 @@ pub use manifest::{Manifest, ToolInfo};
 pub use media::{HostRow, HostStats, MediaContext, MediaRow, MediaTotal, SegmentStats};
 pub use run_dir::RunDir;
 pub use schema::{BondDriver, PlacementKind, PointRow, PointStatus, RecordRow};
-pub use store::{RecordWriter, ingest};
+pub use store::{RecordWriter, RecordsMetadata, ingest};

@@ -6,12 +6,12 @@ use std::io::{BufRead, BufReader, BufWriter};
 use std::path::{Path, PathBuf};
 
 use polars::io::csv::write::BatchedWriter as CsvBatched;
-use polars::io::parquet::write::BatchedWriter as ParquetBatched;
+use polars::io::parquet::write::{BatchedWriter as ParquetBatched, KeyValueMetadata};
 use polars::prelude::*;
 
-use super::ResultsError;
 use super::run_dir::RunDir;
 use super::schema::{RecordColumns, RecordRow};
+use super::{Manifest, ResultsError};
 
 /// Rows per Parquet row group and per CSV batch.
 const BATCH_ROWS: usize = 1 << 20;
@@ -28,8 +28,49 @@ pub struct RecordWriter {
     rows: u64,
 }
 
+/// What the Parquet file says about where its records come from, as file key-value metadata
+/// (`orchestrate.experiment`, `orchestrate.seed`, `orchestrate.tool_version`), so a records
+/// file copied out of its run directory still names its experiment.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecordsMetadata {
+    pub experiment: Option<String>,
+    pub seed: Option<u64>,
+    pub tool_version: Option<String>,
+}
+
+impl RecordsMetadata {
+    /// The keys under which the values are stored.
+    pub const EXPERIMENT: &str = "orchestrate.experiment";
+    pub const SEED: &str = "orchestrate.seed";
+    pub const TOOL_VERSION: &str = "orchestrate.tool_version";
+
+    pub fn of(manifest: &Manifest) -> Self {
+        RecordsMetadata {
+            experiment: manifest.experiment.clone(),
+            seed: manifest.seed,
+            tool_version: manifest.tool.as_ref().and_then(|t| t.version.clone()),
+        }
+    }
+
+    /// The pairs that have a value, in a fixed order (the file's bytes depend on it).
+    fn key_values(&self) -> Vec<(String, String)> {
+        [
+            (Self::EXPERIMENT, self.experiment.clone()),
+            (Self::SEED, self.seed.map(|s| s.to_string())),
+            (Self::TOOL_VERSION, self.tool_version.clone()),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.to_owned(), v?)))
+        .collect()
+    }
+}
+
 impl RecordWriter {
-    pub fn create(parquet_path: &Path, csv_path: Option<&Path>) -> Result<Self, ResultsError> {
+    pub fn create(
+        parquet_path: &Path,
+        csv_path: Option<&Path>,
+        metadata: &RecordsMetadata,
+    ) -> Result<Self, ResultsError> {
         let schema = RecordColumns::default()
             .take_frame()?
             .schema()
@@ -45,6 +86,7 @@ impl RecordWriter {
         let parquet = ParquetWriter::new(open(parquet_path, &mut renames)?)
             .with_compression(ParquetCompression::Zstd(None))
             .with_row_group_size(Some(BATCH_ROWS))
+            .with_key_value_metadata(Some(KeyValueMetadata::from_static(metadata.key_values())))
             .batched(&schema)?;
         let csv = match csv_path {
             Some(p) => Some(CsvWriter::new(open(p, &mut renames)?).batched(&schema)?),
@@ -110,14 +152,18 @@ fn tmp_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Converts the run's `records.jsonl` into `records.parquet` and `records.csv`.
+/// Converts the run's `records.jsonl` into `records.parquet` and `records.csv`, the Parquet
+/// file carrying the manifest's experiment, seed and tool version ([`RecordsMetadata`]).
 ///
 /// Returns the number of records. A line that is not a valid [`RecordRow`] is an error naming
 /// file and line: a store with silently missing records would bias every statistic.
 pub fn ingest(run: &RunDir) -> Result<u64, ResultsError> {
     let src = run.records_jsonl();
     let file = File::open(&src).map_err(|e| ResultsError::io(&src, e))?;
-    let mut writer = RecordWriter::create(&run.records_parquet(), Some(&run.records_csv()))?;
+    // A run without a manifest reads as an empty one: it converts, without metadata.
+    let metadata = RecordsMetadata::of(&run.manifest()?);
+    let mut writer =
+        RecordWriter::create(&run.records_parquet(), Some(&run.records_csv()), &metadata)?;
     for (i, line) in BufReader::new(file).lines().enumerate() {
         let line = line.map_err(|e| ResultsError::io(&src, e))?;
         if line.trim().is_empty() {

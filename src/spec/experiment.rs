@@ -40,6 +40,9 @@ pub struct ExperimentSpec {
     pub workload: Spanned<Vec<WorkloadSpec>>,
     #[serde(default)]
     pub report: ReportSpec,
+    /// Values the experiment expects to measure, checked by `orchestrate report`.
+    #[serde(default)]
+    pub reference: Vec<super::reference::ReferenceSpec>,
 }
 
 fn default_seed() -> u64 {

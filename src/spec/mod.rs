@@ -6,6 +6,7 @@ pub mod host;
 pub mod hostlist;
 pub mod limits;
 pub mod names;
+pub mod reference;
 pub mod source;
 pub mod topology;
 

@@ -2,6 +2,7 @@
 //! explicit pairs, pattern options), with sweeps expanded to concrete values.
 
 mod cluster;
+mod references;
 mod workload;
 
 use std::ops::Range;
@@ -114,6 +115,7 @@ pub fn load(path: &Path) -> Result<Experiment, SpecErrors> {
     let bonding_modes = bonding_modes(&spec.bonding, &topologies, &mut errors);
     let baseline = baseline(spec.report.baseline.as_ref(), &topologies, &mut errors);
     let workloads = workload::workloads(&spec.workload, &topologies, &mut errors);
+    references::check(&spec.reference, &topologies, &workloads, &mut errors);
     if errors.is_empty() {
         check_point_count(&spec, &topologies, &bonding_modes, &workloads, &mut errors);
     }

@@ -1,16 +1,39 @@
-//! `comparison.csv`: the pivot — a row per (measurement, pairs, size), a group of columns per
-//! configuration, then the winner and whether the win is clear.
+//! `comparison.csv`: the comparison in long form — one row per cell × configuration, plain
+//! snake_case columns with units in their names, so it loads into pandas, R or Polars as it
+//! is and pivots there. Rows follow the report's tables: measurement, then (pairs, size), then
+//! configuration with the baseline first.
+//!
+//! | column | what |
+//! |---|---|
+//! | `run` | the run's label; only when several runs are compared |
+//! | `pattern`, `protocol`, `pairs`, `size_bytes` | the measurement and the row |
+//! | `configuration` | topology, bonding and placement in words (the report's column heading) |
+//! | `topology`, `bonding`, `bond_driver`, `placement` | the configuration's parts |
+//! | `statistic` | which statistic `value_mbit_s` is: `best`, `median` or `mean` |
+//! | `value_mbit_s` | aggregate throughput, Mbit/s (10^6 bit/s); empty when every attempt failed |
+//! | `ci_low_mbit_s`, `ci_high_mbit_s`, `ci_coverage` | the median's interval and the probability it covers the median |
+//! | `n` | successful repetitions |
+//! | `baseline` | the configuration this one is compared with (`run: configuration` when runs are compared); empty for baselines |
+//! | `ratio_to_baseline` | `value_mbit_s` over the baseline's |
+//! | `rank` | 1 for the highest value in its (measurement, pairs, size) row |
+//! | `winner_significance` | whether that row's winner is told apart from its runner-up: `clear`, `overlap`, `too_few` (n < 3) or `alone` |
 
 use std::fmt::Write;
 
 use super::exporter::{Exporter, RenderedFile};
+use crate::report::compare::{ComparisonRow, ComparisonTable};
 use crate::report::data::Config;
 use crate::report::document::Report;
 use crate::report::error::ReportError;
 use crate::report::format::{csv_f64, csv_field};
 use crate::report::media::MediaReport;
+use crate::results::Statistic;
 
 pub struct ComparisonCsv;
+
+const COLUMNS: &str = "pattern,protocol,pairs,size_bytes,configuration,topology,bonding,\
+                       bond_driver,placement,statistic,value_mbit_s,ci_low_mbit_s,ci_high_mbit_s,\
+                       ci_coverage,n,baseline,ratio_to_baseline,rank,winner_significance";
 
 impl Exporter for ComparisonCsv {
     fn export(
@@ -18,66 +41,21 @@ impl Exporter for ComparisonCsv {
         report: &Report,
         _media: &MediaReport,
     ) -> Result<Vec<RenderedFile>, ReportError> {
-        // Columns: every configuration of every table, in first-seen order.
-        let mut configs: Vec<&Config> = Vec::new();
-        for t in &report.comparison {
-            for c in &t.configs {
-                if !configs.contains(&c) {
-                    configs.push(c);
-                }
-            }
+        let with_run = report.cells.iter().any(|c| c.key.config.run.is_some());
+        let mut s = String::new();
+        if with_run {
+            s.push_str("run,");
         }
-        let stat = report.statistic.as_str();
-        let mut s = String::from("pattern,protocol,pairs,size_bytes");
-        for c in &configs {
-            let l = c.label();
-            for suffix in [
-                format!("{stat} [Mbit/s]"),
-                "ci_low [Mbit/s]".into(),
-                "ci_high [Mbit/s]".into(),
-                "n".into(),
-                "ratio to baseline".into(),
-            ] {
-                s.push(',');
-                s.push_str(&csv_field(&format!("{l} {suffix}")));
-            }
-        }
-        s.push_str(",winner,runner_up,significance\n");
+        s.push_str(COLUMNS);
+        s.push('\n');
         for t in &report.comparison {
             for row in &t.rows {
-                let _ = write!(
-                    s,
-                    "{},{},{},{}",
-                    t.measure.pattern.as_str(),
-                    t.measure.protocol.as_str(),
-                    row.pairs,
-                    row.size_bytes
-                );
-                for c in &configs {
-                    let col = t.configs.iter().position(|x| x == *c);
-                    let cell = col.and_then(|i| t.cell(row, i));
-                    let ci = cell.and_then(|c| c.ci());
-                    let _ = write!(
-                        s,
-                        ",{},{},{},{},{}",
-                        csv_f64(cell.and_then(|c| c.value(report.statistic))),
-                        csv_f64(ci.map(|c| c.low)),
-                        csv_f64(ci.map(|c| c.high)),
-                        cell.map(|c| c.n().to_string()).unwrap_or_default(),
-                        csv_f64(col.and_then(|i| row.ratio[i])),
-                    );
+                let ranks = ranks(t, row, report.statistic);
+                for (col, rank) in ranks.into_iter().enumerate() {
+                    if row.cells[col].is_some() {
+                        line(&mut s, t, row, col, rank, report.statistic, with_run);
+                    }
                 }
-                let name = |i: Option<usize>| {
-                    i.map(|i| csv_field(&t.configs[i].label()))
-                        .unwrap_or_default()
-                };
-                let _ = writeln!(
-                    s,
-                    ",{},{},{}",
-                    name(row.winner),
-                    name(row.runner_up),
-                    row.significance.as_str()
-                );
             }
         }
         Ok(vec![RenderedFile {
@@ -85,4 +63,71 @@ impl Exporter for ComparisonCsv {
             bytes: s.into_bytes(),
         }])
     }
+}
+
+/// One configuration's cell in one row.
+fn line(
+    s: &mut String,
+    t: &ComparisonTable,
+    row: &ComparisonRow,
+    col: usize,
+    rank: Option<usize>,
+    statistic: Statistic,
+    with_run: bool,
+) {
+    let config = &t.configs[col];
+    let cell = t.cell(row, col);
+    let ci = cell.and_then(|c| c.ci());
+    if with_run {
+        s.push_str(&csv_field(config.run.as_deref().unwrap_or("")));
+        s.push(',');
+    }
+    let _ = writeln!(
+        s,
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        t.measure.pattern.as_str(),
+        t.measure.protocol.as_str(),
+        row.pairs,
+        row.size_bytes,
+        csv_field(&without_run(config)),
+        csv_field(&config.topology),
+        csv_field(&config.bonding),
+        config.bond_driver.map(|d| d.as_str()).unwrap_or(""),
+        config.placement.as_str(),
+        statistic.as_str(),
+        csv_f64(cell.and_then(|c| c.value(statistic))),
+        csv_f64(ci.map(|c| c.low)),
+        csv_f64(ci.map(|c| c.high)),
+        csv_f64(ci.map(|c| c.coverage)),
+        cell.map(|c| c.n()).unwrap_or(0),
+        row.baseline[col]
+            .map(|b| csv_field(&t.configs[b].label()))
+            .unwrap_or_default(),
+        csv_f64(row.ratio[col]),
+        rank.map(|r| r.to_string()).unwrap_or_default(),
+        row.significance.slug(),
+    );
+}
+
+/// The configuration's label without its run, which has a column of its own.
+fn without_run(c: &Config) -> String {
+    Config {
+        run: None,
+        ..c.clone()
+    }
+    .label()
+}
+
+/// Each column's rank by value in `row`, 1 for the highest; ties keep column order, as the
+/// winner does. `None` for columns without a value.
+fn ranks(t: &ComparisonTable, row: &ComparisonRow, statistic: Statistic) -> Vec<Option<usize>> {
+    let mut ranked: Vec<(usize, f64)> = (0..t.configs.len())
+        .filter_map(|col| t.cell(row, col)?.value(statistic).map(|v| (col, v)))
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    let mut out = vec![None; t.configs.len()];
+    for (rank, (col, _)) in ranked.into_iter().enumerate() {
+        out[col] = Some(rank + 1);
+    }
+    out
 }

@@ -12,6 +12,7 @@ use crate::report::figures::figures;
 use crate::report::format::{human, md_cell, percent, ratio, size, unix_ns};
 use crate::report::media::{ConfigMedia, LatenessSource, MediaReport};
 use crate::report::predicted::TOLERANCE;
+use crate::report::references;
 use crate::results::Statistic;
 
 pub struct Markdown;
@@ -35,6 +36,7 @@ impl Exporter for Markdown {
             let _ = writeln!(s, "- {f}");
         }
         s.push('\n');
+        s.push_str(&references::markdown(&report.references, report.statistic));
         for t in &report.comparison {
             comparison(&mut s, t, report.statistic);
         }

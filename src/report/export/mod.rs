@@ -9,6 +9,7 @@ mod netpipe;
 #[cfg(feature = "png")]
 mod png;
 mod summary_csv;
+mod summary_json;
 pub mod svg;
 
 use std::path::{Path, PathBuf};
@@ -26,13 +27,16 @@ pub use netpipe::Netpipe;
 #[cfg(feature = "png")]
 pub use png::Png;
 pub use summary_csv::SummaryCsv;
+pub use summary_json::SummaryJson;
 pub use svg::Svg;
 
-/// The outputs of a report: CSVs (`media.csv` only when the run has medium statistics), Markdown, SVG figures and NetPIPE-format curves, plus PNG
-/// copies when asked for.
+/// The outputs of a report: CSVs (`media.csv` only when the run has medium statistics),
+/// `summary.json`, Markdown, SVG figures and NetPIPE-format curves, plus PNG copies when
+/// asked for.
 pub fn standard(png: bool) -> Result<Vec<Box<dyn Exporter>>, ReportError> {
     let mut all: Vec<Box<dyn Exporter>> = vec![
         Box::new(SummaryCsv),
+        Box::new(SummaryJson),
         Box::new(ComparisonCsv),
         Box::new(Markdown),
         Box::new(ModelCsv),

@@ -31,6 +31,7 @@ pub mod export;
 pub mod figures;
 pub mod findings;
 pub mod format;
+pub mod intervals;
 pub mod media;
 pub mod netpipe;
 pub mod paper;

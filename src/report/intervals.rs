@@ -55,11 +55,14 @@ impl IntervalNames {
         }
     }
 
+    /// What the marked cells' intervals are, when there are any.
+    pub fn other(&self) -> Option<String> {
+        self.marked.as_ref().map(|(k, ns)| k.describe(ns))
+    }
+
     /// The note explaining the marked cells, when there are any.
     pub fn note(&self) -> Option<String> {
-        self.marked
-            .as_ref()
-            .map(|(k, ns)| format!("{MARK} {}.", k.describe(ns)))
+        self.other().map(|o| format!("{MARK} {o}."))
     }
 }
 

@@ -7,8 +7,8 @@
 //! | `model.csv` | token-test cells beside the analytic model: measured, predicted, their ratio, what limits the pairs |
 //! | `media.csv` | only for runs on the medium emulator: one row per cell with the medium during its points — collisions per frame, the busiest segment and its utilisation, excess-collision and queue drops, the emulator's lateness p99 and flagged points ([`media`]) |
 //! | `comparison.csv` | the pivot: a row per (measure, pairs, size), a column group per configuration (value, CI, n, ratio to baseline), winner, runner-up, whether the win is clear |
-//! | `report.md` | setup, method, findings, the pivot tables, the model beside each token-test cell (with the medium's statistics when recorded), "The medium" per configuration, latency, figures, failed points, NetPIPE baselines, environment |
-//! | `figures/*.svg` | throughput vs size (a panel per pair count), throughput vs pairs at the largest size, latency vs size (log-log), NetPIPE-style throughput vs block size; `*.png` copies with `--png` |
+//! | `report.md` | findings and the pivot tables first, then the 1996 study beside the run and the figures; after them method, setup, the model beside each token-test cell (its causes named once), "The medium", latency, failed points, NetPIPE baselines and the environment (facts equal on every node once) |
+//! | `figures/*.svg` | 720 px wide for a 3.5 in column: throughput vs size (a panel per pair count, split by placement past six series), throughput vs pairs at the largest size, latency vs size (log-log), NetPIPE-style throughput vs block size; a figure with one x value is a bar chart; `*.png` copies with `--png` |
 //!
 //! The pipeline: [`aggregate`] (Polars, over `records.parquet`) → [`cells`] (statistics per
 //! cell, [`stats`]) → [`compare`](mod@compare) (pivot, baseline ratios, winners) → [`findings`] → the

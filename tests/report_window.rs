@@ -284,10 +284,10 @@ fn compare_puts_runs_side_by_side_against_the_first() {
     assert!(ratio > 1.5, "{ratio}");
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.starts_with("# Report: comparison of 2 runs\n"));
-    // Doubling every wire doubles what the saturated bonded bus carries at 8 KB and 7 pairs.
+    // Doubling every wire doubles what the saturated bonded bus carries at 8 KiB and 7 pairs.
     assert!(
         md.contains(
-            "- At 8 KB and 7 pairs, after: bonded-dual-net balance-rr (userspace bond) local-wire \
+            "- At 8 KiB and 7 pairs, after: bonded-dual-net balance-rr (userspace bond) local-wire \
              reaches 2.0× before: bonded-dual-net balance-rr (userspace bond) local-wire"
         ),
         "{md}"

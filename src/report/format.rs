@@ -1,13 +1,13 @@
 //! Number and size formatting shared by every output, fixed so that outputs are byte-stable.
 
-/// A size as the study wrote it: `4 B`, `8 KB`, `1.5 KB`, `2 MB` (K = 1024, as NetPIPE and
-/// the 1996 study used).
+/// A size in binary units: `4 B`, `8 KiB`, `1.5 KiB`, `2 MiB` (the 1996 study's and NetPIPE's
+/// "KB" was 1024 bytes too; the IEC names say so without a footnote).
 pub fn size(bytes: u64) -> String {
     const K: u64 = 1024;
     let (unit, div) = if bytes >= K * K && bytes % (K * K / 2) == 0 {
-        ("MB", K * K)
+        ("MiB", K * K)
     } else if bytes >= K && bytes % (K / 2) == 0 {
-        ("KB", K)
+        ("KiB", K)
     } else {
         return format!("{bytes} B");
     };
@@ -19,15 +19,16 @@ pub fn size(bytes: u64) -> String {
     }
 }
 
-/// Short axis label for a size: `1`, `64`, `1K`, `16K`, `1M`.
+/// An axis tick for a size, with its unit: `1 B`, `64 B`, `1 KiB`, `16 KiB`, `1 MiB`. Ticks
+/// fall on powers of two, so they are whole numbers of their unit.
 pub fn size_tick(bytes: f64) -> String {
     let b = bytes.round();
     if b >= 1048576.0 && (b / 1048576.0).fract() == 0.0 {
-        format!("{}M", b / 1048576.0)
+        format!("{} MiB", b / 1048576.0)
     } else if b >= 1024.0 && (b / 1024.0).fract() == 0.0 {
-        format!("{}K", b / 1024.0)
+        format!("{} KiB", b / 1024.0)
     } else {
-        format!("{b}")
+        format!("{b} B")
     }
 }
 
@@ -118,11 +119,13 @@ mod tests {
     #[test]
     fn sizes() {
         assert_eq!(size(4), "4 B");
-        assert_eq!(size(8192), "8 KB");
-        assert_eq!(size(1536), "1.5 KB");
+        assert_eq!(size(8192), "8 KiB");
+        assert_eq!(size(1536), "1.5 KiB");
         assert_eq!(size(1027), "1027 B");
-        assert_eq!(size(2 << 20), "2 MB");
-        assert_eq!(size_tick(65536.0), "64K");
+        assert_eq!(size(2 << 20), "2 MiB");
+        assert_eq!(size_tick(65536.0), "64 KiB");
+        assert_eq!(size_tick(4.0), "4 B");
+        assert_eq!(size_tick(1048576.0), "1 MiB");
     }
 
     #[test]

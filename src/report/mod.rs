@@ -8,8 +8,8 @@
 //! | `media.csv` | only for runs on the medium emulator: one row per cell with the medium during its points — collisions per frame, the busiest segment and its utilisation, excess-collision and queue drops, the emulator's lateness p99 and flagged points ([`media`]) |
 //! | `summary.json` | the cells of `summary.csv` with typed numbers, the units and the run(s) they come from |
 //! | `comparison.csv` | long form: a row per (measure, pairs, size) × configuration with its value, CI, n, baseline, ratio to it, rank in its row and whether the row's win is clear ([`export::ComparisonCsv`]) |
-//! | `report.md` | setup, method, findings, the pivot tables, the model beside each token-test cell (with the medium's statistics when recorded), "The medium" per configuration, latency, figures, failed points, NetPIPE baselines, environment |
-//! | `figures/*.svg` | throughput vs size (a panel per pair count), throughput vs pairs at the largest size, latency vs size (log-log), NetPIPE-style throughput vs block size; `*.png` copies with `--png` |
+//! | `report.md` | findings and the pivot tables first, then the 1996 study beside the run and the figures; after them method, setup, the model beside each token-test cell (its causes named once), "The medium", latency, failed points, NetPIPE baselines and the environment (facts equal on every node once) |
+//! | `figures/*.svg` | 720 px wide for a 3.5 in column: throughput vs size (a panel per pair count, split by placement past six series), throughput vs pairs at the largest size, latency vs size (log-log), NetPIPE-style throughput vs block size; a figure with one x value is a bar chart; `*.png` copies with `--png` |
 //!
 //! The pipeline: [`aggregate`] (Polars, over `records.parquet`) → [`cells`] (statistics per
 //! cell, [`stats`]) → [`compare`](mod@compare) (pivot, baseline ratios, winners) → [`findings`] → the
@@ -34,6 +34,7 @@ pub mod export;
 pub mod figures;
 pub mod findings;
 pub mod format;
+pub mod intervals;
 pub mod media;
 pub mod netpipe;
 pub mod paper;

@@ -312,7 +312,7 @@ impl Measured<'_> {
 
     fn local_wire_peak(&self) -> PaperFinding {
         const TITLE: &str = "Local-wire peak";
-        const PAPER: &str = "Local-wire traffic peaked at 6.3 MB/s with 8 KB tokens, almost 4x \
+        const PAPER: &str = "Local-wire traffic peaked at 6.3 MB/s with 8 KiB tokens, almost 4x \
                              the bonded dual net.";
         let (mut f, v, b, r, model) =
             match self.mesh_vs_bonded(PlacementKind::LocalWire, TITLE, PAPER, 4.0) {
@@ -531,7 +531,7 @@ impl Measured<'_> {
             return Self::not_measured(
                 TITLE,
                 PAPER,
-                "2 MB file copies with 1 and 7 pairs on a bonded configuration",
+                "2 MiB file copies with 1 and 7 pairs on a bonded configuration",
             );
         }
         let trend: Vec<String> = bonded
@@ -562,7 +562,7 @@ impl Measured<'_> {
         }
     }
 
-    /// A 2 MB file copy on `topology` with `pairs` copies at once: the placement it ran with
+    /// A 2 MiB file copy on `topology` with `pairs` copies at once: the placement it ran with
     /// (remote wire when measured, as in the paper, else local) and its throughput.
     fn file_copy(&self, topology: &str, pairs: u32) -> Option<(PlacementKind, f64)> {
         [PlacementKind::RemoteWire, PlacementKind::LocalWire]
@@ -912,7 +912,13 @@ mod tests {
             .find(|r| r.key.config.topology == BONDED_DUAL_NET)
             .unwrap();
         assert!(!bonded.within_tolerance());
-        assert!(bonded.likely_cause.unwrap().contains("out of order"));
+        assert!(
+            bonded
+                .likely_cause
+                .unwrap()
+                .explanation()
+                .contains("out of order")
+        );
         let routed = model
             .iter()
             .find(|r| r.key.config.topology == ROUTED_MESH)

@@ -41,7 +41,7 @@ pub struct ModelRow {
     pub predicted_mbit_s: f64,
     pub bound: String,
     /// Set when measured and predicted differ by more than [`TOLERANCE`].
-    pub likely_cause: Option<&'static str>,
+    pub likely_cause: Option<Cause>,
 }
 
 impl ModelRow {
@@ -96,60 +96,122 @@ pub fn rows(
         .collect()
 }
 
+/// Why a cell strays from the model: what the model leaves out. Many cells share a cause, so
+/// the report names each once and refers to it from the cells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Cause {
+    /// Below: balance-rr reorders segments.
+    BondReordering,
+    /// Below: a forwarding node's CPU limits, and delays acknowledgements.
+    HostBound,
+    /// Below, latency-bound: the nodes' own overheads exceed the per-hop cost.
+    HostOverheads,
+    /// Above, latency-bound on token buckets: no serialization time for a lone frame.
+    TokenBucketIdle,
+    /// Above, latency-bound: the stacks were faster than the per-hop cost.
+    FastStacks,
+    /// Below with several pairs: CSMA/CD capture and token waits on a shared bus.
+    BusContention,
+    /// Below with one pair: the wire idles between turns.
+    OnePairTurns,
+    /// Above on a busy bus: uneven service stretches the common window.
+    UnevenService,
+    /// Above with small frames on token buckets: no preamble, gap or padding charged.
+    TokenBucketFraming,
+    /// Above: frames of consecutive tokens overlap on separate segments.
+    Pipelining,
+}
+
+impl Cause {
+    /// A few words that name the cause in a table.
+    pub fn short(self) -> &'static str {
+        match self {
+            Self::BondReordering => "balance-rr reordering",
+            Self::HostBound => "forwarding CPU",
+            Self::HostOverheads => "host overheads",
+            Self::TokenBucketIdle => "token bucket: no serialization",
+            Self::FastStacks => "faster stacks",
+            Self::BusContention => "bus contention",
+            Self::OnePairTurns => "idle between turns",
+            Self::UnevenService => "uneven CSMA/CD service",
+            Self::TokenBucketFraming => "token bucket: no framing overhead",
+            Self::Pipelining => "pipelining across hops",
+        }
+    }
+
+    /// The cause in full.
+    pub fn explanation(self) -> &'static str {
+        match self {
+            Self::BondReordering => {
+                "balance-rr stripes packets over the slaves, so segments arrive out of order: TCP \
+                 answers with duplicate acknowledgements and retransmits, which the model leaves out"
+            }
+            Self::HostBound => {
+                "host-bound: a forwarding node's CPU is the bottleneck, and its queue of frames \
+                 also delays the acknowledgements, so TCP's window stalls more than the model's \
+                 steady flow assumes"
+            }
+            Self::HostOverheads => {
+                "latency-bound: each exchange pays system calls, veth and bridge hops and the \
+                 scheduling of many containers on few cores, more than the model's fixed cost per hop"
+            }
+            Self::TokenBucketIdle => {
+                "latency-bound, the wire idle between tokens: an emulated bus is a token bucket, \
+                 which limits the rate but lets a lone frame through at once, where a real 10 Mbit/s \
+                 wire spends each frame's serialization time on every hop (75 µs for the smallest \
+                 frame, 1.2 ms for a full one); the model counts that time"
+            }
+            Self::FastStacks => {
+                "latency-bound and faster than the model: the nodes' own stacks took less than the \
+                 model's fixed cost per hop on this run (the wire's time the emulator charges \
+                 exactly)"
+            }
+            Self::BusContention => {
+                "pairs contend for a shared bus: CSMA/CD's capture effect lets one station keep the \
+                 wire while others back off (and drop frames after 16 collisions), and a bus idles \
+                 while its pairs wait for their tokens to come back"
+            }
+            Self::OnePairTurns => {
+                "one pair alternates directions on the wire: each token waits for the last one's \
+                 acknowledgement, leaving the wire idle between turns"
+            }
+            Self::UnevenService => {
+                "above a busy bus's capacity: CSMA/CD serves the pairs unevenly (a station that wins \
+                 keeps winning), so they finish at different times, and the aggregate over the window \
+                 in which all pairs ran counts the slower ones at their average over their whole run, \
+                 which includes the time after the faster ones had finished and left them the wire"
+            }
+            Self::TokenBucketFraming => {
+                "above the model with small frames: the emulated bus (tbf) charges a frame's length \
+                 from the Ethernet header on, while a real 10 Mbit/s wire also spends preamble, \
+                 inter-frame gap, checksum and padding to 64 bytes (up to 50 bytes more per frame), \
+                 which the model counts"
+            }
+            Self::Pipelining => {
+                "above the wire-time model: frames of consecutive tokens overlap on the path's \
+                 separate segments (pipelining across hops), which the model counts one after another"
+            }
+        }
+    }
+}
+
 /// The usual reason a cell strays from the model, from what the model leaves out.
-fn likely_cause(r: &ModelRow, token_bucket: bool) -> &'static str {
+fn likely_cause(r: &ModelRow, token_bucket: bool) -> Cause {
     let below = r.ratio() < 1.0;
     let bonded_rr = r.key.config.bonding.contains("balance-rr");
     let host_bound = r.bound.starts_with("host ");
     match (r.bound.as_str(), below) {
-        (_, true) if bonded_rr => {
-            "balance-rr stripes packets over the slaves, so segments arrive out of order: TCP \
-             answers with duplicate acknowledgements and retransmits, which the model leaves out"
-        }
-        (_, true) if host_bound => {
-            "host-bound: a forwarding node's CPU is the bottleneck, and its queue of frames \
-             also delays the acknowledgements, so TCP's window stalls more than the model's \
-             steady flow assumes"
-        }
-        ("latency", true) => {
-            "latency-bound: each exchange pays system calls, veth and bridge hops and the \
-             scheduling of many containers on few cores, more than the model's fixed cost per hop"
-        }
-        ("latency", false) if token_bucket => {
-            "latency-bound, the wire idle between tokens: an emulated bus is a token bucket, \
-             which limits the rate but lets a lone frame through at once, where a real 10 Mbit/s \
-             wire spends each frame's serialization time on every hop (75 µs for the smallest \
-             frame, 1.2 ms for a full one); the model counts that time"
-        }
-        ("latency", false) => {
-            "latency-bound and faster than the model: the nodes' own stacks took less than the \
-             model's fixed cost per hop on this run (the wire's time the emulator charges \
-             exactly)"
-        }
-        (_, true) if r.key.pairs > 1 => {
-            "pairs contend for a shared bus: CSMA/CD's capture effect lets one station keep the \
-             wire while others back off (and drop frames after 16 collisions), and a bus idles \
-             while its pairs wait for their tokens to come back"
-        }
-        (_, true) => {
-            "one pair alternates directions on the wire: each token waits for the last one's \
-             acknowledgement, leaving the wire idle between turns"
-        }
+        (_, true) if bonded_rr => Cause::BondReordering,
+        (_, true) if host_bound => Cause::HostBound,
+        ("latency", true) => Cause::HostOverheads,
+        ("latency", false) if token_bucket => Cause::TokenBucketIdle,
+        ("latency", false) => Cause::FastStacks,
+        (_, true) if r.key.pairs > 1 => Cause::BusContention,
+        (_, true) => Cause::OnePairTurns,
         (b, false) if b.starts_with("segment") && r.key.pairs > 1 && !token_bucket => {
-            "above a busy bus's capacity: CSMA/CD serves the pairs unevenly (a station that wins \
-             keeps winning), so they finish at different times, and the aggregate over the window \
-             in which all pairs ran counts the slower ones at their average over their whole run, \
-             which includes the time after the faster ones had finished and left them the wire"
+            Cause::UnevenService
         }
-        (_, false) if r.key.size_bytes < 1024 && token_bucket => {
-            "above the model with small frames: the emulated bus (tbf) charges a frame's length \
-             from the Ethernet header on, while a real 10 Mbit/s wire also spends preamble, \
-             inter-frame gap, checksum and padding to 64 bytes (up to 50 bytes more per frame), \
-             which the model counts"
-        }
-        (_, false) => {
-            "above the wire-time model: frames of consecutive tokens overlap on the path's \
-             separate segments (pipelining across hops), which the model counts one after another"
-        }
+        (_, false) if r.key.size_bytes < 1024 && token_bucket => Cause::TokenBucketFraming,
+        (_, false) => Cause::Pipelining,
     }
 }

@@ -28,6 +28,51 @@ impl MedianCi {
     }
 }
 
+/// What an interval for the median is, which follows from the number of repetitions alone:
+/// headings and notes name it rather than promise 95% for every interval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IntervalKind {
+    /// `n ≥ 6`: the order-statistic interval reaching at least 95%.
+    Ci95,
+    /// `2 ≤ n ≤ 5`: no interval reaches 95%; `[min, max]` with the coverage it has.
+    Range,
+}
+
+impl IntervalKind {
+    /// The kind of interval `n` repetitions give; `None` for fewer than 2.
+    pub fn for_n(n: usize) -> Option<Self> {
+        match n {
+            0 | 1 => None,
+            2..=5 => Some(Self::Range),
+            _ => Some(Self::Ci95),
+        }
+    }
+
+    /// What the interval is, for a heading: `the median's 95% confidence interval (order
+    /// statistics, n=6)` or `[min, max], too few repetitions for 95% (it covers the median
+    /// with 75% at n=3)`. `ns` are the repetition counts of the cells it describes, sorted
+    /// and without duplicates.
+    pub fn describe(self, ns: &[usize]) -> String {
+        let counts: Vec<String> = ns.iter().map(|n| format!("n={n}")).collect();
+        match self {
+            Self::Ci95 => format!(
+                "the median's 95% confidence interval (order statistics, {})",
+                counts.join(", ")
+            ),
+            Self::Range => {
+                let cover: Vec<String> = ns
+                    .iter()
+                    .map(|&n| format!("{} at n={n}", super::format::percent(coverage(n, 1))))
+                    .collect();
+                format!(
+                    "[min, max], too few repetitions for 95% (it covers the median with {})",
+                    cover.join(", ")
+                )
+            }
+        }
+    }
+}
+
 /// Summary of one set of repetitions.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RepStats {
@@ -127,6 +172,27 @@ mod tests {
         let ci = rep_stats(&v).unwrap().ci.unwrap();
         assert_eq!((ci.low, ci.high), (6.0, 15.0));
         assert!((ci.coverage - 0.958611).abs() < 1e-6);
+    }
+
+    #[test]
+    fn interval_kinds_follow_the_repetitions_and_say_what_they_are() {
+        assert_eq!(IntervalKind::for_n(1), None);
+        assert_eq!(IntervalKind::for_n(3), Some(IntervalKind::Range));
+        assert_eq!(IntervalKind::for_n(6), Some(IntervalKind::Ci95));
+        for n in 2..12 {
+            let v: Vec<f64> = (0..n).map(f64::from).collect();
+            let ci = rep_stats(&v).unwrap().ci.unwrap();
+            let kind = IntervalKind::for_n(n as usize).unwrap();
+            assert_eq!(kind == IntervalKind::Ci95, ci.is_95(), "n={n}");
+        }
+        assert_eq!(
+            IntervalKind::Range.describe(&[2, 3]),
+            "[min, max], too few repetitions for 95% (it covers the median with 50% at n=2, 75% at n=3)"
+        );
+        assert_eq!(
+            IntervalKind::Ci95.describe(&[6]),
+            "the median's 95% confidence interval (order statistics, n=6)"
+        );
     }
 
     #[test]

@@ -1,4 +1,16 @@
-//! `figures/*.svg`: every figure drawn with plotters' SVG backend (no system fonts needed).
+//! `figures/*.svg`, sized for a paper's column.
+//!
+//! Every figure is 720 px wide, to be placed at a column's width (3.5 in = 252 pt): a pixel
+//! prints at 0.35 pt, so the smallest text, 17 px, prints at 6 pt. Several panels sit two to
+//! a row; the legend and any note sit below the panels, never over data.
+//!
+//! plotters draws the frame, axes, ticks and grid (no system fonts needed). The series, bars
+//! and legend are written as SVG elements of their own, because plotters' SVG backend has no
+//! dash patterns: each series is a `<g class="series">` whose `data-marker` and `data-dash`
+//! name its marker and line pattern, each panel's data area a `<rect class="plot-area">`, the
+//! legend a `<g class="legend">` — which also lets tests read a figure.
+
+mod overlay;
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
@@ -7,9 +19,10 @@ use plotters::prelude::*;
 use super::exporter::{Exporter, RenderedFile};
 use crate::report::document::Report;
 use crate::report::error::ReportError;
-use crate::report::figures::{Figure, Panel, figures};
+use crate::report::figures::{Chart, Figure, Panel, Style, figures};
 use crate::report::format::{human, size_tick};
 use crate::report::media::MediaReport;
+use overlay::{Overlay, esc};
 
 pub struct Svg;
 
@@ -36,50 +49,160 @@ impl Exporter for Svg {
     }
 }
 
-/// Colour-blind-friendly palette (Okabe–Ito, then Tol's muted), cycled by series index.
-const PALETTE: [RGBColor; 10] = [
-    RGBColor(0, 114, 178),
-    RGBColor(213, 94, 0),
-    RGBColor(0, 158, 115),
-    RGBColor(204, 121, 167),
-    RGBColor(86, 180, 233),
-    RGBColor(230, 159, 0),
-    RGBColor(0, 0, 0),
-    RGBColor(136, 34, 85),
-    RGBColor(68, 170, 153),
-    RGBColor(153, 153, 51),
-];
-
-const PANEL_W: u32 = 560;
-const SINGLE_W: u32 = 800;
-const PANEL_H: u32 = 420;
+/// Sizes in px of the finished SVG.
+const WIDTH: u32 = 720;
 const TITLE_H: u32 = 40;
+const PANEL_H_HALF: u32 = 320;
+const PANEL_H_FULL: u32 = 400;
+const BAR_ROW_H: u32 = 46;
+const BAR_PANEL_EXTRA: u32 = 110;
+const LEGEND_ROW_H: u32 = 28;
+const LEGEND_LINE_H: u32 = 21;
+/// Where a legend entry's text starts, right of its line sample.
+const LEGEND_TEXT_X: i32 = PAD + 60;
+const NOTE_LINE_H: u32 = 24;
+const PAD: i32 = 16;
+
+/// Font sizes in px as they appear in the SVG.
+const TITLE_PX: f64 = 20.0;
+const CAPTION_PX: f64 = 18.0;
+const AXIS_PX: f64 = 18.0;
+const TICK_PX: f64 = 17.0;
+const LEGEND_PX: f64 = 17.0;
+
+/// plotters writes `font-size` as the requested size / 1.24; this asks for `px` on the page.
+fn font(px: f64) -> (&'static str, f64) {
+    ("sans-serif", px * 1.24)
+}
 
 fn plot_err<E: std::fmt::Debug>(e: E) -> ReportError {
     ReportError::Plot(format!("{e:?}"))
 }
 
+/// Where a figure's parts go.
+struct Layout {
+    cols: usize,
+    rows: usize,
+    panel_h: u32,
+    legend: Vec<LegendEntry>,
+    note: Vec<String>,
+}
+
+/// One series in the legend, its label wrapped to the width.
+struct LegendEntry {
+    label: String,
+    lines: Vec<String>,
+    style: Style,
+    reference: bool,
+}
+
+impl LegendEntry {
+    fn height(&self) -> u32 {
+        LEGEND_ROW_H + LEGEND_LINE_H * (self.lines.len().max(1) as u32 - 1)
+    }
+}
+
+impl Layout {
+    fn of(fig: &Figure) -> Self {
+        let n = fig.panels.len().max(1);
+        let (cols, panel_h) = match fig.chart {
+            Chart::Bars => {
+                let bars = fig.panels.iter().map(|p| p.series.len()).max().unwrap_or(1);
+                (1, BAR_PANEL_EXTRA + BAR_ROW_H * bars as u32)
+            }
+            Chart::Lines if n > 1 => (2, PANEL_H_HALF),
+            Chart::Lines => (1, PANEL_H_FULL),
+        };
+        // Bars carry their labels; lines get one legend for all panels.
+        let mut legend: Vec<LegendEntry> = Vec::new();
+        if fig.chart == Chart::Lines {
+            for s in fig.panels.iter().flat_map(|p| &p.series) {
+                if !legend.iter().any(|e| e.label == s.label) {
+                    legend.push(LegendEntry {
+                        label: s.label.clone(),
+                        lines: wrap(&s.label, WIDTH as f64 - (LEGEND_TEXT_X + PAD) as f64),
+                        style: s.style,
+                        reference: s.reference,
+                    });
+                }
+            }
+        }
+        Self {
+            cols,
+            rows: n.div_ceil(cols),
+            panel_h,
+            legend,
+            note: fig
+                .note
+                .as_deref()
+                .map(|n| wrap(n, WIDTH as f64 - 2.0 * PAD as f64))
+                .unwrap_or_default(),
+        }
+    }
+
+    fn grid_h(&self) -> u32 {
+        self.panel_h * self.rows as u32
+    }
+
+    fn legend_h(&self) -> u32 {
+        if self.legend.is_empty() {
+            0
+        } else {
+            self.legend.iter().map(LegendEntry::height).sum::<u32>() + 12
+        }
+    }
+
+    fn height(&self) -> u32 {
+        TITLE_H + self.grid_h() + self.legend_h() + NOTE_LINE_H * self.note.len() as u32 + 8
+    }
+}
+
+/// Splits text into lines that fit `width` px at [`LEGEND_PX`] (DejaVu Sans averages about
+/// 0.58 em per character in these labels).
+fn wrap(text: &str, width: f64) -> Vec<String> {
+    let max = (width / (LEGEND_PX * 0.58)) as usize;
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(l) if l.chars().count() + 1 + word.chars().count() <= max => {
+                l.push(' ');
+                l.push_str(word);
+            }
+            _ => lines.push(word.to_owned()),
+        }
+    }
+    lines
+}
+
 /// Draws one figure as an SVG document.
 pub fn render(fig: &Figure) -> Result<String, ReportError> {
-    let n = fig.panels.len().max(1) as u32;
-    let cols = n.min(4);
-    let rows = n.div_ceil(cols);
-    // A figure with one panel gets room for a long title and a long legend.
-    let panel_w = if n == 1 { SINGLE_W } else { PANEL_W };
+    let layout = Layout::of(fig);
     let mut buf = String::new();
+    let mut overlay = Overlay::default();
     {
-        let root = SVGBackend::with_string(&mut buf, (panel_w * cols, PANEL_H * rows + TITLE_H))
-            .into_drawing_area();
+        let root = SVGBackend::with_string(&mut buf, (WIDTH, layout.height())).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
-        let body = root
-            .titled(&fig.title, ("sans-serif", 22))
-            .map_err(plot_err)?;
-        let areas = body.split_evenly((rows as usize, cols as usize));
+        let (head, rest) = root.split_vertically(TITLE_H);
+        head.titled(&fig.title, font(TITLE_PX)).map_err(plot_err)?;
+        let (grid, _) = rest.split_vertically(layout.grid_h());
+        let areas = grid.split_evenly((layout.rows, layout.cols));
         for (panel, area) in fig.panels.iter().zip(areas.iter()) {
-            draw_panel(fig, panel, area)?;
+            match fig.chart {
+                Chart::Lines => lines_panel(fig, panel, area, &mut overlay)?,
+                Chart::Bars => bars_panel(fig, panel, area, &mut overlay)?,
+            }
         }
         root.present().map_err(plot_err)?;
     }
+    let mut y = (TITLE_H + layout.grid_h()) as i32;
+    overlay.legend(&layout.legend, y);
+    y += layout.legend_h() as i32;
+    for line in &layout.note {
+        y += NOTE_LINE_H as i32;
+        overlay.text(PAD, y - 6, LEGEND_PX, "start", line, "note");
+    }
+    let end = buf.rfind("</svg>").unwrap_or(buf.len());
+    buf.insert_str(end, &overlay.0);
     Ok(with_title_element(buf, &fig.title))
 }
 
@@ -92,11 +215,12 @@ fn with_title_element(svg: String, title: &str) -> String {
         return svg;
     };
     let at = open + end + 1;
-    let escaped = title
-        .replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;");
-    format!("{}\n<title>{escaped}</title>{}", &svg[..at], &svg[at..])
+    format!(
+        "{}\n<title>{}</title>{}",
+        &svg[..at],
+        esc(title),
+        &svg[at..]
+    )
 }
 
 fn bounds(panel: &Panel) -> Option<((f64, f64), (f64, f64))> {
@@ -124,38 +248,23 @@ fn bounds(panel: &Panel) -> Option<((f64, f64), (f64, f64))> {
     Some(((x0, x1), (y0, y1)))
 }
 
-fn draw_panel(
-    fig: &Figure,
-    panel: &Panel,
-    area: &DrawingArea<SVGBackend<'_>, Shift>,
-) -> Result<(), ReportError> {
-    let Some(((x0, x1), (y0, y1))) = bounds(panel) else {
-        return Ok(());
-    };
-    let log_range = |lo: f64, hi: f64| {
-        let lo = if lo > 0.0 { lo } else { 1e-3 };
-        let hi = hi.max(lo);
-        (lo / 1.5)..(hi * 1.5)
-    };
-    let lin_x = || {
-        let pad = ((x1 - x0) * 0.05).max(0.5);
-        (x0 - pad)..(x1 + pad)
-    };
-    // Headroom above the data for the legend, which sits in the upper left.
-    let headroom = 1.08 + 0.06 * panel.series.len() as f64;
-    let lin_y = || 0.0..(if y1 > 0.0 { y1 * headroom } else { 1.0 });
-    match (fig.x_log, fig.y_log) {
-        (true, true) => draw_in(
-            fig,
-            panel,
-            area,
-            log_range(x0, x1).log_scale(),
-            decades(y0, y1).log_scale(),
-        ),
-        (true, false) => draw_in(fig, panel, area, log_range(x0, x1).log_scale(), lin_y()),
-        (false, true) => draw_in(fig, panel, area, lin_x(), decades(y0, y1).log_scale()),
-        (false, false) => draw_in(fig, panel, area, lin_x(), lin_y()),
+/// Ticks for a size axis: powers of two, every `step`-th, so that at most `max` fit
+/// between `lo` and `hi`.
+fn size_ticks(lo: f64, hi: f64, max: usize) -> Vec<f64> {
+    let (a, b) = (
+        lo.max(1.0).log2().ceil() as i32,
+        hi.max(1.0).log2().floor() as i32,
+    );
+    for step in [1, 2, 3, 4, 5, 10] {
+        let ticks: Vec<f64> = (a..=b)
+            .filter(|k| k % step == 0)
+            .map(|k| 2f64.powi(k))
+            .collect();
+        if ticks.len() <= max {
+            return ticks;
+        }
     }
+    vec![2f64.powi(a), 2f64.powi(b)]
 }
 
 /// A log range widened to whole decades: plotters labels a log axis only reliably then, and
@@ -166,99 +275,213 @@ fn decades(lo: f64, hi: f64) -> std::ops::Range<f64> {
     10f64.powf(lo.log10().floor())..10f64.powf(hi.log10().ceil())
 }
 
-fn draw_in<X, Y>(
+fn lines_panel(
     fig: &Figure,
     panel: &Panel,
     area: &DrawingArea<SVGBackend<'_>, Shift>,
-    x: X,
-    y: Y,
-) -> Result<(), ReportError>
-where
-    X: AsRangedCoord<Value = f64>,
-    Y: AsRangedCoord<Value = f64>,
-    X::CoordDescType: ValueFormatter<f64>,
-    Y::CoordDescType: ValueFormatter<f64>,
-{
-    let y_span = bounds(panel).map_or(1.0, |(_, (_, hi))| hi);
+    overlay: &mut Overlay,
+) -> Result<(), ReportError> {
+    let Some(((x0, x1), (y0, y1))) = bounds(panel) else {
+        return Ok(());
+    };
+    let narrow = area.dim_in_pixel().0 < WIDTH / 2 + 20;
+    let size_x = || {
+        let lo = if x0 > 0.0 { x0 } else { 1.0 };
+        let max = if narrow { 4 } else { 7 };
+        // A few measured sizes are the ticks; many (a NetPIPE sweep) get powers of two.
+        let mut measured: Vec<f64> = panel
+            .series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .filter(|x| *x > 0.0)
+            .collect();
+        measured.sort_by(f64::total_cmp);
+        measured.dedup();
+        let ticks = if measured.len() <= max {
+            measured
+        } else {
+            size_ticks(lo, x1, max)
+        };
+        ((lo / 1.5)..(x1.max(lo) * 1.5))
+            .log_scale()
+            .with_key_points(ticks)
+    };
+    let count_x = || {
+        let pad = ((x1 - x0) * 0.08).max(0.5);
+        (x0 - pad)..(x1 + pad)
+    };
+    let lin_y = 0.0..(if y1 > 0.0 { y1 * 1.08 } else { 1.0 });
+    let frame = Frame { fig, panel, area };
+    match (fig.x_log, fig.y_log) {
+        (true, true) => frame.draw(size_x(), decades(y0, y1).log_scale(), overlay),
+        (true, false) => frame.draw(size_x(), lin_y, overlay),
+        (false, true) => frame.draw(count_x(), decades(y0, y1).log_scale(), overlay),
+        (false, false) => frame.draw(count_x(), lin_y, overlay),
+    }
+}
+
+/// One panel of a line figure being drawn.
+struct Frame<'a, 'b, 'c> {
+    fig: &'a Figure,
+    panel: &'a Panel,
+    area: &'b DrawingArea<SVGBackend<'c>, Shift>,
+}
+
+impl Frame<'_, '_, '_> {
+    fn draw<X, Y>(&self, x: X, y: Y, overlay: &mut Overlay) -> Result<(), ReportError>
+    where
+        X: AsRangedCoord<Value = f64>,
+        Y: AsRangedCoord<Value = f64>,
+        X::CoordDescType: ValueFormatter<f64>,
+        Y::CoordDescType: ValueFormatter<f64>,
+    {
+        let fig = self.fig;
+        let y_span = bounds(self.panel).map_or(1.0, |(_, (_, hi))| hi);
+        let mut chart = ChartBuilder::on(self.area)
+            .caption(&self.panel.title, font(CAPTION_PX))
+            .margin(8)
+            .margin_right(20)
+            .x_label_area_size(58)
+            .y_label_area_size(84)
+            .build_cartesian_2d(x, y)
+            .map_err(plot_err)?;
+        // A count axis is labelled only where something was measured (1, 4 and 7 pairs).
+        let measured = |v: f64| {
+            self.panel
+                .series
+                .iter()
+                .any(|s| s.points.iter().any(|p| (p.0 - v).abs() < 1e-9))
+        };
+        let x_fmt = |v: &f64| {
+            if fig.x_log {
+                size_tick(*v)
+            } else if measured(*v) {
+                format!("{v:.0}")
+            } else {
+                String::new()
+            }
+        };
+        let y_fmt = |v: &f64| {
+            if fig.y_log {
+                human(*v)
+            } else {
+                linear_tick(*v, y_span)
+            }
+        };
+        chart
+            .configure_mesh()
+            .x_desc(fig.x_label.as_str())
+            .y_desc(fig.y_label.as_str())
+            .y_labels(6)
+            .x_label_formatter(&x_fmt)
+            .y_label_formatter(&y_fmt)
+            .label_style(font(TICK_PX))
+            .axis_desc_style(font(AXIS_PX))
+            .light_line_style(TRANSPARENT)
+            .bold_line_style(BLACK.mix(0.08))
+            .draw()
+            .map_err(plot_err)?;
+        overlay.plot_area(chart.plotting_area().get_pixel_range());
+        for s in &self.panel.series {
+            let at = |x: f64, y: f64| chart.backend_coord(&(x, y));
+            let points: Vec<(i32, i32)> = s.points.iter().map(|&(x, y)| at(x, y)).collect();
+            let whiskers: Vec<(i32, i32, i32)> = s
+                .whiskers
+                .iter()
+                .map(|&(x, lo, hi)| {
+                    let (px, plo) = at(x, lo);
+                    (px, plo, at(x, hi).1)
+                })
+                .collect();
+            overlay.series(s, &points, &whiskers);
+        }
+        Ok(())
+    }
+}
+
+/// A bar chart panel: one horizontal bar per series, its label above it and its value at
+/// its end, so no legend is needed.
+fn bars_panel(
+    fig: &Figure,
+    panel: &Panel,
+    area: &DrawingArea<SVGBackend<'_>, Shift>,
+    overlay: &mut Overlay,
+) -> Result<(), ReportError> {
+    let Some((_, (_, y1))) = bounds(panel) else {
+        return Ok(());
+    };
+    let n = panel.series.len() as f64;
+    let top = if y1 > 0.0 { y1 * 1.15 } else { 1.0 };
     let mut chart = ChartBuilder::on(area)
-        .caption(&panel.title, ("sans-serif", 16))
-        .margin(12)
-        .x_label_area_size(44)
-        .y_label_area_size(64)
-        .build_cartesian_2d(x, y)
+        .caption(&panel.title, font(CAPTION_PX))
+        .margin(8)
+        .margin_right(28)
+        .x_label_area_size(58)
+        .y_label_area_size(8)
+        .build_cartesian_2d(0.0..top, 0.0..n)
         .map_err(plot_err)?;
-    let x_fmt = |v: &f64| {
-        if fig.x_log {
-            size_tick(*v)
-        } else if v.fract() == 0.0 {
-            format!("{v:.0}")
-        } else {
-            String::new()
-        }
-    };
-    let y_fmt = |v: &f64| {
-        if fig.y_log {
-            human(*v)
-        } else {
-            linear_tick(*v, y_span)
-        }
-    };
+    let x_fmt = |v: &f64| linear_tick(*v, y1);
     chart
         .configure_mesh()
-        .x_desc(fig.x_label.as_str())
-        .y_desc(fig.y_label.as_str())
-        .x_labels(10)
-        .y_labels(10)
+        .disable_y_mesh()
+        .disable_y_axis()
+        .x_desc(fig.y_label.as_str())
+        .x_labels(6)
         .x_label_formatter(&x_fmt)
-        .y_label_formatter(&y_fmt)
-        .label_style(("sans-serif", 12))
-        .axis_desc_style(("sans-serif", 14))
-        .light_line_style(WHITE.mix(0.0))
+        .label_style(font(TICK_PX))
+        .axis_desc_style(font(AXIS_PX))
+        .light_line_style(TRANSPARENT)
+        .bold_line_style(BLACK.mix(0.08))
         .draw()
         .map_err(plot_err)?;
+    overlay.plot_area(chart.plotting_area().get_pixel_range());
     for (i, s) in panel.series.iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
-        let width = if s.reference { 1 } else { 2 };
-        chart
-            .draw_series(LineSeries::new(
-                s.points.iter().copied(),
-                color.stroke_width(width),
-            ))
-            .map_err(plot_err)?
-            .label(s.label.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(width))
-            });
-        if !s.reference {
-            chart
-                .draw_series(
-                    s.points
-                        .iter()
-                        .map(|&(x, y)| Circle::new((x, y), 3, color.filled())),
-                )
-                .map_err(plot_err)?;
-        }
-        chart
-            .draw_series(s.whiskers.iter().map(|&(x, lo, hi)| {
-                ErrorBar::new_vertical(x, lo, (lo + hi) / 2.0, hi, color.stroke_width(1), 8)
-            }))
-            .map_err(plot_err)?;
+        let Some(&(_, v)) = s.points.first() else {
+            continue;
+        };
+        // Rows from the top: series i spans y in [n - i - 1, n - i].
+        let row = n - i as f64;
+        let (x_start, row_top) = chart.backend_coord(&(0.0, row));
+        let (x_end, row_bottom) = chart.backend_coord(&(v, row - 1.0));
+        let whisker = s.whiskers.first().map(|&(_, lo, hi)| {
+            (
+                chart.backend_coord(&(lo, row)).0,
+                chart.backend_coord(&(hi, row)).0,
+            )
+        });
+        overlay.bar(s, (x_start, x_end), (row_top, row_bottom), whisker, v);
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 12))
-        .draw()
-        .map_err(plot_err)?;
     Ok(())
 }
 
 /// A tick on a linear axis spanning `span`: as many decimals as the tick step needs (plotters
 /// steps by 1, 2 or 5 × 10^k), the same for every tick of the axis.
 fn linear_tick(v: f64, span: f64) -> String {
-    let step = (span / 10.0).max(f64::MIN_POSITIVE);
+    let step = (span / 6.0).max(f64::MIN_POSITIVE);
     let decimals = (-step.log10().floor()).max(0.0) as usize;
     format!("{v:.decimals$}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_ticks_are_powers_of_two_that_fit() {
+        assert_eq!(size_ticks(4.0, 8192.0, 4), [8.0, 64.0, 512.0, 4096.0]);
+        assert_eq!(
+            size_ticks(4.0, 8192.0, 7),
+            [4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0]
+        );
+        assert!(size_ticks(1.0, 1048576.0, 4).len() <= 4);
+    }
+
+    #[test]
+    fn notes_wrap_within_the_width() {
+        let long = "word ".repeat(60);
+        let lines = wrap(&long, 400.0);
+        assert!(lines.len() > 1);
+        let max = (400.0 / (LEGEND_PX * 0.58)) as usize;
+        assert!(lines.iter().all(|l| l.chars().count() <= max));
+    }
 }

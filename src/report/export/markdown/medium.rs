@@ -1,0 +1,264 @@
+//! "The medium": what the emulated wires did, per configuration and per segment.
+
+use std::fmt::Write;
+
+use super::table::table;
+use crate::report::data::CellKey;
+use crate::report::document::Report;
+use crate::report::format::{human, md_cell, size};
+use crate::report::media::{ConfigMedia, LatenessSource, MediaReport};
+
+pub const MEDIA_COLUMNS: [&str; 4] = [
+    "collisions/frame",
+    "busiest segment",
+    "drops excess/queue",
+    "lateness p99 [µs]",
+];
+
+pub const MEDIA_LEGEND: &str = "The medium during each cell's points, from the emulator: collisions per frame \
+     carried (all segments), the busiest segment and its utilisation, frames dropped after 16 \
+     collisions / on a full transmit queue, and the emulator's worst p99 lateness (⚠ when it \
+     flagged a point).\n\n";
+
+/// The medium's columns of a cell's row; empty cells when its points have no statistics.
+pub fn media_cells(media: &MediaReport, key: &CellKey) -> [String; 4] {
+    match media.cell(key) {
+        Some(m) => [
+            format!("{:.3}", m.collisions_per_frame()),
+            format!(
+                "{} {}",
+                md_cell(&m.busiest_segment),
+                percent_util(m.busiest_utilisation)
+            ),
+            format!("{}/{}", m.excess_collision_drops, m.queue_drops),
+            format!(
+                "{}{}",
+                human(m.lateness_p99_us),
+                if m.flagged_points > 0 { " ⚠" } else { "" }
+            ),
+        ],
+        None => Default::default(),
+    }
+}
+
+/// A utilisation as a percentage with one decimal: `87.5%`.
+fn percent_util(u: f64) -> String {
+    format!("{:.1}%", u * 100.0)
+}
+
+/// "The medium": per configuration, each segment over the configuration's points, the points
+/// whose timing the emulator flagged, and where statistics are missing.
+pub fn the_medium(s: &mut String, report: &Report, media: &MediaReport) {
+    if !media.present {
+        return;
+    }
+    s.push_str(
+        "## The medium
+
+\
+         What the emulated wires did while the points ran, from the medium emulator's counters: \
+         frames carried, utilisation (wire time carried over the points' time), collisions per \
+         frame, frames dropped after 16 collisions (excess) or on a full transmit queue, and \
+         the emulator's lateness (how late it sent frames against their deadlines). A point \
+         whose p99 lateness exceeds a tenth of a minimum frame's wire time is flagged: its \
+         timing is not that of the wire.\n\n",
+    );
+    let before = s.len();
+    for c in &media.configs {
+        warnings(s, c);
+    }
+    if s.len() > before {
+        s.push('\n');
+    }
+    segment_table(s, &media.configs);
+    token_cells_with_medium(s, report, media);
+}
+
+/// What to distrust first in a configuration's timing, a bullet each: missing statistics,
+/// no real-time priority, flagged lateness.
+fn warnings(s: &mut String, c: &ConfigMedia) {
+    let who = format!(
+        "- {} (configuration {}): ",
+        md_cell(&c.label()),
+        c.configuration
+    );
+    if let Some(m) = missing_statistics(c) {
+        let _ = writeln!(s, "{who}{m}");
+    }
+    if c.realtime_priority == Some(false) {
+        let _ = writeln!(
+            s,
+            "{who}the emulator ran without real-time priority (SCHED_FIFO was refused): \
+             expect more lateness."
+        );
+    }
+    if let Some(f) = lateness_flagged(c) {
+        let _ = writeln!(s, "{who}{f}");
+    }
+}
+
+/// Says which points of a configuration have no medium statistics, and why.
+fn missing_statistics(c: &ConfigMedia) -> Option<String> {
+    if c.missing_points.is_empty() && c.error.is_none() {
+        return None;
+    }
+    let points = if c.missing_points.is_empty() {
+        String::new()
+    } else {
+        let list: Vec<String> = c.missing_points.iter().map(|p| p.to_string()).collect();
+        format!(" for point(s) {}", list.join(", "))
+    };
+    Some(format!(
+        "**⚠ Medium statistics missing{points}**: {}.",
+        md_cell(c.error.as_deref().unwrap_or("the emulator did not answer"))
+    ))
+}
+
+/// One line per configuration, however many points are flagged: the worst says how far off.
+fn lateness_flagged(c: &ConfigMedia) -> Option<String> {
+    let worst = c
+        .flagged
+        .iter()
+        .max_by(|a, b| a.p99_us.total_cmp(&b.p99_us))?;
+    let points: std::collections::BTreeSet<(u32, u32)> =
+        c.flagged.iter().map(|f| (f.point, f.rep)).collect();
+    Some(format!(
+        "**⚠ Lateness flagged** on {} point(s): the emulator's p99 lateness exceeded the \
+         limit of {} µs (a tenth of a minimum frame), by the most at point {} (rep {}, {} \
+         {}×, {}) on segment {}: p99 {} µs. Frame timing there is off by up to that much at \
+         the 99th percentile.",
+        points.len(),
+        human(worst.limit_us),
+        worst.point,
+        worst.rep,
+        worst.pattern.as_str(),
+        worst.pairs,
+        size(worst.size_bytes),
+        md_cell(&worst.segment),
+        human(worst.p99_us),
+    ))
+}
+
+/// Every configuration's segments over its points in one table: frames, utilisation,
+/// collisions, drops, the emulator's lateness; then where each configuration's lateness
+/// comes from.
+fn segment_table(s: &mut String, configs: &[ConfigMedia]) {
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    for c in configs {
+        for (i, g) in c.segments.iter().enumerate() {
+            // The configuration is named on its first segment only: the rows below are its.
+            let name = if i == 0 {
+                md_cell(&c.label())
+            } else {
+                String::new()
+            };
+            rows.push(vec![
+                name,
+                md_cell(&g.segment),
+                g.medium.clone(),
+                human(g.rate_bps as f64 / 1e6),
+                g.frames.to_string(),
+                percent_util(g.utilisation()),
+                format!("{:.3}", g.collisions_per_frame()),
+                g.excess_collision_drops.to_string(),
+                g.queue_drops.to_string(),
+                g.deferrals.to_string(),
+                human(g.lateness_p50_us),
+                human(g.lateness_p99_us),
+                human(g.lateness_max_us),
+            ]);
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let header = [
+        "configuration",
+        "segment",
+        "medium",
+        "Mbit/s",
+        "frames",
+        "utilisation",
+        "collisions/frame",
+        "excess drops",
+        "queue drops",
+        "deferrals",
+        "lateness p50 [µs]",
+        "lateness p99 [µs]",
+        "lateness max [µs]",
+    ]
+    .map(String::from);
+    let mut right = [true; 13];
+    right[..3].copy_from_slice(&[false; 3]);
+    table(s, &header, &rows, &right);
+    lateness_sources(s, configs);
+}
+
+/// Where the lateness columns come from, one sentence per source naming its configurations.
+fn lateness_sources(s: &mut String, configs: &[ConfigMedia]) {
+    let with_segments = configs.iter().filter(|c| !c.segments.is_empty());
+    let (total, worst): (Vec<&ConfigMedia>, Vec<&ConfigMedia>) = with_segments.partition(|c| {
+        c.segments
+            .iter()
+            .any(|g| g.lateness_source == LatenessSource::Total)
+    });
+    let names = |cs: &[&ConfigMedia]| -> String {
+        let list: Vec<String> = cs.iter().map(|c| md_cell(&c.label())).collect();
+        list.join(", ")
+    };
+    for (group, what) in [
+        (
+            &total,
+            "over the whole configuration, from the emulator's own histogram",
+        ),
+        (&worst, "of the worst point (no total was recorded)"),
+    ] {
+        if group.is_empty() {
+            continue;
+        }
+        let of = if group.len() == configs.len() {
+            String::new()
+        } else {
+            format!(" for {}", names(group))
+        };
+        let _ = writeln!(s, "Lateness {what}{of}.\n");
+    }
+}
+
+/// Without the model's table the token-test cells still get their medium beside them.
+fn token_cells_with_medium(s: &mut String, report: &Report, media: &MediaReport) {
+    if !report.model.is_empty() {
+        return;
+    }
+    let rows: Vec<Vec<String>> = report
+        .cells
+        .iter()
+        .filter(|c| c.key.measure.pattern == orchestrate_worker::record::Pattern::Token)
+        .filter(|c| media.cell(&c.key).is_some())
+        .map(|c| {
+            let mut r = vec![
+                md_cell(&c.key.config.label()),
+                c.key.pairs.to_string(),
+                size(c.key.size_bytes),
+                c.value(report.statistic).map(human).unwrap_or_default(),
+            ];
+            r.extend(media_cells(media, &c.key));
+            r
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    s.push_str("### Token-test cells\n\n");
+    s.push_str(MEDIA_LEGEND);
+    let mut header: Vec<String> = ["configuration", "pairs", "size", "Mbit/s"]
+        .map(String::from)
+        .to_vec();
+    header.extend(MEDIA_COLUMNS.map(String::from));
+    table(
+        s,
+        &header,
+        &rows,
+        &[false, true, true, true, true, false, true, true],
+    );
+}

@@ -1,0 +1,154 @@
+//! "Measured against the model": each token-test cell beside the analytic model, with the
+//! causes of the cells outside the tolerance named once and referred to by number.
+
+use std::fmt::Write;
+
+use super::medium::{MEDIA_COLUMNS, MEDIA_LEGEND, media_cells};
+use super::table::table;
+use crate::report::document::Report;
+use crate::report::format::{human, md_cell, percent, size};
+use crate::report::media::MediaReport;
+use crate::report::predicted::{Cause, ModelRow, TOLERANCE};
+
+/// The analytic model beside the measurement, cell by cell, with what the medium did during
+/// the cell's points when the run recorded it.
+pub fn against_model(s: &mut String, report: &Report, media: &MediaReport) {
+    if report.model.is_empty() {
+        return;
+    }
+    intro(s, report);
+    model_table(s, report, media);
+}
+
+/// What the model counts, then how many cells agree with it, on one wire and across hops.
+fn intro(s: &mut String, report: &Report) {
+    let tol = percent(TOLERANCE);
+    let _ = write!(
+        s,
+        "## Measured against the model\n\n\
+         The analytic model (`orchestrate plan` prints it per placement) predicts each token-test \
+         cell's aggregate throughput from what the emulated machine does: every frame's time on \
+         each wire it crosses (Ethernet, IP and TCP framing per token size, acknowledgements \
+         included, an idle wire too), store and forward at switches, shared-bus capacity with \
+         CSMA/CD's efficiency (from the medium's own simulation), the nodes' host costs per frame \
+         sent, received and forwarded, a fixed cost per hop for the nodes' own stacks, and \
+         bonding as striping over the slaves. Measured is the {} over repetitions; a cell more \
+         than ±{tol} from the model gets the likely cause.\n\n",
+        report.statistic.as_str()
+    );
+    let count = |single: bool| {
+        let rows: Vec<_> = report
+            .model
+            .iter()
+            .filter(|r| r.single_segment() == single)
+            .collect();
+        let within = rows.iter().filter(|r| r.within_tolerance()).count();
+        (within, rows.len())
+    };
+    let (w1, n1) = count(true);
+    let (w2, n2) = count(false);
+    if n1 > 0 {
+        let _ = writeln!(
+            s,
+            "- Single-segment cells (every pair on one wire: a bus, a segment or a bond): {w1} of \
+             {n1} within ±{tol}."
+        );
+    }
+    if n2 > 0 {
+        let _ = writeln!(
+            s,
+            "- Cells whose pairs cross a forwarding node or a switch: {w2} of {n2} within ±{tol}."
+        );
+    }
+    s.push('\n');
+}
+
+/// The table, a row per token-test cell, then the causes it refers to.
+fn model_table(s: &mut String, report: &Report, media: &MediaReport) {
+    let mut header: Vec<String> = [
+        "configuration",
+        "pairs",
+        "size",
+        "measured Mbit/s",
+        "model Mbit/s",
+        "measured/model",
+        "limited by",
+        "likely cause",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut right = vec![false, true, true, true, true, true, false, false];
+    if media.present {
+        header.extend(MEDIA_COLUMNS.map(String::from));
+        right.extend([true, false, true, true]);
+        s.push_str(MEDIA_LEGEND);
+    }
+    let causes = Causes::of(&report.model);
+    let rows: Vec<Vec<String>> = report
+        .model
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                md_cell(&r.key.config.label()),
+                r.key.pairs.to_string(),
+                size(r.key.size_bytes),
+                human(r.measured_mbit_s),
+                human(r.predicted_mbit_s),
+                format!("{:.2}", r.ratio()),
+                r.bound.clone(),
+                causes.reference(r),
+            ];
+            if media.present {
+                row.extend(media_cells(media, &r.key));
+            }
+            row
+        })
+        .collect();
+    table(s, &header, &rows, &right);
+    causes.write(s);
+}
+
+/// The causes of the cells outside the tolerance, numbered in order of first appearance.
+struct Causes(Vec<(Cause, usize)>);
+
+impl Causes {
+    fn of(rows: &[ModelRow]) -> Self {
+        let mut list: Vec<(Cause, usize)> = Vec::new();
+        for c in rows.iter().filter_map(|r| r.likely_cause) {
+            match list.iter_mut().find(|(seen, _)| *seen == c) {
+                Some((_, count)) => *count += 1,
+                None => list.push((c, 1)),
+            }
+        }
+        Self(list)
+    }
+
+    /// A row's cause as `(2) forwarding CPU`, the number pointing into the list below the
+    /// table; empty for a row within the tolerance.
+    fn reference(&self, row: &ModelRow) -> String {
+        let Some(cause) = row.likely_cause else {
+            return String::new();
+        };
+        let n = self.0.iter().position(|(c, _)| *c == cause).unwrap_or(0) + 1;
+        format!("({n}) {}", cause.short())
+    }
+
+    /// The numbered list of causes, each explained once.
+    fn write(&self, s: &mut String) {
+        if self.0.is_empty() {
+            return;
+        }
+        s.push_str("Likely causes of the cells outside the tolerance:\n\n");
+        for (i, (cause, count)) in self.0.iter().enumerate() {
+            let _ = writeln!(
+                s,
+                "{}. **{}** ({count} {}): {}.",
+                i + 1,
+                cause.short(),
+                if *count == 1 { "cell" } else { "cells" },
+                cause.explanation()
+            );
+        }
+        s.push('\n');
+    }
+}

@@ -1,0 +1,104 @@
+//! report.md as a whole: what comes first, and the environment without repetition.
+
+#[path = "common/synthetic.rs"]
+mod synthetic;
+
+use orchestrate::report::{ReportOptions, report_run};
+use synthetic::{SynthSpec, write_run};
+
+/// The text of a `## ` section, up to the next one.
+fn section<'a>(md: &'a str, heading: &str) -> &'a str {
+    let start = md.find(heading).unwrap_or_else(|| panic!("no {heading}"));
+    let rest = &md[start..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 4);
+    &rest[..end]
+}
+
+#[test]
+fn facts_equal_on_every_node_are_listed_once_and_differences_per_node() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), &SynthSpec::study(7)).unwrap();
+    // Four nodes probed alike but for their host names.
+    let path = dir.path().join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    manifest["nodes"] = (1..=4)
+        .map(|i| {
+            (
+                format!("node{i}"),
+                serde_json::json!({
+                    "hostname": format!("host-{i}"),
+                    "kernel": {"release": "6.18.0", "config_available": true},
+                    "cpus": 2,
+                    "nics": [{"name": "eth0", "mtu": 1500, "qdisc": "tbf"}],
+                }),
+            )
+        })
+        .collect::<serde_json::Map<_, _>>()
+        .into();
+    std::fs::write(&path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    report_run(dir.path(), &ReportOptions::default()).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let env = section(&md, "## Environment");
+    assert!(env.contains("Equal on all 4 nodes"), "{env}");
+    for fact in ["6.18.0", "| cpus ", "mtu=1500", "config_available=true"] {
+        assert_eq!(env.matches(fact).count(), 1, "{fact} in\n{env}");
+    }
+    for i in 1..=4 {
+        assert_eq!(env.matches(&format!("host-{i}")).count(), 1, "{env}");
+        assert_eq!(env.matches(&format!("| node{i} ")).count(), 1, "{env}");
+    }
+}
+
+#[test]
+fn the_report_opens_with_findings_and_tables_and_ends_with_details() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), &SynthSpec::study(7)).unwrap();
+    report_run(dir.path(), &ReportOptions::default()).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let at = |h: &str| md.find(h).unwrap_or_else(|| panic!("no {h}"));
+    let order = [
+        "## Findings",
+        "## Aggregate throughput",
+        "## Figures",
+        "## Method",
+        "## Setup",
+        "## Failed points",
+        "## Environment",
+    ];
+    let positions: Vec<usize> = order.iter().map(|h| at(h)).collect();
+    assert!(
+        positions.windows(2).all(|w| w[0] < w[1]),
+        "{order:?} at {positions:?}"
+    );
+    assert!(md.lines().nth(2).unwrap().starts_with("## Findings"));
+}
+
+#[test]
+fn interval_headings_name_what_the_intervals_are() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every configuration with three repetitions: no interval reaches 95%.
+    let mut spec = SynthSpec::study(7);
+    spec.reps = 3;
+    for c in &mut spec.configs {
+        c.reps = None;
+    }
+    spec.failed.clear();
+    spec.broken_pairs.clear();
+    spec.broken_trials.clear();
+    write_run(dir.path(), &spec).unwrap();
+    report_run(dir.path(), &ReportOptions::default()).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let table = section(&md, "## Aggregate throughput");
+    assert!(
+        table.contains(
+            "[min, max], too few repetitions for 95% (it covers the median with 75% at n=3)"
+        ),
+        "{table}"
+    );
+    assert!(!table.contains("95% confidence interval"), "{table}");
+    assert!(
+        !table.contains('†'),
+        "one kind of interval needs no mark: {table}"
+    );
+}

@@ -164,7 +164,11 @@ fn check(f: &Path) -> FileCheck {
 }
 
 fn problems(e: SpecErrors) -> Vec<Problem> {
-    e.errors.into_iter().map(Problem::from).collect()
+    e.in_file_order()
+        .errors
+        .into_iter()
+        .map(Problem::from)
+        .collect()
 }
 
 /// An experiment, its plan, and the inventory it names (checked against its topologies).

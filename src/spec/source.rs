@@ -75,12 +75,28 @@ impl SpecErrors {
         SpecErrors { errors }
     }
 
-    /// The errors as a person reads them, each with its snippet: the first
+    /// The errors in the order a reader meets them: by file, line and column. (Checks run
+    /// in stages, so they find problems in another order.)
+    pub fn in_file_order(mut self) -> SpecErrors {
+        self.errors.sort_by(|a, b| {
+            let place =
+                |e: &SpecError| (e.location.file.clone(), e.location.line, e.location.column);
+            place(a).cmp(&place(b))
+        });
+        self
+    }
+
+    /// The errors as a person reads them, each with its snippet, in file order: the first
     /// [`MAX_REPORTED_ERRORS`] only, then how many more there are.
     pub fn render(self) -> String {
         let more = self.errors.len().saturating_sub(MAX_REPORTED_ERRORS);
         let mut out = String::new();
-        for e in self.errors.into_iter().take(MAX_REPORTED_ERRORS) {
+        for e in self
+            .in_file_order()
+            .errors
+            .into_iter()
+            .take(MAX_REPORTED_ERRORS)
+        {
             out.push_str(&format!("{:?}\n", miette::Report::new(e)));
         }
         if more > 0 {

@@ -127,7 +127,7 @@ sizes = ["64KiB"]
 pairs = [1, 2]
 placement = ["local-wire"]
 duration = "4s"
-repetitions = 2
+repetitions = 4
 statistic = "best"
 "#
                 .into(),
@@ -198,7 +198,11 @@ statistic = "best"
         }
     }
     eprintln!("balance-xor: {data_flows} flows, slaves used {used:?}");
-    assert!(data_flows >= 8, "{data_flows} data flows");
+    // Each connection's two directions hash alike, so the check rests on its 12 connections
+    // (1 and 2 pairs, 4 repetitions): with random source ports all of them land on one slave
+    // with probability 2/2^12. With 2 repetitions (6 connections) that was 1 in 32, and
+    // happened once.
+    assert!(data_flows >= 16, "{data_flows} data flows");
     assert_eq!(used.len(), 2, "different flows on different slaves");
 }
 

@@ -134,22 +134,8 @@ impl NodeSource for SlurmAllocation {
             let path = self.dir.join(format!("slurm-{}.toml", t.name));
             std::fs::write(&path, inventory.to_toml(&self.dir))
                 .map_err(|e| anyhow::anyhow!("writing {}: {e}", path.display()))?;
-            Ok(Nodes {
-                inventory: path,
-                owner: None,
-                medium: None,
-                created: false,
-            })
+            Ok(Nodes::existing(path))
         })
-    }
-
-    fn release(&self, _: Nodes) -> BoxFuture<'_, anyhow::Result<()>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    /// The machines outlive the allocation, and so does what a run left configured on them.
-    fn still_exists(&self, _: &str) -> anyhow::Result<bool> {
-        Ok(true)
     }
 }
 

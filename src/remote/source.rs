@@ -23,6 +23,18 @@ pub struct Nodes {
     pub created: bool,
 }
 
+impl Nodes {
+    /// Machines that were there before the run and stay after it, reached through `inventory`.
+    pub fn existing(inventory: PathBuf) -> Nodes {
+        Nodes {
+            inventory,
+            owner: None,
+            medium: None,
+            created: false,
+        }
+    }
+}
+
 /// Where the emulator of a configuration's wires can be asked for statistics.
 #[derive(Debug, Clone)]
 pub struct MediumFiles {
@@ -37,11 +49,17 @@ pub trait NodeSource: Send + Sync {
     /// Nodes wired as `t` says.
     fn obtain<'a>(&'a self, t: &'a Topology) -> BoxFuture<'a, anyhow::Result<Nodes>>;
 
-    /// Gives `nodes` back (e.g. takes down what [`obtain`](Self::obtain) brought up).
-    fn release(&self, nodes: Nodes) -> BoxFuture<'_, anyhow::Result<()>>;
+    /// Gives `nodes` back (e.g. takes down what [`obtain`](Self::obtain) brought up). Machines
+    /// that outlive the run need nothing.
+    fn release(&self, _nodes: Nodes) -> BoxFuture<'_, anyhow::Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
 
-    /// Whether nodes recorded under `owner` (see [`Nodes::owner`]) still exist.
-    fn still_exists(&self, owner: &str) -> anyhow::Result<bool>;
+    /// Whether nodes recorded under `owner` (see [`Nodes::owner`]) still exist. Machines that
+    /// outlive the run always do, and so does what a run left configured on them.
+    fn still_exists(&self, _owner: &str) -> anyhow::Result<bool> {
+        Ok(true)
+    }
 }
 
 /// The machines of an inventory file: there before the run, there after it.
@@ -51,21 +69,6 @@ pub struct InventoryFile {
 
 impl NodeSource for InventoryFile {
     fn obtain<'a>(&'a self, _: &'a Topology) -> BoxFuture<'a, anyhow::Result<Nodes>> {
-        Box::pin(async move {
-            Ok(Nodes {
-                inventory: self.path.clone(),
-                owner: None,
-                medium: None,
-                created: false,
-            })
-        })
-    }
-
-    fn release(&self, _: Nodes) -> BoxFuture<'_, anyhow::Result<()>> {
-        Box::pin(async { Ok(()) })
-    }
-
-    fn still_exists(&self, _: &str) -> anyhow::Result<bool> {
-        Ok(true)
+        Box::pin(async move { Ok(Nodes::existing(self.path.clone())) })
     }
 }

@@ -137,6 +137,33 @@ impl Docker {
             .run()
             .map(drop)
     }
+
+    /// Names of the endpoints a network still has. After the cluster's containers are gone,
+    /// any endpoint left is one the engine lost track of (its container died mid-removal).
+    pub fn network_endpoints(&self, network: &str) -> Result<Vec<String>> {
+        let out = Cmd::new("docker", "listing a network's endpoints")
+            .args([
+                "network",
+                "inspect",
+                "--format",
+                "{{range .Containers}}{{.Name}} {{end}}",
+                network,
+            ])
+            .run()?;
+        Ok(words(&out))
+    }
+
+    /// Detaches an endpoint from a network even when its container no longer exists, which is
+    /// the engine's own way to clear a stale endpoint without restarting it.
+    pub fn force_disconnect(&self, network: &str, endpoint: &str) -> Result<()> {
+        Cmd::new(
+            "docker",
+            "detaching a stale endpoint from a cluster network",
+        )
+        .args(["network", "disconnect", "--force", network, endpoint])
+        .run()
+        .map(drop)
+    }
 }
 
 fn words(s: &str) -> Vec<String> {

@@ -57,6 +57,20 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
         match docker.remove_networks(&left) {
             Ok(()) => break Ok(()),
             Err(e) if tries >= 20 => break Err(e),
+            // Still refused after ten seconds: the endpoints left belong to no container of
+            // ours any more (they are all removed), so detach them by force and try again.
+            Err(_) if tries == 10 => {
+                tries += 1;
+                left = docker.cluster_networks(name)?;
+                for network in &left {
+                    for endpoint in docker.network_endpoints(network)? {
+                        tracing::warn!(network, endpoint, "detaching a stale endpoint");
+                        if let Err(e) = docker.force_disconnect(network, &endpoint) {
+                            tracing::warn!("{e}");
+                        }
+                    }
+                }
+            }
             Err(_) => {
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(500));
@@ -68,8 +82,8 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
     ifbs.extend(emulation::find_ifbs(&name.ifb_prefix())?);
     let ifbs: Vec<String> = ifbs.into_iter().collect();
     report.ifbs = emulation::remove_ifbs(&ifbs)?;
-    // A network the engine will not let go of is the only thing left; the cluster's files
-    // stay, so that `cluster down` can retry it (a stale endpoint needs the engine restarted).
+    // A network the engine will not let go of even after its stale endpoints were detached is
+    // the only thing left; the cluster's files stay, so that `cluster down` can retry it.
     networks_removed?;
     // Files: the known ones only, then the directories if that left them empty.
     let mut nodes: BTreeSet<String> = state

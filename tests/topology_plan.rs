@@ -439,3 +439,55 @@ fn plan_piped_into_a_reader_that_stops_early_ends_quietly() {
         out.status
     );
 }
+
+/// Addressing that scales: in a topology with more nodes than a /24 has hosts, each subnet
+/// numbers its own stations, so every address is unique, inside its subnet, and neither its
+/// network nor its broadcast address; where every node fits, node i stays host i + 1.
+#[test]
+fn subnets_number_their_own_stations_once_nodes_outgrow_them() {
+    for (rows, cols) in [(16, 16), (64, 64)] {
+        let t = grid(rows, cols, "routed");
+        assert_eq!(t.nodes.len(), (rows * cols) as usize);
+        let mut seen = std::collections::BTreeSet::new();
+        for subnet in &t.subnets {
+            assert_eq!(subnet.prefix.prefix_len(), 24, "{rows}x{cols}");
+            for link in &subnet.links {
+                assert!(subnet.prefix.contains(&link.address), "{}", link.address);
+                assert_ne!(link.address, subnet.prefix.network());
+                assert_ne!(link.address, subnet.prefix.broadcast());
+                assert!(seen.insert(link.address), "{} twice", link.address);
+            }
+        }
+        // Every node reaches every other: the path checker ran while resolving.
+        assert!(paths::check_all(&t).is_ok());
+    }
+    let small = grid(4, 4, "routed");
+    for (i, node) in small.nodes.iter().enumerate() {
+        for (_, net) in node.links() {
+            assert_eq!(net.addr().octets()[3] as usize, i + 1, "{}", node.name);
+        }
+    }
+}
+
+/// Placement on a 16×16 routed mesh, at the sizes the scale run uses: one pair, 64, and
+/// 127 (every node but two in a pair).
+#[test]
+fn pairs_place_on_a_sixteen_by_sixteen_mesh() {
+    use orchestrate::plan::place;
+    use orchestrate::spec::experiment::PlacementKind;
+    let t = grid(16, 16, "routed");
+    for (kind, count) in [
+        (PlacementKind::LocalWire, 1),
+        (PlacementKind::LocalWire, 64),
+        (PlacementKind::LocalWire, 127),
+        (PlacementKind::RemoteWire, 64),
+        (PlacementKind::RemoteWire, 127),
+    ] {
+        let p = place(&t, kind, count, &[]).unwrap_or_else(|e| panic!("{kind:?} {count}: {e}"));
+        assert_eq!(p.pairs.len(), count);
+        let mut nodes = std::collections::BTreeSet::new();
+        for pair in &p.pairs {
+            assert!(nodes.insert(pair.client.clone()) && nodes.insert(pair.server.clone()));
+        }
+    }
+}

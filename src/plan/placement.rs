@@ -2,14 +2,16 @@
 //! local-wire pairs share a segment, remote-wire pairs share none; pairs are spread so that
 //! the busiest segment carries as few pairs as the topology allows.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
 
 use serde::Serialize;
 
 use crate::spec::experiment::PlacementKind;
 use crate::spec::{Name, NodeName};
 use crate::topology::Topology;
-use crate::topology::paths::{self, Path};
+use crate::topology::forwarding::Forwarding;
+use crate::topology::paths::Path;
 
 /// One producer/consumer pair and the path its traffic takes.
 #[derive(Debug, Clone, Serialize)]
@@ -57,6 +59,10 @@ pub enum PlacementError {
 /// Bound on search steps per load limit; the study's topologies need a few hundred.
 const SEARCH_BUDGET: usize = 200_000;
 
+/// Above this many node pairs, the search's starting load limit comes from the pair kind
+/// instead of from every pair's paths (see [`Pairs::min_segments`]).
+const LIST_ALL_PAIRS_UP_TO: usize = 50_000;
+
 /// Places `count` pairs of `kind` on `t`.
 pub fn place(
     t: &Topology,
@@ -68,8 +74,8 @@ pub fn place(
         return place_explicit(t, &explicit[..count.min(explicit.len())]);
     }
     let local = kind == PlacementKind::LocalWire;
-    let candidates = candidates(t, local);
-    if candidates.is_empty() {
+    let mut pairs = Pairs::new(t, local);
+    if !pairs.any() {
         let why = if local {
             "no segment has two members"
         } else {
@@ -81,205 +87,326 @@ pub fn place(
             why,
         });
     }
-    least_loaded(t, kind, count, &candidates).ok_or_else(|| PlacementError::TooMany {
-        topology: t.name.clone(),
-        kind: kind.as_str(),
-        wanted: count,
-        possible: max_disjoint(&candidates, t.nodes.len()),
-    })
+    match least_loaded(&mut pairs, count) {
+        Some((chosen, max_segment_load)) => Ok(Placement {
+            kind,
+            pairs: chosen
+                .into_iter()
+                .map(|c| PlannedPair {
+                    client: t.nodes[c.client].name.clone(),
+                    server: t.nodes[c.server].name.clone(),
+                    path: pairs.paths(c.client, c.server).swap_remove(c.option),
+                })
+                .collect(),
+            max_segment_load,
+        }),
+        None => Err(PlacementError::TooMany {
+            topology: t.name.clone(),
+            kind: kind.as_str(),
+            wanted: count,
+            possible: max_disjoint(&mut pairs),
+        }),
+    }
 }
 
-/// Every pair of nodes that is local-wire (or remote-wire), in node order, each with its
-/// shortest path options (one per destination address).
-fn candidates(t: &Topology, local: bool) -> Vec<Candidate> {
-    let mut candidates: Vec<Candidate> = Vec::new();
-    for (i, a) in t.nodes.iter().enumerate() {
-        for b in &t.nodes[i + 1..] {
-            let shared = t.shared_segments(&a.name, &b.name);
-            if shared.is_empty() == local {
-                continue;
-            }
-            let options = paths::options(t, &a.name, &b.name);
-            let shortest = options.first().map_or(0, Path::hop_count);
-            let mut options: Vec<Path> = options
-                .into_iter()
-                .filter(|p| p.hop_count() == shortest)
-                .collect();
-            // A local-wire pair talks over the wire it shares, not around through a switch,
-            // wherever the topology lets it choose.
-            if local
-                && options
+/// The pairs of one kind (local-wire or remote-wire), in node order, looked at on demand: a
+/// placement on a large mesh looks at a few of its millions of pairs, so none are listed up
+/// front. A pair is a candidate when it is of the kind and has a path.
+struct Pairs<'t> {
+    forwarding: Forwarding<'t>,
+    local: bool,
+    /// Each node's segments, as indices.
+    segments_of: Vec<Vec<usize>>,
+    /// Pairs looked at so far: their shortest path options as the segments each crosses,
+    /// or None for a pair that is no candidate.
+    seen: HashMap<(usize, usize), Option<SegmentOptions>>,
+}
+
+/// A pair's path options, each as the indices of the segments it crosses.
+type SegmentOptions = Rc<[Vec<usize>]>;
+
+/// A pair the search chose: client and server node, and which path option it uses.
+#[derive(Debug, Clone, Copy)]
+struct Chosen {
+    client: usize,
+    server: usize,
+    option: usize,
+}
+
+impl<'t> Pairs<'t> {
+    fn new(t: &'t Topology, local: bool) -> Self {
+        let forwarding = Forwarding::new(t);
+        let segments_of = t
+            .nodes
+            .iter()
+            .map(|n| {
+                let mut segs: Vec<usize> = n
+                    .interfaces
                     .iter()
-                    .any(|p| p.segments.iter().all(|s| shared.contains(s)))
-            {
-                options.retain(|p| p.segments.iter().all(|s| shared.contains(s)));
-            }
-            if !options.is_empty() {
-                candidates.push(Candidate {
-                    nodes: [i, t.node_index(&b.name).expect("exists")],
-                    options,
-                });
-            }
+                    .filter_map(|i| forwarding.segment_index(&i.segment))
+                    .collect();
+                segs.sort_unstable();
+                segs.dedup();
+                segs
+            })
+            .collect();
+        Pairs {
+            forwarding,
+            local,
+            segments_of,
+            seen: HashMap::new(),
         }
     }
-    candidates
+
+    fn nodes(&self) -> usize {
+        self.segments_of.len()
+    }
+
+    fn topology(&self) -> &'t Topology {
+        self.forwarding.topology()
+    }
+
+    /// Segment indices two nodes share.
+    fn shared(&self, a: usize, b: usize) -> Vec<usize> {
+        let (sa, sb) = (&self.segments_of[a], &self.segments_of[b]);
+        sa.iter().copied().filter(|s| sb.contains(s)).collect()
+    }
+
+    fn of_kind(&self, a: usize, b: usize) -> bool {
+        self.shared(a, b).is_empty() != self.local
+    }
+
+    /// The shortest path options of pair `a < b` (one per address of `b`); a local-wire pair
+    /// keeps only those over the wire it shares, wherever the topology lets it choose.
+    fn paths(&self, a: usize, b: usize) -> Vec<Path> {
+        let options = self.forwarding.options(a, b);
+        let shortest = options.first().map_or(0, Path::hop_count);
+        let mut options: Vec<Path> = options
+            .into_iter()
+            .filter(|p| p.hop_count() == shortest)
+            .collect();
+        if self.local {
+            let t = self.topology();
+            let shared: Vec<&Name> = self
+                .shared(a, b)
+                .into_iter()
+                .map(|s| &t.segments[s].name)
+                .collect();
+            let over_shared = |p: &Path| p.segments.iter().all(|s| shared.contains(&s));
+            if options.iter().any(over_shared) {
+                options.retain(over_shared);
+            }
+        }
+        options
+    }
+
+    /// The segments each path option of pair `a < b` crosses; None if it is no candidate.
+    fn options(&mut self, a: usize, b: usize) -> Option<SegmentOptions> {
+        if let Some(known) = self.seen.get(&(a, b)) {
+            return known.clone();
+        }
+        let options = self
+            .of_kind(a, b)
+            .then(|| self.paths(a, b))
+            .and_then(|paths| {
+                let segs: Vec<Vec<usize>> = paths
+                    .iter()
+                    .map(|p| {
+                        p.segments
+                            .iter()
+                            .filter_map(|s| self.forwarding.segment_index(s))
+                            .collect()
+                    })
+                    .collect();
+                (!segs.is_empty()).then(|| Rc::from(segs))
+            });
+        self.seen.insert((a, b), options.clone());
+        options
+    }
+
+    /// Whether any pair is a candidate.
+    fn any(&mut self) -> bool {
+        let n = self.nodes();
+        (0..n).any(|a| (a + 1..n).any(|b| self.options(a, b).is_some()))
+    }
+
+    /// The fewest segments any candidate's path crosses, which bounds the busiest segment's
+    /// load from below. Exact where the topology has few enough pairs to look at them all;
+    /// beyond that, what the kind guarantees: a remote-wire pair's path leaves the sender on
+    /// one segment and reaches the receiver on another, a local-wire pair's crosses one.
+    fn min_segments(&mut self) -> usize {
+        let n = self.nodes();
+        if n * n.saturating_sub(1) / 2 > LIST_ALL_PAIRS_UP_TO {
+            return if self.local { 1 } else { 2 };
+        }
+        let mut min = None::<usize>;
+        for a in 0..n {
+            for b in a + 1..n {
+                if let Some(options) = self.options(a, b) {
+                    let fewest = options.iter().map(Vec::len).min().unwrap_or(1);
+                    min = Some(min.map_or(fewest, |m| m.min(fewest)));
+                }
+            }
+        }
+        min.unwrap_or(1)
+    }
 }
 
 /// `count` candidate pairs, no node in two, such that the busiest segment carries as few
 /// pairs as the search finds: each load limit in turn from the lowest the segments allow.
-/// None when no limit admits `count` pairs.
-fn least_loaded(
-    t: &Topology,
-    kind: PlacementKind,
-    count: usize,
-    candidates: &[Candidate],
-) -> Option<Placement> {
-    // Each candidate's path options as the indices of the segments they cross.
-    let seg_ix: BTreeMap<&Name, usize> = t
-        .segments
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (&s.name, i))
-        .collect();
-    let cand: Vec<Vec<Vec<usize>>> = candidates
-        .iter()
-        .map(|c| {
-            c.options
-                .iter()
-                .map(|p| p.segments.iter().map(|s| seg_ix[s]).collect())
-                .collect()
-        })
-        .collect();
-
-    let min_segs = cand.iter().flatten().map(Vec::len).min().unwrap_or(1);
-    let lower = (count * min_segs).div_ceil(t.segments.len().max(1)).max(1);
+/// Gives the pairs (with the path option each uses) and the busiest segment's load; None
+/// when no limit admits `count` pairs.
+fn least_loaded(pairs: &mut Pairs, count: usize) -> Option<(Vec<Chosen>, usize)> {
+    let segments = pairs.topology().segments.len();
+    let nodes = pairs.nodes();
+    let lower = (count * pairs.min_segments())
+        .div_ceil(segments.max(1))
+        .max(1);
     for limit in lower..=count.max(1) {
         let mut s = Search {
-            cand: &cand,
-            nodes: candidates,
-            used: vec![false; t.nodes.len()],
-            load: vec![0; t.segments.len()],
+            pairs: &mut *pairs,
+            used: vec![false; nodes],
+            load: vec![0; segments],
             chosen: Vec::new(),
             limit,
             steps: 0,
         };
         if s.run(0, count) {
-            let pairs = s
-                .chosen
-                .iter()
-                .map(|&(ci, oi)| {
-                    let c = &candidates[ci];
-                    PlannedPair {
-                        client: t.nodes[c.nodes[0]].name.clone(),
-                        server: t.nodes[c.nodes[1]].name.clone(),
-                        path: c.options[oi].clone(),
-                    }
-                })
-                .collect();
             let max_segment_load = s.load.iter().copied().max().unwrap_or(0);
-            return Some(Placement {
-                kind,
-                pairs,
-                max_segment_load,
-            });
+            return Some((s.chosen, max_segment_load));
         }
     }
     None
 }
 
-struct Candidate {
-    nodes: [usize; 2],
-    options: Vec<Path>,
-}
-
-struct Search<'a> {
-    cand: &'a [Vec<Vec<usize>>],
-    nodes: &'a [Candidate],
+struct Search<'p, 't> {
+    pairs: &'p mut Pairs<'t>,
     used: Vec<bool>,
     load: Vec<usize>,
-    chosen: Vec<(usize, usize)>,
+    chosen: Vec<Chosen>,
     limit: usize,
     steps: usize,
 }
 
-impl Search<'_> {
-    /// Depth-first over candidates from `from`, choosing for each pair the path option that
-    /// keeps segment loads lowest.
+impl Search<'_, '_> {
+    /// Depth-first over the candidates in node order from first node `from`, choosing for each
+    /// pair the path option that keeps segment loads lowest. Nodes already in a pair are
+    /// skipped without a step: on a large mesh most pairs have one.
     fn run(&mut self, from: usize, remaining: usize) -> bool {
         if remaining == 0 {
             return true;
         }
-        for ci in from..self.cand.len() {
-            self.steps += 1;
-            if self.steps > SEARCH_BUDGET || self.cand.len() - ci < remaining {
+        let n = self.used.len();
+        for a in from..n {
+            // Each pair takes a first node of its own: too few left, no way to succeed.
+            if n - a < remaining {
                 return false;
             }
-            let [a, b] = self.nodes[ci].nodes;
-            if self.used[a] || self.used[b] {
+            if self.used[a] {
                 continue;
             }
-            let best = self.cand[ci]
-                .iter()
-                .enumerate()
-                .filter(|(_, segs)| segs.iter().all(|&s| self.load[s] < self.limit))
-                .min_by_key(|(_, segs)| {
-                    (
-                        segs.iter().map(|&s| self.load[s]).max(),
-                        segs.iter().map(|&s| self.load[s]).sum::<usize>(),
-                    )
+            for b in a + 1..n {
+                if self.used[b] {
+                    continue;
+                }
+                let Some(options) = self.pairs.options(a, b) else {
+                    continue;
+                };
+                self.steps += 1;
+                if self.steps > SEARCH_BUDGET {
+                    return false;
+                }
+                let best = options
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, segs)| segs.iter().all(|&s| self.load[s] < self.limit))
+                    .min_by_key(|(_, segs)| {
+                        (
+                            segs.iter().map(|&s| self.load[s]).max(),
+                            segs.iter().map(|&s| self.load[s]).sum::<usize>(),
+                        )
+                    });
+                let Some((option, segs)) = best else { continue };
+                self.used[a] = true;
+                self.used[b] = true;
+                segs.iter().for_each(|&s| self.load[s] += 1);
+                self.chosen.push(Chosen {
+                    client: a,
+                    server: b,
+                    option,
                 });
-            let Some((oi, segs)) = best else { continue };
-            self.used[a] = true;
-            self.used[b] = true;
-            segs.iter().for_each(|&s| self.load[s] += 1);
-            self.chosen.push((ci, oi));
-            if self.run(ci + 1, remaining - 1) {
-                return true;
+                // Every later pair with `a` first is skipped (`a` is used): go to the next.
+                if self.run(a + 1, remaining - 1) {
+                    return true;
+                }
+                self.chosen.pop();
+                segs.iter().for_each(|&s| self.load[s] -= 1);
+                self.used[a] = false;
+                self.used[b] = false;
             }
-            self.chosen.pop();
-            segs.iter().for_each(|&s| self.load[s] -= 1);
-            self.used[a] = false;
-            self.used[b] = false;
         }
         false
     }
 }
 
-/// The largest number of node-disjoint candidate pairs (greedy lower bound refined by search).
-fn max_disjoint(candidates: &[Candidate], n: usize) -> usize {
-    let mut best = 0;
-    for k in (1..=n / 2).rev() {
+/// The largest number of node-disjoint candidate pairs: a greedy matching, refined by a
+/// bounded search for larger ones.
+fn max_disjoint(pairs: &mut Pairs) -> usize {
+    let n = pairs.nodes();
+    let mut used = vec![false; n];
+    let greedy = disjoint(pairs, 0, n / 2, &mut used, &mut 0, true);
+    let mut steps = 0;
+    for k in (greedy + 1..=n / 2).rev() {
         let mut used = vec![false; n];
-        if disjoint(candidates, 0, k, &mut used, &mut 0) {
-            best = k;
+        if disjoint(pairs, 0, k, &mut used, &mut steps, false) == k {
+            return k;
+        }
+        if steps > 4 * SEARCH_BUDGET {
             break;
         }
     }
-    best
+    greedy
 }
 
-fn disjoint(c: &[Candidate], from: usize, k: usize, used: &mut [bool], steps: &mut usize) -> bool {
+/// Picks up to `k` disjoint candidates from node `from` on, depth-first (or greedily, never
+/// undoing a pick); gives how many it placed, `k` on success.
+fn disjoint(
+    pairs: &mut Pairs,
+    from: usize,
+    k: usize,
+    used: &mut [bool],
+    steps: &mut usize,
+    greedy: bool,
+) -> usize {
     if k == 0 {
-        return true;
+        return 0;
     }
-    for ci in from..c.len() {
-        *steps += 1;
-        if *steps > SEARCH_BUDGET {
-            return false;
-        }
-        let [a, b] = c[ci].nodes;
-        if used[a] || used[b] {
+    let n = used.len();
+    let mut best = 0;
+    for a in from..n {
+        if used[a] || n - a < 2 {
             continue;
         }
-        used[a] = true;
-        used[b] = true;
-        if disjoint(c, ci + 1, k - 1, used, steps) {
-            return true;
+        for b in a + 1..n {
+            if used[b] || pairs.options(a, b).is_none() {
+                continue;
+            }
+            *steps += 1;
+            if !greedy && *steps > SEARCH_BUDGET * 4 {
+                return best;
+            }
+            used[a] = true;
+            used[b] = true;
+            let placed = 1 + disjoint(pairs, a + 1, k - 1, used, steps, greedy);
+            if placed == k || greedy {
+                return placed;
+            }
+            best = best.max(placed);
+            used[a] = false;
+            used[b] = false;
         }
-        used[a] = false;
-        used[b] = false;
     }
-    false
+    best
 }
 
 fn place_explicit(
@@ -289,6 +416,7 @@ fn place_explicit(
     let mut seen = std::collections::BTreeSet::new();
     let mut out = Vec::new();
     let mut load: BTreeMap<Name, usize> = BTreeMap::new();
+    let f = Forwarding::new(t);
     for (a, b) in pairs {
         let fail = |why: String| PlacementError::Explicit {
             topology: t.name.clone(),
@@ -301,9 +429,10 @@ fn place_explicit(
                 return Err(fail(format!("{n} is already in another pair")));
             }
         }
-        let path = paths::options(t, a, b)
-            .into_iter()
-            .next()
+        let path = f
+            .node_index(a)
+            .zip(f.node_index(b))
+            .and_then(|(a, b)| f.options(a, b).into_iter().next())
             .ok_or_else(|| fail("no path".into()))?;
         for s in &path.segments {
             *load.entry(s.clone()).or_default() += 1;

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use crate::spec::NodeName;
 use crate::spec::topology::Medium;
-use crate::topology::{Topology, paths};
+use crate::topology::Topology;
+use crate::topology::forwarding::Forwarding;
 
 use super::placement::PlannedPair;
 use super::sweep::{Configuration, PlacementEntry, Plan};
@@ -152,10 +153,12 @@ fn emulations(s: &mut String, t: &Topology) {
 /// Nodes reached in each number of hops, grouped: most topologies give every node the same
 /// profile.
 fn reach(s: &mut String, t: &Topology) {
+    let f = Forwarding::new(t);
     let profiles: Vec<(ReachProfile, Vec<&str>)> = grouped(
         t.nodes
             .iter()
-            .map(|n| (paths::reach_by_hops(t, &n.name), n.name.as_str())),
+            .enumerate()
+            .map(|(i, n)| (f.reach_by_hops(i), n.name.as_str())),
     );
     for (profile, nodes) in &profiles {
         let who = every_or_list(nodes, t.nodes.len(), "every node");

@@ -4,6 +4,7 @@
 mod checks;
 pub mod draft;
 pub mod draw;
+pub mod forwarding;
 pub mod generators;
 pub mod graph;
 pub mod load;

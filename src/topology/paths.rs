@@ -9,7 +9,10 @@ use serde::Serialize;
 
 use crate::spec::{IfName, Name, NodeName};
 
-use super::graph::{Attachment, Topology};
+use ipnet::Ipv4Net;
+
+use super::forwarding::{Decision, Forwarding};
+use super::graph::Topology;
 
 /// One link crossed: from a node, out of an interface, to the next node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -60,178 +63,606 @@ pub fn trace(
     from: &NodeName,
     target: Ipv4Addr,
 ) -> Result<(Vec<Hop>, Ipv4Addr), PathProblem> {
-    let mut hops: Vec<Hop> = Vec::new();
-    let mut visited = BTreeSet::new();
-    let mut cur = from.clone();
-    let mut source = None;
-    loop {
-        let node = t.node(&cur).expect("nodes on a path exist");
-        if node.addresses().contains(&target) {
-            return Ok((hops, source.unwrap_or(target)));
-        }
-        if !visited.insert(cur.clone()) || hops.len() > MAX_HOPS {
-            return Err(PathProblem {
-                from: from.clone(),
-                at: cur.clone(),
-                message: format!("{from} -> {target} loops back to {cur}"),
-            });
-        }
-        if !hops.is_empty() && !node.forwarding {
-            return Err(PathProblem {
-                from: from.clone(),
-                at: cur.clone(),
-                message: format!("{from} -> {target}: {cur} would have to forward but does not"),
-            });
-        }
-        // Connected subnets first, as the kernel does, then the longest matching route.
-        let connected = node.links().find(|(_, a)| a.trunc().contains(&target));
-        let (dev, next_addr) = match connected {
-            Some((dev, _)) => (dev.clone(), target),
-            None => match node
-                .routes
-                .iter()
-                .filter(|r| r.to.contains(&target))
-                .max_by_key(|r| r.to.prefix_len())
-            {
-                Some(r) => (r.dev.clone(), r.via),
-                None => {
-                    return Err(PathProblem {
-                        from: from.clone(),
-                        at: cur.clone(),
-                        message: format!(
-                            "{from} -> {target}: {cur} has no route to {target} (black hole)"
-                        ),
-                    });
-                }
-            },
-        };
-        let Some((_, owner)) = t.owner_of(next_addr) else {
-            return Err(PathProblem {
-                from: from.clone(),
-                at: cur.clone(),
-                message: format!(
-                    "{from} -> {target}: no node has {next_addr} (black hole at {cur})"
-                ),
-            });
-        };
-        if source.is_none() {
-            source = node
-                .links()
-                .find(|(i, _)| **i == dev)
-                .map(|(_, a)| a.addr());
-        }
-        hops.push(Hop {
-            from: cur.clone(),
-            dev,
-            to: owner.node.clone(),
-        });
-        cur = owner.node.clone();
-    }
+    let f = Forwarding::new(t);
+    let from = f.node_index(from).expect("nodes on a path exist");
+    f.trace(from, target)
 }
 
 /// The path to `target` and the reply's path back.
 pub fn round_trip(t: &Topology, from: &NodeName, target: Ipv4Addr) -> Result<Path, PathProblem> {
-    let (hops, source) = trace(t, from, target)?;
-    let to = hops
-        .last()
-        .map(|h| h.to.clone())
-        .unwrap_or_else(|| from.clone());
-    let (reply, _) = trace(t, &to, source)?;
-    let mut segments = BTreeSet::new();
-    for h in hops.iter().chain(&reply) {
-        segments.extend(hop_segments(t, h));
-    }
-    Ok(Path {
-        target,
-        source,
-        hops,
-        reply,
-        segments,
-    })
-}
-
-/// Segments a hop's frames cross: the sender's and the receiver's segment on the network, for
-/// each of the sender's wires (all slaves of a bond).
-fn hop_segments(t: &Topology, hop: &Hop) -> BTreeSet<Name> {
-    let (Some(a), Some(b)) = (t.node(&hop.from), t.node(&hop.to)) else {
-        return BTreeSet::new();
-    };
-    let physical: Vec<&IfName> = match a.bonds.iter().find(|x| x.name == hop.dev) {
-        Some(bond) => bond.slaves.iter().collect(),
-        None => vec![&hop.dev],
-    };
-    let mut out = BTreeSet::new();
-    for ifname in physical {
-        let Some(seg) = a.interface(ifname).and_then(|i| t.segment(&i.segment)) else {
-            continue;
-        };
-        out.insert(seg.name.clone());
-        // The receiver's interface on the same network.
-        for other in &b.interfaces {
-            if let Some(oseg) = t.segment(&other.segment)
-                && oseg.network == seg.network
-            {
-                let carries = match &other.attachment {
-                    Attachment::Address(_) => true,
-                    Attachment::BondSlave(_) => true,
-                };
-                if carries {
-                    out.insert(oseg.name.clone());
-                }
-            }
-        }
-    }
-    out
+    let f = Forwarding::new(t);
+    let from = f.node_index(from).expect("nodes on a path exist");
+    f.round_trip(from, target)
 }
 
 /// Every way `from` can reach `to`: one path per address of `to`, shortest first, then by
 /// address.
 pub fn options(t: &Topology, from: &NodeName, to: &NodeName) -> Vec<Path> {
-    let Some(node) = t.node(to) else {
-        return Vec::new();
-    };
-    let mut paths: Vec<Path> = node
-        .addresses()
-        .into_iter()
-        .filter_map(|a| round_trip(t, from, a).ok())
-        .collect();
-    paths.sort_by_key(|p| (p.hop_count(), p.target));
-    paths
+    let f = Forwarding::new(t);
+    match (f.node_index(from), f.node_index(to)) {
+        (Some(from), Some(to)) => f.options(from, to),
+        _ => Vec::new(),
+    }
 }
 
 /// Checks every ordered pair of nodes and every address of the destination.
 pub fn check_all(t: &Topology) -> Result<(), Vec<PathProblem>> {
-    let mut problems = Vec::new();
-    for a in &t.nodes {
-        for b in &t.nodes {
-            if a.name == b.name {
-                continue;
-            }
-            for addr in b.addresses() {
-                if let Err(p) = round_trip(t, &a.name, addr) {
-                    problems.push(p);
-                }
-            }
-        }
-    }
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(problems)
-    }
+    Forwarding::new(t).check_all()
 }
 
 /// For one node: how many other nodes it reaches in 1, 2, ... hops (shortest over their
 /// addresses).
 pub fn reach_by_hops(t: &Topology, from: &NodeName) -> Vec<(usize, usize)> {
-    let mut counts = std::collections::BTreeMap::new();
-    for b in &t.nodes {
-        if &b.name == from {
-            continue;
-        }
-        if let Some(p) = options(t, from, &b.name).first() {
-            *counts.entry(p.hop_count()).or_insert(0) += 1;
+    let f = Forwarding::new(t);
+    f.node_index(from)
+        .map(|from| f.reach_by_hops(from))
+        .unwrap_or_default()
+}
+
+/// One hop by node index.
+#[derive(Debug, Clone, Copy)]
+struct Step<'t> {
+    from: usize,
+    dev: &'t IfName,
+    to: usize,
+}
+
+/// How a packet for a subnet leaves the last node of a [`Chain`].
+#[derive(Debug, Clone, Copy)]
+enum ChainEnd {
+    /// The last node is on the subnet and sends straight to the target.
+    Delivers,
+    /// The last node's next hop is already on the chain.
+    LoopsBackTo(usize),
+    /// The last node's route names a next hop no node has.
+    NoOwner(Ipv4Addr),
+    /// The last node has no route.
+    NoRoute,
+    /// The chain is longer than any path may be.
+    TooLong,
+}
+
+/// What the walks towards one subnet share.
+struct SubnetView {
+    alike: bool,
+    owners: Vec<Option<usize>>,
+}
+
+/// The nodes a packet for any address of one subnet passes, from its sender until it reaches
+/// the subnet or is lost. Valid where every node decides alike for all of the subnet's
+/// addresses (see [`Forwarding::decides_alike`]).
+struct Chain {
+    nodes: Vec<usize>,
+    end: ChainEnd,
+}
+
+impl<'t> Forwarding<'t> {
+    fn steps(
+        &self,
+        from: usize,
+        target: Ipv4Addr,
+    ) -> Result<(Vec<Step<'t>>, Ipv4Addr), PathProblem> {
+        let t = self.topology();
+        let name = |i: usize| t.nodes[i].name.clone();
+        let problem = |at: usize, message: String| PathProblem {
+            from: name(from),
+            at: name(at),
+            message,
+        };
+        let mut steps: Vec<Step<'t>> = Vec::new();
+        let mut visited: Vec<usize> = Vec::new();
+        let mut cur = from;
+        let mut source = None;
+        loop {
+            if self.holds(cur, target) {
+                return Ok((steps, source.unwrap_or(target)));
+            }
+            if visited.contains(&cur) || steps.len() > MAX_HOPS {
+                return Err(problem(cur, loop_message(&name(from), target, &name(cur))));
+            }
+            visited.push(cur);
+            if !steps.is_empty() && !t.nodes[cur].forwarding {
+                return Err(problem(
+                    cur,
+                    no_forward_message(&name(from), target, &name(cur)),
+                ));
+            }
+            let (dev, next_addr) = match self.decide(cur, target) {
+                Decision::Connected { dev } => (dev, target),
+                Decision::Via { dev, via } => (dev, via),
+                Decision::NoRoute => {
+                    return Err(problem(
+                        cur,
+                        no_route_message(&name(from), target, &name(cur)),
+                    ));
+                }
+            };
+            let Some(owner) = self.owner(next_addr) else {
+                return Err(problem(
+                    cur,
+                    no_owner_message(&name(from), target, next_addr, &name(cur)),
+                ));
+            };
+            if source.is_none() {
+                source = self.source_on(cur, dev);
+            }
+            steps.push(Step {
+                from: cur,
+                dev,
+                to: owner,
+            });
+            cur = owner;
         }
     }
-    counts.into_iter().collect()
+
+    fn hops(&self, steps: &[Step]) -> Vec<Hop> {
+        let nodes = &self.topology().nodes;
+        steps
+            .iter()
+            .map(|s| Hop {
+                from: nodes[s.from].name.clone(),
+                dev: s.dev.clone(),
+                to: nodes[s.to].name.clone(),
+            })
+            .collect()
+    }
+
+    /// Follows packets from node `from` to `target`.
+    pub fn trace(
+        &self,
+        from: usize,
+        target: Ipv4Addr,
+    ) -> Result<(Vec<Hop>, Ipv4Addr), PathProblem> {
+        let (steps, source) = self.steps(from, target)?;
+        Ok((self.hops(&steps), source))
+    }
+
+    /// The path from node `from` to `target` and the reply's path back.
+    pub fn round_trip(&self, from: usize, target: Ipv4Addr) -> Result<Path, PathProblem> {
+        let (there, source) = self.steps(from, target)?;
+        let to = there.last().map_or(from, |s| s.to);
+        let (back, _) = self.steps(to, source)?;
+        let mut segments = BTreeSet::new();
+        for s in there.iter().chain(&back) {
+            self.hop_segments(s, &mut segments);
+        }
+        Ok(Path {
+            target,
+            source,
+            hops: self.hops(&there),
+            reply: self.hops(&back),
+            segments,
+        })
+    }
+
+    /// Segments a hop's frames cross: the sender's and the receiver's segment on the
+    /// network, for each of the sender's wires (all slaves of a bond).
+    fn hop_segments(&self, step: &Step, out: &mut BTreeSet<Name>) {
+        let t = self.topology();
+        let (a, b) = (&t.nodes[step.from], &t.nodes[step.to]);
+        let physical: Vec<&IfName> = match a.bonds.iter().find(|x| &x.name == step.dev) {
+            Some(bond) => bond.slaves.iter().collect(),
+            None => vec![step.dev],
+        };
+        let segment = |name: &Name| self.segment_index(name).map(|i| &t.segments[i]);
+        for ifname in physical {
+            let Some(seg) = a.interface(ifname).and_then(|i| segment(&i.segment)) else {
+                continue;
+            };
+            out.insert(seg.name.clone());
+            // The receiver's interfaces on the same network, plain or bond slaves alike.
+            for other in &b.interfaces {
+                if let Some(oseg) = segment(&other.segment)
+                    && oseg.network == seg.network
+                {
+                    out.insert(oseg.name.clone());
+                }
+            }
+        }
+    }
+
+    /// Every way node `from` can reach node `to`: one path per address of `to`, shortest
+    /// first, then by address.
+    pub fn options(&self, from: usize, to: usize) -> Vec<Path> {
+        let mut paths: Vec<Path> = self.topology().nodes[to]
+            .addresses()
+            .into_iter()
+            .filter_map(|a| self.round_trip(from, a).ok())
+            .collect();
+        paths.sort_by_key(|p| (p.hop_count(), p.target));
+        paths
+    }
+
+    /// Whether every node decides alike for every address of `subnet`: no link's or route's
+    /// network lies strictly inside it.
+    fn decides_alike(&self, subnet: Ipv4Net, networks: &[Ipv4Net]) -> bool {
+        !networks
+            .iter()
+            .any(|n| n.prefix_len() > subnet.prefix_len() && subnet.contains(&n.network()))
+    }
+
+    /// The chain from node `from` towards the subnet that holds `any_address`.
+    fn chain(&self, from: usize, any_address: Ipv4Addr) -> Chain {
+        let mut nodes = vec![from];
+        loop {
+            let cur = *nodes.last().expect("starts with the sender");
+            if nodes.len() - 1 > MAX_HOPS {
+                return Chain {
+                    nodes,
+                    end: ChainEnd::TooLong,
+                };
+            }
+            let end = match self.decide(cur, any_address) {
+                Decision::Connected { .. } => ChainEnd::Delivers,
+                Decision::NoRoute => ChainEnd::NoRoute,
+                Decision::Via { via, .. } => match self.owner(via) {
+                    None => ChainEnd::NoOwner(via),
+                    Some(next) if nodes.contains(&next) => ChainEnd::LoopsBackTo(next),
+                    Some(next) => {
+                        nodes.push(next);
+                        continue;
+                    }
+                },
+            };
+            return Chain { nodes, end };
+        }
+    }
+
+    /// What `trace` would find for a target on the chain's subnet held by node `owner`: its
+    /// hop count, or the problem. The same checks in the same order as [`Self::steps`].
+    fn follow(&self, chain: &Chain, owner: usize, target: Ipv4Addr) -> Result<usize, PathProblem> {
+        let t = self.topology();
+        let name = |i: usize| t.nodes[i].name.clone();
+        let from = chain.nodes[0];
+        let problem = |at: usize, message: String| PathProblem {
+            from: name(from),
+            at: name(at),
+            message,
+        };
+        for (k, &cur) in chain.nodes.iter().enumerate() {
+            if cur == owner {
+                return Ok(k);
+            }
+            if k > MAX_HOPS {
+                return Err(problem(cur, loop_message(&name(from), target, &name(cur))));
+            }
+            if k > 0 && !t.nodes[cur].forwarding {
+                return Err(problem(
+                    cur,
+                    no_forward_message(&name(from), target, &name(cur)),
+                ));
+            }
+        }
+        let last = *chain.nodes.last().expect("starts with the sender");
+        match chain.end {
+            ChainEnd::Delivers => Ok(chain.nodes.len()),
+            ChainEnd::LoopsBackTo(at) => {
+                Err(problem(at, loop_message(&name(from), target, &name(at))))
+            }
+            ChainEnd::NoOwner(via) => Err(problem(
+                last,
+                no_owner_message(&name(from), target, via, &name(last)),
+            )),
+            ChainEnd::NoRoute => Err(problem(
+                last,
+                no_route_message(&name(from), target, &name(last)),
+            )),
+            ChainEnd::TooLong => Err(problem(
+                last,
+                loop_message(&name(from), target, &name(last)),
+            )),
+        }
+    }
+
+    /// Per subnet, what every sender's walk needs: whether all nodes decide alike for it,
+    /// and the owner of each of its addresses. Computed once, not once per sender.
+    fn subnet_views(&self) -> Vec<SubnetView> {
+        let mut networks: Vec<Ipv4Net> = self.networks().collect();
+        networks.sort_unstable();
+        networks.dedup();
+        self.topology()
+            .subnets
+            .iter()
+            .map(|subnet| SubnetView {
+                alike: self.decides_alike(subnet.prefix, &networks),
+                owners: subnet.links.iter().map(|l| self.owner(l.address)).collect(),
+            })
+            .collect()
+    }
+
+    /// For each subnet, the hop count (or the problem) from node `from` to each of the
+    /// subnet's addresses not its own, with the address's owner: one chain per subnet where
+    /// every node decides alike for it, else one trace per address.
+    fn one_way_from(
+        &self,
+        from: usize,
+        views: &[SubnetView],
+        mut visit: impl FnMut(usize, Ipv4Addr, Result<usize, PathProblem>),
+    ) {
+        for (subnet, view) in self.topology().subnets.iter().zip(views) {
+            let chain = view
+                .alike
+                .then(|| subnet.links.first())
+                .flatten()
+                .map(|l| self.chain(from, l.address));
+            let clean = chain.as_ref().is_some_and(|c| self.is_clean(c));
+            for (link, owner) in subnet.links.iter().zip(&view.owners) {
+                let Some(owner) = *owner else {
+                    continue;
+                };
+                if owner == from {
+                    continue;
+                }
+                let outcome = match &chain {
+                    // Nothing on the way can fail: the hop count is where the owner is on the
+                    // chain, or one past its end.
+                    Some(chain) if clean => Ok(chain
+                        .nodes
+                        .iter()
+                        .position(|&n| n == owner)
+                        .unwrap_or(chain.nodes.len())),
+                    Some(chain) => self.follow(chain, owner, link.address),
+                    None => self.steps(from, link.address).map(|(s, _)| s.len()),
+                };
+                visit(owner, link.address, outcome);
+            }
+        }
+    }
+
+    /// Whether a chain reaches its subnet with every node after the sender forwarding.
+    fn is_clean(&self, chain: &Chain) -> bool {
+        let nodes = &self.topology().nodes;
+        matches!(chain.end, ChainEnd::Delivers)
+            && chain.nodes.len() <= MAX_HOPS
+            && chain.nodes[1..].iter().all(|&n| nodes[n].forwarding)
+    }
+
+    /// Checks that every node reaches every address of every other node. A round trip
+    /// fails only if one of its two one-way traces does, and every reply is itself one of
+    /// these traces (to the sender's address), so checking each one-way trace once proves
+    /// every round trip. Problems come in the order of sender, destination node, and the
+    /// destination's addresses.
+    pub fn check_all(&self) -> Result<(), Vec<PathProblem>> {
+        let views = self.subnet_views();
+        let mut problems: Vec<((usize, usize, usize), PathProblem)> = Vec::new();
+        for from in 0..self.topology().nodes.len() {
+            self.one_way_from(from, &views, |owner, address, outcome| {
+                if let Err(p) = outcome {
+                    let rank = self.tables_rank(owner, address);
+                    problems.push(((from, owner, rank), p));
+                }
+            });
+        }
+        if problems.is_empty() {
+            return Ok(());
+        }
+        problems.sort_by_key(|(key, _)| *key);
+        Err(problems.into_iter().map(|(_, p)| p).collect())
+    }
+
+    /// For node `from`: how many other nodes it reaches in 1, 2, ... hops (shortest over
+    /// their addresses). Counts the way there; the replies are proven by [`Self::check_all`].
+    pub fn reach_by_hops(&self, from: usize) -> Vec<(usize, usize)> {
+        let views = self.subnet_views();
+        let mut best: Vec<Option<usize>> = vec![None; self.topology().nodes.len()];
+        self.one_way_from(from, &views, |owner, _, outcome| {
+            if let Ok(hops) = outcome {
+                let b = &mut best[owner];
+                *b = Some(b.map_or(hops, |h| h.min(hops)));
+            }
+        });
+        let mut counts = std::collections::BTreeMap::new();
+        for hops in best.into_iter().flatten() {
+            *counts.entry(hops).or_insert(0) += 1;
+        }
+        counts.into_iter().collect()
+    }
+}
+
+fn loop_message(from: &NodeName, target: Ipv4Addr, at: &NodeName) -> String {
+    format!("{from} -> {target} loops back to {at}")
+}
+
+fn no_forward_message(from: &NodeName, target: Ipv4Addr, at: &NodeName) -> String {
+    format!("{from} -> {target}: {at} would have to forward but does not")
+}
+
+fn no_route_message(from: &NodeName, target: Ipv4Addr, at: &NodeName) -> String {
+    format!("{from} -> {target}: {at} has no route to {target} (black hole)")
+}
+
+fn no_owner_message(from: &NodeName, target: Ipv4Addr, via: Ipv4Addr, at: &NodeName) -> String {
+    format!("{from} -> {target}: no node has {via} (black hole at {at})")
+}
+
+#[cfg(test)]
+mod tests {
+    //! The indexed checker against a plain tracer that walks every pair hop by hop with
+    //! linear lookups, as the kernel would forward: on the shipped topologies and on route
+    //! tables broken in every way the checker must catch.
+
+    use super::*;
+    use crate::topology::graph::Route;
+    use std::path::Path as FsPath;
+
+    fn shipped(name: &str) -> Topology {
+        let root = FsPath::new(env!("CARGO_MANIFEST_DIR"));
+        crate::topology::load(&root.join("topologies").join(name)).expect("shipped topology")
+    }
+
+    /// One-way trace by the book: connected subnets first, then the longest matching route.
+    fn plain_trace(t: &Topology, from: &NodeName, target: Ipv4Addr) -> Result<usize, String> {
+        let mut cur = from.clone();
+        let mut visited = BTreeSet::new();
+        let mut hops = 0;
+        loop {
+            let node = t.node(&cur).unwrap();
+            if node.addresses().contains(&target) {
+                return Ok(hops);
+            }
+            if !visited.insert(cur.clone()) || hops > MAX_HOPS {
+                return Err(loop_message(from, target, &cur));
+            }
+            if hops > 0 && !node.forwarding {
+                return Err(no_forward_message(from, target, &cur));
+            }
+            let next = match node.links().find(|(_, a)| a.trunc().contains(&target)) {
+                Some(_) => target,
+                None => match node
+                    .routes
+                    .iter()
+                    .filter(|r| r.to.contains(&target))
+                    .max_by_key(|r| r.to.prefix_len())
+                {
+                    Some(r) => r.via,
+                    None => return Err(no_route_message(from, target, &cur)),
+                },
+            };
+            let Some((_, owner)) = t.owner_of(next) else {
+                return Err(no_owner_message(from, target, next, &cur));
+            };
+            cur = owner.node.clone();
+            hops += 1;
+        }
+    }
+
+    fn plain_check(t: &Topology) -> Vec<String> {
+        let mut out = Vec::new();
+        for a in &t.nodes {
+            for b in &t.nodes {
+                if a.name != b.name {
+                    for addr in b.addresses() {
+                        if let Err(m) = plain_trace(t, &a.name, addr) {
+                            out.push(m);
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    fn indexed_check(t: &Topology) -> Vec<String> {
+        match check_all(t) {
+            Ok(()) => Vec::new(),
+            Err(problems) => problems.into_iter().map(|p| p.message).collect(),
+        }
+    }
+
+    /// The routed mesh with its tables broken: a route dropped (black hole), a route's next
+    /// hop pointed back (loop), a next hop no node has, a forwarder that stops forwarding,
+    /// and a host route inside a subnet (decisions that differ within it).
+    fn broken_meshes() -> Vec<(String, Topology)> {
+        let mesh = shipped("routed-mesh-4x4.toml");
+        let mut out = Vec::new();
+        let with = |what: &str, f: &dyn Fn(&mut Topology)| {
+            let mut t = mesh.clone();
+            f(&mut t);
+            (what.to_owned(), t)
+        };
+        out.push(with("route dropped", &|t| {
+            t.nodes[0].routes.remove(0);
+        }));
+        out.push(with("loop", &|t| {
+            // n01 sends subnet X to a neighbour that is not on X either, and that neighbour
+            // sends it back.
+            let to = t.nodes[0].routes[0].to;
+            let (dev, net) = t.nodes[0]
+                .links()
+                .next()
+                .map(|(d, a)| (d.clone(), a))
+                .unwrap();
+            let shared = t.subnets.iter().find(|s| s.prefix == net.trunc()).unwrap();
+            let neighbour = shared
+                .links
+                .iter()
+                .find(|l| {
+                    l.node != t.nodes[0].name
+                        && t.node(&l.node).unwrap().routes.iter().any(|r| r.to == to)
+                })
+                .unwrap()
+                .clone();
+            let n = t.node_index(&neighbour.node).unwrap();
+            let r0 = t.nodes[0].routes.iter_mut().find(|r| r.to == to).unwrap();
+            *r0 = Route {
+                to,
+                via: neighbour.address,
+                dev: dev.clone(),
+            };
+            let rn = t.nodes[n].routes.iter_mut().find(|r| r.to == to).unwrap();
+            *rn = Route {
+                to,
+                via: net.addr(),
+                dev: neighbour.interface.clone(),
+            };
+        }));
+        out.push(with("next hop no node has", &|t| {
+            t.nodes[5].routes[1].via = "10.111.250.1".parse().unwrap();
+        }));
+        out.push(with("forwarder stops", &|t| {
+            let n = t.nodes.iter().position(|n| n.forwarding).unwrap();
+            t.nodes[n].forwarding = false;
+        }));
+        out.push(with("host route inside a subnet", &|t| {
+            // n01 sends one address of a far subnet somewhere that drops it.
+            let r = t.nodes[0].routes[0].clone();
+            let host = Ipv4Net::new(
+                t.subnets.iter().find(|s| s.prefix == r.to).unwrap().links[1].address,
+                32,
+            )
+            .unwrap();
+            t.nodes[0].routes.push(Route {
+                to: host,
+                via: "10.111.250.1".parse().unwrap(),
+                dev: r.dev.clone(),
+            });
+        }));
+        out
+    }
+
+    #[test]
+    fn the_indexed_checker_finds_what_a_plain_tracer_finds() {
+        for name in [
+            "routed-mesh-4x4.toml",
+            "switched-mesh-4x4.toml",
+            "bonded-dual-net.toml",
+            "single-net.toml",
+            "switched-bonded-mesh-4x4.toml",
+        ] {
+            let t = shipped(name);
+            assert_eq!(indexed_check(&t), Vec::<String>::new(), "{name}");
+            assert_eq!(plain_check(&t), Vec::<String>::new(), "{name}");
+        }
+        for (what, t) in broken_meshes() {
+            let plain = plain_check(&t);
+            assert!(!plain.is_empty(), "{what}: the breakage must show");
+            assert_eq!(indexed_check(&t), plain, "{what}");
+        }
+    }
+
+    #[test]
+    fn reach_counts_match_a_plain_tracer() {
+        for name in [
+            "routed-mesh-4x4.toml",
+            "switched-mesh-4x4.toml",
+            "bonded-dual-net.toml",
+        ] {
+            let t = shipped(name);
+            let f = Forwarding::new(&t);
+            for (i, a) in t.nodes.iter().enumerate() {
+                let mut counts = std::collections::BTreeMap::new();
+                for b in t.nodes.iter().filter(|b| b.name != a.name) {
+                    let best = b
+                        .addresses()
+                        .into_iter()
+                        .filter_map(|addr| plain_trace(&t, &a.name, addr).ok())
+                        .min()
+                        .unwrap();
+                    *counts.entry(best).or_insert(0) += 1;
+                }
+                let counts: Vec<(usize, usize)> = counts.into_iter().collect();
+                assert_eq!(f.reach_by_hops(i), counts, "{name} {}", a.name);
+            }
+        }
+    }
 }

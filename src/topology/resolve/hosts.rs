@@ -1,5 +1,8 @@
-//! Host addresses: node i gets host i+1 on every subnet (the next free one if that is taken),
-//! unless its address was given by hand.
+//! Host addresses, unless given by hand. Where every node of the topology fits in a subnet,
+//! node i is host i + 1 on every subnet it is on (n05 is .5 everywhere, easy to read); in a
+//! topology with more nodes than a subnet has hosts, a subnet numbers its own stations in the
+//! order they are on it, so a subnet of up to 254 stations fits a /24 whatever the node
+//! count. Either way the next free host is taken where the preferred one is in use.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
@@ -32,13 +35,14 @@ pub(super) fn assign_hosts(
         address_of: BTreeMap::new(),
     };
     for (group, &prefix) in groups.iter().zip(prefixes) {
+        let numbering = Numbering::for_subnet(draft.nodes.len(), prefix);
         let mut used: BTreeSet<Ipv4Addr> = group
             .links
             .iter()
             .filter_map(|l| overrides.of(l).map(|(a, _)| a.addr()))
             .collect();
         let mut links = Vec::new();
-        for l in &group.links {
+        for (station, l) in group.links.iter().enumerate() {
             let addr = match overrides.of(l) {
                 Some((a, span)) => {
                     if a.addr() == prefix.network() || a.addr() == prefix.broadcast() {
@@ -52,7 +56,21 @@ pub(super) fn assign_hosts(
                     }
                     a.addr()
                 }
-                None => next_free_host(draft, l, prefix, &mut used, errs),
+                None => {
+                    let preferred = match numbering {
+                        Numbering::ByNode => l.node,
+                        Numbering::ByStation => station,
+                    };
+                    next_free_host(
+                        draft,
+                        l,
+                        preferred,
+                        group.links.len(),
+                        prefix,
+                        &mut used,
+                        errs,
+                    )
+                }
             };
             let net = Ipv4Net::new(addr, prefix.prefix_len()).expect("valid length");
             addressing
@@ -75,18 +93,41 @@ pub(super) fn assign_hosts(
     Ok(addressing)
 }
 
-/// Host (node position + 1) on `prefix`, or the first free one after it; marks it used. Past
-/// the end of the subnet, reports that the node does not fit (once per subnet) and gives the
+/// How a subnet picks its stations' preferred host numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Numbering {
+    /// Node i is host i + 1.
+    ByNode,
+    /// The subnet's k-th station is host k + 1.
+    ByStation,
+}
+
+impl Numbering {
+    fn for_subnet(nodes: usize, prefix: Ipv4Net) -> Numbering {
+        // Hosts 1 ..= 2^bits - 2; the last node is host `nodes`.
+        let hosts = (1u64 << (32 - u32::from(prefix.prefix_len()))).saturating_sub(2);
+        if nodes as u64 <= hosts {
+            Numbering::ByNode
+        } else {
+            Numbering::ByStation
+        }
+    }
+}
+
+/// Host `preferred + 1` on `prefix`, or the first free one after it; marks it used. Past the
+/// end of the subnet, reports that its `stations` do not fit (once per subnet) and gives the
 /// network address as a stand-in.
 fn next_free_host(
     draft: &Draft,
     link: &LinkRef,
+    preferred: usize,
+    stations: usize,
     prefix: Ipv4Net,
     used: &mut BTreeSet<Ipv4Addr>,
     errs: &mut Errors,
 ) -> Ipv4Addr {
     let last = u32::from(prefix.broadcast());
-    let mut host = u32::from(prefix.network()).saturating_add(link.node as u32 + 1);
+    let mut host = u32::from(prefix.network()).saturating_add(preferred as u32 + 1);
     while host < last {
         let cand = Ipv4Addr::from(host);
         if used.insert(cand) {
@@ -95,29 +136,30 @@ fn next_free_host(
         host += 1;
     }
     if used.insert(prefix.network()) {
-        report_no_room(draft, link.node, prefix, errs);
+        report_no_room(draft, link.node, stations, prefix, errs);
     }
     prefix.network()
 }
 
-/// Node `node` has no host address left on `prefix`: points at the `prefix` key if it was
-/// given, else at where the node was listed, and says what prefix would fit every node.
-fn report_no_room(draft: &Draft, node: usize, prefix: Ipv4Net, errs: &mut Errors) {
+/// Node `node` has no host address left on `prefix`, which has `stations` stations: points
+/// at the `prefix` key if it was given, else at where the node was listed, and says what
+/// prefix would fit them all.
+fn report_no_room(draft: &Draft, node: usize, stations: usize, prefix: Ipv4Net, errs: &mut Errors) {
     let (name, node_span) = &draft.nodes[node];
     let (base, base_span) = &draft.base;
-    // Node i is host i + 1, so the last node needs room for len + 1 hosts, plus network and
-    // broadcast addresses.
-    let needed_hosts = draft.nodes.len() as u64 + 2;
-    let bits = 64 - (needed_hosts - 1).leading_zeros();
+    // Every station a host, plus the network and broadcast addresses.
+    let needed = stations as u64 + 2;
+    let bits = 64 - (needed - 1).leading_zeros();
     let fits = 32u32.saturating_sub(bits) as u8;
     let help = if fits >= base.prefix_len() {
         format!(
-            "set `prefix = {fits}` (or lower) under [addressing]: a /{fits} subnet holds every node"
+            "set `prefix = {fits}` (or lower) under [addressing]: a /{fits} subnet holds all \
+             {stations} stations"
         )
     } else {
         format!(
-            "a /{fits} subnet would hold every node, which needs a larger `base` under \
-             [addressing] than {base}, and `prefix = {fits}`"
+            "a /{fits} subnet would hold all {stations} stations, which needs a larger `base` \
+             under [addressing] than {base}, and `prefix = {fits}`"
         )
     };
     let span = [&draft.prefix.1, base_span, node_span]
@@ -125,13 +167,12 @@ fn report_no_room(draft: &Draft, node: usize, prefix: Ipv4Net, errs: &mut Errors
         .find(|s| !s.is_empty())
         .cloned()
         .unwrap_or(0..0);
+    let room = (1u64 << (32 - u32::from(prefix.prefix_len()))).saturating_sub(2);
     errs.push_help(
         &span,
         format!(
-            "subnet {prefix} has no room for node {name}: it is node {} of the topology, so \
-             host {} of every subnet it is on",
-            node + 1,
-            node + 1
+            "subnet {prefix} has no room for node {name}: it has {stations} stations and room \
+             for {room} hosts"
         ),
         help,
     );

@@ -95,7 +95,7 @@ pub fn place(
                 .map(|c| PlannedPair {
                     client: t.nodes[c.client].name.clone(),
                     server: t.nodes[c.server].name.clone(),
-                    path: pairs.paths(c.client, c.server).swap_remove(c.option),
+                    path: pairs.path(c),
                 })
                 .collect(),
             max_segment_load,
@@ -122,8 +122,16 @@ struct Pairs<'t> {
     seen: HashMap<(usize, usize), Option<SegmentOptions>>,
 }
 
-/// A pair's path options, each as the indices of the segments it crosses.
-type SegmentOptions = Rc<[Vec<usize>]>;
+/// A pair's path options.
+type SegmentOptions = Rc<[PathOption]>;
+
+/// One way a pair can talk: to which of the server's addresses, and the segments (indices)
+/// its round trip crosses.
+#[derive(Debug)]
+struct PathOption {
+    target: std::net::Ipv4Addr,
+    segments: Vec<usize>,
+}
 
 /// A pair the search chose: client and server node, and which path option it uses.
 #[derive(Debug, Clone, Copy)]
@@ -173,26 +181,47 @@ impl<'t> Pairs<'t> {
     }
 
     fn of_kind(&self, a: usize, b: usize) -> bool {
-        self.shared(a, b).is_empty() != self.local
+        let sb = &self.segments_of[b];
+        self.segments_of[a].iter().any(|s| sb.contains(s)) == self.local
     }
 
-    /// The shortest path options of pair `a < b` (one per address of `b`); a local-wire pair
-    /// keeps only those over the wire it shares, wherever the topology lets it choose.
-    fn paths(&self, a: usize, b: usize) -> Vec<Path> {
-        let options = self.forwarding.options(a, b);
-        let shortest = options.first().map_or(0, Path::hop_count);
-        let mut options: Vec<Path> = options
+    /// The shortest path options of pair `a < b` (one per address of `b`, by address); a
+    /// local-wire pair keeps only those over the wire it shares, wherever the topology lets it
+    /// choose. None if it is no candidate.
+    fn options(&mut self, a: usize, b: usize) -> Option<SegmentOptions> {
+        // The kind first: it costs two short slices, and most pairs of a large mesh are not
+        // of the kind asked for, so they never enter the cache.
+        if !self.of_kind(a, b) {
+            return None;
+        }
+        if let Some(known) = self.seen.get(&(a, b)) {
+            return known.clone();
+        }
+        let options = Some(self.shortest_options(a, b));
+        let options = options.filter(|o| !o.is_empty()).map(Rc::from);
+        self.seen.insert((a, b), options.clone());
+        options
+    }
+
+    fn shortest_options(&self, a: usize, b: usize) -> Vec<PathOption> {
+        let mut options: Vec<(usize, PathOption)> = self.topology().nodes[b]
+            .addresses()
             .into_iter()
-            .filter(|p| p.hop_count() == shortest)
+            .filter_map(|target| {
+                let (hops, segments) = self.forwarding.round_trip_segments(a, target)?;
+                Some((hops, PathOption { target, segments }))
+            })
+            .collect();
+        options.sort_by_key(|(hops, o)| (*hops, o.target));
+        let shortest = options.first().map_or(0, |(hops, _)| *hops);
+        let mut options: Vec<PathOption> = options
+            .into_iter()
+            .filter(|(hops, _)| *hops == shortest)
+            .map(|(_, o)| o)
             .collect();
         if self.local {
-            let t = self.topology();
-            let shared: Vec<&Name> = self
-                .shared(a, b)
-                .into_iter()
-                .map(|s| &t.segments[s].name)
-                .collect();
-            let over_shared = |p: &Path| p.segments.iter().all(|s| shared.contains(&s));
+            let shared = self.shared(a, b);
+            let over_shared = |o: &PathOption| o.segments.iter().all(|s| shared.contains(s));
             if options.iter().any(over_shared) {
                 options.retain(over_shared);
             }
@@ -200,28 +229,15 @@ impl<'t> Pairs<'t> {
         options
     }
 
-    /// The segments each path option of pair `a < b` crosses; None if it is no candidate.
-    fn options(&mut self, a: usize, b: usize) -> Option<SegmentOptions> {
-        if let Some(known) = self.seen.get(&(a, b)) {
-            return known.clone();
-        }
-        let options = self
-            .of_kind(a, b)
-            .then(|| self.paths(a, b))
-            .and_then(|paths| {
-                let segs: Vec<Vec<usize>> = paths
-                    .iter()
-                    .map(|p| {
-                        p.segments
-                            .iter()
-                            .filter_map(|s| self.forwarding.segment_index(s))
-                            .collect()
-                    })
-                    .collect();
-                (!segs.is_empty()).then(|| Rc::from(segs))
-            });
-        self.seen.insert((a, b), options.clone());
-        options
+    /// The full path of a chosen pair's option.
+    fn path(&mut self, c: Chosen) -> Path {
+        let target = self
+            .options(c.client, c.server)
+            .expect("a chosen pair is a candidate")[c.option]
+            .target;
+        self.forwarding
+            .round_trip(c.client, target)
+            .expect("a candidate's path was traced")
     }
 
     /// Whether any pair is a candidate.
@@ -243,7 +259,7 @@ impl<'t> Pairs<'t> {
         for a in 0..n {
             for b in a + 1..n {
                 if let Some(options) = self.options(a, b) {
-                    let fewest = options.iter().map(Vec::len).min().unwrap_or(1);
+                    let fewest = options.iter().map(|o| o.segments.len()).min().unwrap_or(1);
                     min = Some(min.map_or(fewest, |m| m.min(fewest)));
                 }
             }
@@ -319,14 +335,15 @@ impl Search<'_, '_> {
                 let best = options
                     .iter()
                     .enumerate()
-                    .filter(|(_, segs)| segs.iter().all(|&s| self.load[s] < self.limit))
-                    .min_by_key(|(_, segs)| {
+                    .filter(|(_, o)| o.segments.iter().all(|&s| self.load[s] < self.limit))
+                    .min_by_key(|(_, o)| {
                         (
-                            segs.iter().map(|&s| self.load[s]).max(),
-                            segs.iter().map(|&s| self.load[s]).sum::<usize>(),
+                            o.segments.iter().map(|&s| self.load[s]).max(),
+                            o.segments.iter().map(|&s| self.load[s]).sum::<usize>(),
                         )
                     });
-                let Some((option, segs)) = best else { continue };
+                let Some((option, o)) = best else { continue };
+                let segs = &o.segments;
                 self.used[a] = true;
                 self.used[b] = true;
                 segs.iter().for_each(|&s| self.load[s] += 1);

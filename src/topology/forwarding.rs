@@ -6,6 +6,7 @@
 //! The decisions are the kernel's: a connected subnet first (the first of the node's links
 //! whose subnet holds the target), then the longest matching static route.
 
+use std::cell::OnceCell;
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
@@ -45,6 +46,15 @@ pub struct Forwarding<'t> {
     /// Which node holds an address.
     owner: HashMap<Ipv4Addr, usize>,
     tables: Vec<Table<'t>>,
+    /// Per subnet, what walks towards it share; made on first use.
+    pub(super) views: OnceCell<Vec<SubnetView>>,
+}
+
+/// What the walks towards one subnet share: whether every node decides alike for all its
+/// addresses, and the owner of each of its addresses.
+pub(super) struct SubnetView {
+    pub(super) alike: bool,
+    pub(super) owners: Vec<Option<usize>>,
 }
 
 impl<'t> Forwarding<'t> {
@@ -88,6 +98,7 @@ impl<'t> Forwarding<'t> {
                 .collect(),
             owner,
             tables,
+            views: OnceCell::new(),
         }
     }
 

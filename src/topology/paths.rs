@@ -11,7 +11,7 @@ use crate::spec::{IfName, Name, NodeName};
 
 use ipnet::Ipv4Net;
 
-use super::forwarding::{Decision, Forwarding};
+use super::forwarding::{Decision, Forwarding, SubnetView};
 use super::graph::Topology;
 
 /// One link crossed: from a node, out of an interface, to the next node.
@@ -122,12 +122,6 @@ enum ChainEnd {
     TooLong,
 }
 
-/// What the walks towards one subnet share.
-struct SubnetView {
-    alike: bool,
-    owners: Vec<Option<usize>>,
-}
-
 /// The nodes a packet for any address of one subnet passes, from its sender until it reaches
 /// the subnet or is lost. Valid where every node decides alike for all of the subnet's
 /// addresses (see [`Forwarding::decides_alike`]).
@@ -222,10 +216,14 @@ impl<'t> Forwarding<'t> {
         let (there, source) = self.steps(from, target)?;
         let to = there.last().map_or(from, |s| s.to);
         let (back, _) = self.steps(to, source)?;
-        let mut segments = BTreeSet::new();
+        let mut segments = Vec::new();
         for s in there.iter().chain(&back) {
             self.hop_segments(s, &mut segments);
         }
+        let segments = segments
+            .into_iter()
+            .map(|i| self.topology().segments[i].name.clone())
+            .collect();
         Ok(Path {
             target,
             source,
@@ -236,29 +234,50 @@ impl<'t> Forwarding<'t> {
     }
 
     /// Segments a hop's frames cross: the sender's and the receiver's segment on the
-    /// network, for each of the sender's wires (all slaves of a bond).
-    fn hop_segments(&self, step: &Step, out: &mut BTreeSet<Name>) {
+    /// network, for each of the sender's wires (all slaves of a bond), as indices.
+    fn hop_segments(&self, step: &Step, out: &mut Vec<usize>) {
         let t = self.topology();
         let (a, b) = (&t.nodes[step.from], &t.nodes[step.to]);
         let physical: Vec<&IfName> = match a.bonds.iter().find(|x| &x.name == step.dev) {
             Some(bond) => bond.slaves.iter().collect(),
             None => vec![step.dev],
         };
-        let segment = |name: &Name| self.segment_index(name).map(|i| &t.segments[i]);
         for ifname in physical {
-            let Some(seg) = a.interface(ifname).and_then(|i| segment(&i.segment)) else {
+            let Some(seg) = a
+                .interface(ifname)
+                .and_then(|i| self.segment_index(&i.segment))
+            else {
                 continue;
             };
-            out.insert(seg.name.clone());
+            out.push(seg);
             // The receiver's interfaces on the same network, plain or bond slaves alike.
             for other in &b.interfaces {
-                if let Some(oseg) = segment(&other.segment)
-                    && oseg.network == seg.network
+                if let Some(oseg) = self.segment_index(&other.segment)
+                    && t.segments[oseg].network == t.segments[seg].network
                 {
-                    out.insert(oseg.name.clone());
+                    out.push(oseg);
                 }
             }
         }
+    }
+
+    /// The hop count of the way from node `from` to `target`, and the segments the round
+    /// trip crosses (indices, sorted): what placement weighs, without building the path.
+    pub fn round_trip_segments(
+        &self,
+        from: usize,
+        target: Ipv4Addr,
+    ) -> Option<(usize, Vec<usize>)> {
+        let (there, source) = self.steps(from, target).ok()?;
+        let to = there.last().map_or(from, |s| s.to);
+        let (back, _) = self.steps(to, source).ok()?;
+        let mut segments = Vec::new();
+        for s in there.iter().chain(&back) {
+            self.hop_segments(s, &mut segments);
+        }
+        segments.sort_unstable();
+        segments.dedup();
+        Some((there.len(), segments))
     }
 
     /// Every way node `from` can reach node `to`: one path per address of `to`, shortest
@@ -355,19 +374,21 @@ impl<'t> Forwarding<'t> {
     }
 
     /// Per subnet, what every sender's walk needs: whether all nodes decide alike for it,
-    /// and the owner of each of its addresses. Computed once, not once per sender.
-    fn subnet_views(&self) -> Vec<SubnetView> {
-        let mut networks: Vec<Ipv4Net> = self.networks().collect();
-        networks.sort_unstable();
-        networks.dedup();
-        self.topology()
-            .subnets
-            .iter()
-            .map(|subnet| SubnetView {
-                alike: self.decides_alike(subnet.prefix, &networks),
-                owners: subnet.links.iter().map(|l| self.owner(l.address)).collect(),
-            })
-            .collect()
+    /// and the owner of each of its addresses. Made once per topology, not once per sender.
+    fn subnet_views(&self) -> &[SubnetView] {
+        self.views.get_or_init(|| {
+            let mut networks: Vec<Ipv4Net> = self.networks().collect();
+            networks.sort_unstable();
+            networks.dedup();
+            self.topology()
+                .subnets
+                .iter()
+                .map(|subnet| SubnetView {
+                    alike: self.decides_alike(subnet.prefix, &networks),
+                    owners: subnet.links.iter().map(|l| self.owner(l.address)).collect(),
+                })
+                .collect()
+        })
     }
 
     /// For each subnet, the hop count (or the problem) from node `from` to each of the
@@ -426,7 +447,7 @@ impl<'t> Forwarding<'t> {
         let views = self.subnet_views();
         let mut problems: Vec<((usize, usize, usize), PathProblem)> = Vec::new();
         for from in 0..self.topology().nodes.len() {
-            self.one_way_from(from, &views, |owner, address, outcome| {
+            self.one_way_from(from, views, |owner, address, outcome| {
                 if let Err(p) = outcome {
                     let rank = self.tables_rank(owner, address);
                     problems.push(((from, owner, rank), p));
@@ -445,7 +466,7 @@ impl<'t> Forwarding<'t> {
     pub fn reach_by_hops(&self, from: usize) -> Vec<(usize, usize)> {
         let views = self.subnet_views();
         let mut best: Vec<Option<usize>> = vec![None; self.topology().nodes.len()];
-        self.one_way_from(from, &views, |owner, _, outcome| {
+        self.one_way_from(from, views, |owner, _, outcome| {
             if let Ok(hops) = outcome {
                 let b = &mut best[owner];
                 *b = Some(b.map_or(hops, |h| h.min(hops)));

@@ -3,25 +3,36 @@
 //! closer to that subnet. Among equally close neighbours the least-loaded is chosen, ties by
 //! node order, so the result is deterministic and forwarding is spread evenly.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use ipnet::Ipv4Net;
 
-use super::graph::{Route, Topology};
+use super::graph::{Link, Route, Topology};
+use crate::spec::NodeName;
 
 /// Fills every node's `routes`. Existing routes are replaced.
 pub fn compute_routes(t: &mut Topology) {
     let n = t.nodes.len();
-    // subnet index -> nodes on it; node -> subnets it is on.
-    let on_subnet: Vec<Vec<usize>> = t
+    let node_ix: HashMap<&NodeName, usize> = t
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (&n.name, i))
+        .collect();
+    // subnet index -> its links with their nodes' indices; node -> subnets it is on.
+    let links_on: Vec<Vec<(usize, &Link)>> = t
         .subnets
         .iter()
         .map(|s| {
             s.links
                 .iter()
-                .filter_map(|l| t.node_index(&l.node))
+                .filter_map(|l| node_ix.get(&l.node).map(|&i| (i, l)))
                 .collect()
         })
+        .collect();
+    let on_subnet: Vec<Vec<usize>> = links_on
+        .iter()
+        .map(|m| m.iter().map(|&(i, _)| i).collect())
         .collect();
     let mut subnets_of: Vec<Vec<usize>> = vec![Vec::new(); n];
     for (si, nodes) in on_subnet.iter().enumerate() {
@@ -59,20 +70,15 @@ pub fn compute_routes(t: &mut Topology) {
                 .min_by_key(|(b, _)| (load[*b], *b));
             let Some(&(b, shared)) = best else { continue };
             load[b] += 1;
-            let sub = &t.subnets[shared];
-            let via = sub
-                .links
-                .iter()
-                .find(|l| l.node == t.nodes[b].name)
-                .expect("neighbour is on the shared subnet")
-                .address;
-            let dev = sub
-                .links
-                .iter()
-                .find(|l| l.node == t.nodes[a].name)
-                .expect("node is on the shared subnet")
-                .interface
-                .clone();
+            let link_of = |node: usize| {
+                links_on[shared]
+                    .iter()
+                    .find(|&&(m, _)| m == node)
+                    .expect("both nodes are on the shared subnet")
+                    .1
+            };
+            let via = link_of(b).address;
+            let dev = link_of(a).interface.clone();
             routes[a].push(Route {
                 to: prefix,
                 via,

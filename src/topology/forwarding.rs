@@ -161,7 +161,7 @@ impl<'t> Forwarding<'t> {
     }
 
     /// Where `addr` comes among node `node`'s addresses (its links' order), for sorting.
-    pub(super) fn tables_rank(&self, node: usize, addr: Ipv4Addr) -> usize {
+    pub(super) fn address_rank(&self, node: usize, addr: Ipv4Addr) -> usize {
         self.tables[node]
             .links
             .iter()

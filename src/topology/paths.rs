@@ -131,6 +131,8 @@ struct Chain {
 }
 
 impl<'t> Forwarding<'t> {
+    /// Follows a packet hop by hop, by node index, making the checks `trace` reports in the
+    /// kernel's order: arrived, looped, a non-forwarder in the way, no route, no next hop.
     fn steps(
         &self,
         from: usize,
@@ -449,7 +451,7 @@ impl<'t> Forwarding<'t> {
         for from in 0..self.topology().nodes.len() {
             self.one_way_from(from, views, |owner, address, outcome| {
                 if let Err(p) = outcome {
-                    let rank = self.tables_rank(owner, address);
+                    let rank = self.address_rank(owner, address);
                     problems.push(((from, owner, rank), p));
                 }
             });

@@ -57,24 +57,6 @@ pub struct PathProblem {
 
 const MAX_HOPS: usize = 64;
 
-/// Follows packets from `from` to `target`.
-pub fn trace(
-    t: &Topology,
-    from: &NodeName,
-    target: Ipv4Addr,
-) -> Result<(Vec<Hop>, Ipv4Addr), PathProblem> {
-    let f = Forwarding::new(t);
-    let from = f.node_index(from).expect("nodes on a path exist");
-    f.trace(from, target)
-}
-
-/// The path to `target` and the reply's path back.
-pub fn round_trip(t: &Topology, from: &NodeName, target: Ipv4Addr) -> Result<Path, PathProblem> {
-    let f = Forwarding::new(t);
-    let from = f.node_index(from).expect("nodes on a path exist");
-    f.round_trip(from, target)
-}
-
 /// Every way `from` can reach `to`: one path per address of `to`, shortest first, then by
 /// address.
 pub fn options(t: &Topology, from: &NodeName, to: &NodeName) -> Vec<Path> {
@@ -131,7 +113,7 @@ struct Chain {
 }
 
 impl<'t> Forwarding<'t> {
-    /// Follows a packet hop by hop, by node index, making the checks `trace` reports in the
+    /// Follows a packet hop by hop, by node index, making the path checker's checks in the
     /// kernel's order: arrived, looped, a non-forwarder in the way, no route, no next hop.
     fn steps(
         &self,
@@ -201,16 +183,6 @@ impl<'t> Forwarding<'t> {
                 to: nodes[s.to].name.clone(),
             })
             .collect()
-    }
-
-    /// Follows packets from node `from` to `target`.
-    pub fn trace(
-        &self,
-        from: usize,
-        target: Ipv4Addr,
-    ) -> Result<(Vec<Hop>, Ipv4Addr), PathProblem> {
-        let (steps, source) = self.steps(from, target)?;
-        Ok((self.hops(&steps), source))
     }
 
     /// The path from node `from` to `target` and the reply's path back.
@@ -329,8 +301,8 @@ impl<'t> Forwarding<'t> {
         }
     }
 
-    /// What `trace` would find for a target on the chain's subnet held by node `owner`: its
-    /// hop count, or the problem. The same checks in the same order as [`Self::steps`].
+    /// What [`Self::steps`] would find for a target on the chain's subnet held by node
+    /// `owner`: its hop count, or the problem, from the same checks in the same order.
     fn follow(&self, chain: &Chain, owner: usize, target: Ipv4Addr) -> Result<usize, PathProblem> {
         let t = self.topology();
         let name = |i: usize| t.nodes[i].name.clone();

@@ -1,6 +1,6 @@
 //! The medium emulator in real time, on a sixteen-node 10 Mbit/s bus of the virtual cluster,
 //! through `orchestrate run`: one TCP stream gets what Ethernet gives (9.0–9.5 Mbit/s), a token
-//! spends its frame's serialization time on an idle wire and a larger token exactly its larger
+//! spends its frame's serialization time on an idle wire and a larger token its larger
 //! frame's more, and seven saturating pairs collide and move what the simulated MAC carries at
 //! the same load. Needs docker and root.
 //!
@@ -48,7 +48,7 @@ pairs = [1]
 placement = ["local-wire"]
 exchanges = 2000
 warmup = 50
-repetitions = 2
+repetitions = 3
 statistic = "best"
 "#;
 
@@ -130,11 +130,14 @@ fn docker_the_emulated_bus_times_frames_like_a_10_mbit_ethernet() {
         "token one way: 64 B {small:.1} µs, 1024 B {large:.1} µs; the larger frame adds \
          {added:.1} µs, its wire time {expected:.1} µs; 64 B measured/model {ratio}"
     );
-    // Never less than the wire time (a token bucket would pass the lone frame at once); a
-    // little more for the bytes' copies through the veths, the emulator and the worker (7% in
-    // debug builds here), but not the quarter more of an 8 Mbit/s wire.
+    // Never less than the wire time: a token bucket would pass the lone frame at once. More
+    // by what the larger token costs in software besides the wire (the bytes' copies through
+    // the veths, the emulator and the worker, and the timer waking later after a longer wait):
+    // 1.05-1.13 on a quiet machine here, 1.23 once on a loaded one. The rate itself is pinned
+    // by the stream above; this bound catches a frame charged twice, or a lone frame's wire
+    // a third slower than the stream's.
     assert!(
-        (0.97..=1.15).contains(&(added / expected)),
+        (0.97..=1.35).contains(&(added / expected)),
         "the 1024-byte token's frame added {added:.1} µs one way, its wire time is {expected:.1} µs"
     );
 

@@ -21,7 +21,7 @@ pub enum ClusterCommand {
         #[command(flatten)]
         image: ImageArgs,
     },
-    /// Bring a topology up as a docker compose cluster; writes the cluster's directory
+    /// Bring a topology up as a cluster of docker containers; writes the cluster's directory
     /// (compose file, keys, known_hosts, inventory.toml) under --state-dir.
     Up(UpArgs),
     /// Show a cluster's containers, addresses and emulation devices.

@@ -84,7 +84,7 @@ pub struct ClusterSpec {
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ClusterKind {
-    /// The built-in docker compose virtual cluster, brought up on this machine.
+    /// The built-in virtual cluster of docker containers, brought up on this machine.
     #[default]
     Docker,
     /// Real machines listed in an inventory file.

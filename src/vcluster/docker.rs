@@ -1,8 +1,9 @@
-//! The docker engine and compose, driven through their command-line clients (the engine here
-//! speaks API 1.41; the CLI negotiates versions for us).
+//! The docker engine, driven through its command-line client (the engine here speaks API
+//! 1.41; the CLI negotiates versions for us). Compose is not needed: the cluster's compose
+//! file is written for people, and `up` creates what it describes itself.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::time::Duration;
 
 use serde::Deserialize;
 
@@ -10,28 +11,19 @@ use super::cmd::{Cmd, on_path};
 use super::error::{Error, Result};
 use super::names::{ClusterName, LABEL_CLUSTER};
 
-/// How compose is invoked on this host.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Compose {
-    /// The `docker compose` CLI plugin (compose v2).
-    Plugin,
-    /// The standalone `docker-compose` program (v1, as Debian 12 ships it).
-    Standalone,
-}
+/// Containers per `docker kill` and `docker rm` call.
+const REMOVE_BATCH: usize = 32;
 
 #[derive(Debug, Clone)]
-pub struct Docker {
-    compose: Option<Compose>,
-}
+pub struct Docker;
 
 impl Docker {
-    /// Checks that the docker engine answers; finds compose (preferring the plugin).
+    /// Checks that the docker engine answers.
     pub fn connect() -> Result<Docker> {
         if on_path("docker").is_none() {
             return Err(Error::Host {
                 problem: "the `docker` client is not installed".into(),
-                what_to_do: "install docker (Debian: apt-get install docker.io docker-compose)"
-                    .into(),
+                what_to_do: "install docker (Debian: apt-get install docker.io)".into(),
             });
         }
         let info = Cmd::new("docker", "asking the docker engine for its version")
@@ -40,41 +32,7 @@ impl Docker {
             .timeout(std::time::Duration::from_secs(30))
             .run()?;
         tracing::debug!(engine = info.trim(), "docker engine");
-        let compose = if Cmd::new("docker", "probing compose")
-            .args(["compose", "version"])
-            .succeeds()
-        {
-            Some(Compose::Plugin)
-        } else if on_path("docker-compose").is_some() {
-            Some(Compose::Standalone)
-        } else {
-            None
-        };
-        Ok(Docker { compose })
-    }
-
-    pub fn compose_flavour(&self) -> Option<&Compose> {
-        self.compose.as_ref()
-    }
-
-    /// A compose command for the cluster's project and file.
-    pub fn compose(&self, what: &str, project: &str, file: &Path) -> Result<Cmd> {
-        let base = match self.compose {
-            Some(Compose::Plugin) => Cmd::new("docker", what).arg("compose"),
-            Some(Compose::Standalone) => Cmd::new("docker-compose", what),
-            None => {
-                return Err(Error::Host {
-                    problem: "neither `docker compose` nor `docker-compose` is installed".into(),
-                    what_to_do: "install the compose plugin, or docker-compose (Debian: apt-get \
-                                 install docker-compose)"
-                        .into(),
-                });
-            }
-        };
-        Ok(base
-            .args(["-p", project, "-f"])
-            .arg(file.display().to_string())
-            .current_dir(file.parent().unwrap_or(Path::new("."))))
+        Ok(Docker)
     }
 
     pub fn image_exists(&self, reference: &str) -> bool {
@@ -101,6 +59,29 @@ impl Docker {
         Ok(words(&out))
     }
 
+    /// The subnets of every network the engine has, whoever made it.
+    pub fn network_subnets(&self) -> Result<Vec<ipnet::Ipv4Net>> {
+        let ids = words(
+            &Cmd::new("docker", "listing the engine's networks")
+                .args(["network", "ls", "-q", "--no-trunc"])
+                .run()?,
+        );
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let out = Cmd::new("docker", "reading the engine's networks' subnets")
+            .args([
+                "network",
+                "inspect",
+                "--format",
+                "{{range .IPAM.Config}}{{.Subnet}} {{end}}",
+            ])
+            .args(ids)
+            .run()?;
+        // IPv6 subnets and the rare unparsable entry cannot overlap an IPv4 one.
+        Ok(words(&out).iter().filter_map(|s| s.parse().ok()).collect())
+    }
+
     pub fn inspect_containers(&self, ids: &[String]) -> Result<Vec<ContainerInfo>> {
         if ids.is_empty() {
             return Ok(Vec::new());
@@ -116,15 +97,27 @@ impl Docker {
         })
     }
 
+    /// Stops the containers, then removes them, a batch at a time. `docker rm -f` of hundreds
+    /// of running containers at once has left this engine (20.10) counting an endpoint on
+    /// the management network that no container holds, and such a network can then not be
+    /// removed until the engine restarts; stopped first, each container leaves its networks
+    /// as it exits.
     pub fn remove_containers(&self, ids: &[String]) -> Result<()> {
-        if ids.is_empty() {
-            return Ok(());
+        for batch in ids.chunks(REMOVE_BATCH) {
+            Cmd::new("docker", "stopping the cluster's containers")
+                .args(["kill"])
+                .args(batch.iter().cloned())
+                .timeout(Duration::from_secs(120))
+                .output()?;
         }
-        Cmd::new("docker", "removing the cluster's containers")
-            .args(["rm", "-f", "-v"])
-            .args(ids.iter().cloned())
-            .run()
-            .map(drop)
+        for batch in ids.chunks(REMOVE_BATCH) {
+            Cmd::new("docker", "removing the cluster's containers")
+                .args(["rm", "-f", "-v"])
+                .args(batch.iter().cloned())
+                .timeout(Duration::from_secs(120))
+                .run()?;
+        }
+        Ok(())
     }
 
     pub fn remove_networks(&self, ids: &[String]) -> Result<()> {

@@ -1,4 +1,4 @@
-//! The virtual cluster: any topology as a docker compose cluster on one machine, with the
+//! The virtual cluster: any topology as a cluster of docker containers on one machine, with the
 //! topology's wires emulated at their rates, reached over SSH like real machines.
 //!
 //! `up` builds (once) the node image, writes the cluster's directory (compose file, keys,
@@ -22,6 +22,7 @@
 
 mod cmd;
 mod compose;
+mod create;
 mod docker;
 mod down;
 mod emulation;
@@ -33,7 +34,9 @@ mod medium;
 mod meter;
 mod names;
 mod netns;
+mod parallel;
 pub mod paths;
+mod project;
 mod source;
 mod ssh;
 mod state;
@@ -42,7 +45,7 @@ mod up;
 mod verify;
 mod wiring;
 
-pub use docker::{Compose, Docker};
+pub use docker::Docker;
 pub use down::{DownReport, down};
 pub use emulation::WIRE_OVERHEAD_BYTES;
 pub use error::{Error, Result};

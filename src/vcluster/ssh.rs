@@ -33,6 +33,11 @@ pub fn command(host: &Host, what: &str, remote: &str) -> Cmd {
         "ConnectTimeout=5",
         "-o",
         "LogLevel=ERROR",
+        // The post-quantum hybrid key exchange OpenSSH prefers costs 70 ms of client CPU per
+        // login here, 2.5 times curve25519's: probing 256 nodes took 16 s of both cores. The
+        // management network never leaves this machine.
+        "-o",
+        "KexAlgorithms=curve25519-sha256",
     ]);
     if let Some(identity) = &host.identity {
         cmd = cmd.arg("-i").arg(identity.display().to_string());
@@ -90,7 +95,8 @@ mod tests {
             command(&host, "testing", "true").display(),
             "ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=yes \
              -o UserKnownHostsFile=/c/known_hosts -o GlobalKnownHostsFile=/dev/null \
-             -o IdentitiesOnly=yes -o ConnectTimeout=5 -o LogLevel=ERROR -i /c/id_ed25519 \
+             -o IdentitiesOnly=yes -o ConnectTimeout=5 -o LogLevel=ERROR \
+             -o KexAlgorithms=curve25519-sha256 -i /c/id_ed25519 \
              -p 22 -l root -- 172.20.0.2 true"
         );
     }

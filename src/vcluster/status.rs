@@ -4,12 +4,12 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::cmd::Cmd;
-use super::compose::MGMT_NETWORK_KEY;
 use super::docker::Docker;
 use super::emulation;
 use super::error::Result;
 use super::names::{ClusterName, LABEL_CLUSTER, LABEL_NAME, LABEL_ROLE};
 use super::paths::ClusterDir;
+use super::project::MGMT_NETWORK_KEY;
 use super::state::State;
 
 /// One container of a cluster, as `status` shows it.

@@ -5,7 +5,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::cmd::Cmd;
-use super::compose::{self, ComposeInput, MGMT_NETWORK_KEY, segment_network_key};
+use super::compose;
+use super::create;
 use super::docker::{ContainerInfo, Docker};
 use super::emulation;
 use super::error::{Error, Result};
@@ -14,12 +15,20 @@ use super::keys;
 use super::medium;
 use super::names::{ClusterName, LABEL_NAME, LABEL_ROLE, MGMT_IFNAME};
 use super::netns::{self, Ns, Wanted};
+use super::parallel;
 use super::paths::ClusterDir;
+use super::project::{MGMT_NETWORK_KEY, Project, segment_network_key};
 use super::ssh;
 use super::state::State;
 use super::wiring::{Node, SegmentId, Switch, Wiring, switch_service};
 use crate::remote::{Host, Inventory};
 use crate::spec::NodeName;
+
+/// SSH logins tried at once while waiting for the nodes: each costs the host a few
+/// milliseconds of CPU on both ends, so more only queue.
+const SSH_PROBE_WIDTH: usize = 16;
+/// Containers whose interfaces are named at once (`ip` and `ethtool` in their namespaces).
+const NAMING_WIDTH: usize = 8;
 
 /// The user nodes are logged into (experiment scripts change interfaces, routes and qdiscs).
 pub const NODE_USER: &str = "root";
@@ -123,17 +132,15 @@ fn bring_up(
     let host_keys = generate_keys(c, wiring, dir)?;
     step("keys");
 
-    let compose_file = dir.compose_file();
-    write(
-        &compose_file,
-        &compose::render(&ComposeInput {
-            cluster: c,
-            wiring,
-            image: &image.tag,
-            source: &opts.source,
-        }),
-    )?;
-    start_containers(docker, c, &compose_file)?;
+    let mut project = Project::new(c, wiring, &image.tag, &opts.source);
+    project
+        .assign_segment_subnets(&docker.network_subnets()?)
+        .map_err(|problem| Error::Host {
+            problem,
+            what_to_do: "remove networks you no longer need (`docker network ls`)".into(),
+        })?;
+    write(&dir.compose_file(), &compose::render(&project))?;
+    create::create(&project, dir.root())?;
     step("containers");
 
     let wires = name_interfaces(docker, c, wiring)?;
@@ -263,31 +270,36 @@ fn name_interfaces(docker: &Docker, c: &ClusterName, wiring: &Wiring) -> Result<
             .collect(),
     };
     let mut wires = Wires::default();
-    for n in &wiring.nodes {
-        name_node_interfaces(&attached, wiring, n, &mut wires)?;
-    }
-    let mut switch_ports: BTreeMap<SegmentId, Vec<String>> = BTreeMap::new();
-    for sw in &wiring.switches {
-        for (id, port) in name_switch_ports(&attached, wiring, sw)? {
-            switch_ports.entry(id).or_default().push(port);
+    // Each container's interfaces are named by a few processes in its namespace; containers
+    // are independent, and the results come back in the wiring's order (the medium's ports
+    // are nodes first, in member order).
+    let named = parallel::try_map(NAMING_WIDTH, &wiring.nodes, |n| {
+        name_node_interfaces(&attached, wiring, n)
+    })?;
+    for (n, (mgmt_addr, ports)) in wiring.nodes.iter().zip(named) {
+        wires.mgmt_addr.insert(n.name.clone(), mgmt_addr);
+        for (id, port) in ports {
+            wires.ports.entry(id).or_default().push(port);
         }
     }
-    for (id, sp) in switch_ports {
-        wires.ports.entry(id).or_default().extend(sp);
+    let switch_ports = parallel::try_map(NAMING_WIDTH, &wiring.switches, |sw| {
+        name_switch_ports(&attached, wiring, sw)
+    })?;
+    for (id, port) in switch_ports.into_iter().flatten() {
+        wires.ports.entry(id).or_default().push(port);
     }
     Ok(wires)
 }
 
 /// `mgmt0` and the node's experiment interfaces, with segmentation offloads off on the latter.
+/// Returns the node's management address and the host side of each experiment interface.
 fn name_node_interfaces(
     attached: &Attached,
     wiring: &Wiring,
     n: &Node,
-    wires: &mut Wires,
-) -> Result<()> {
+) -> Result<(String, Vec<(SegmentId, String)>)> {
     let ci = attached.container("node", &n.name)?;
     let (mac, ip) = attached.endpoint(ci, MGMT_NETWORK_KEY)?;
-    wires.mgmt_addr.insert(n.name.clone(), ip);
     let mut wanted = vec![Wanted {
         mac,
         name: MGMT_IFNAME.into(),
@@ -311,14 +323,13 @@ fn name_node_interfaces(
         &ifnames,
         &format!("turning segmentation offloads off on node {}", n.name),
     )?;
-    for (p, peer) in n.ports.iter().zip(&peers[1..]) {
-        wires
-            .ports
-            .entry(p.segment)
-            .or_default()
-            .push(attached.host_name(*peer, &n.name)?);
-    }
-    Ok(())
+    let ports = n
+        .ports
+        .iter()
+        .zip(&peers[1..])
+        .map(|(p, peer)| Ok((p.segment, attached.host_name(*peer, &n.name)?)))
+        .collect::<Result<_>>()?;
+    Ok((ip, ports))
 }
 
 /// A switch's `port0`, `port1`, ... on its bridge; returns the host side of each, by segment.
@@ -404,34 +415,6 @@ fn write_access_files(
     Ok(inventory)
 }
 
-/// `compose up`. docker-compose 1.29 has been seen to hang now and then on this engine right
-/// after a previous cluster's removal, with no error; a stuck attempt is stopped, its
-/// containers removed, and compose is tried once more.
-fn start_containers(docker: &Docker, c: &ClusterName, compose_file: &Path) -> Result<()> {
-    let up = || {
-        docker
-            .compose(
-                "starting the cluster's containers",
-                &c.project(),
-                compose_file,
-            )?
-            .args(["up", "-d", "--no-build", "--quiet-pull"])
-            .timeout(Duration::from_secs(180))
-            .run()
-            .map(drop)
-    };
-    match up() {
-        Err(Error::Timeout { .. }) => {
-            tracing::warn!(
-                "compose did not finish in time; removing its containers and trying again"
-            );
-            docker.remove_containers(&docker.cluster_containers(c)?)?;
-            up()
-        }
-        other => other,
-    }
-}
-
 fn rename(ci: &ContainerInfo, wanted: &[Wanted], what: &str) -> Result<Vec<u32>> {
     if !ci.state.running || ci.state.pid == 0 {
         return Err(Error::Host {
@@ -457,18 +440,10 @@ fn inventory_file(c: &ClusterName, inventory: &Inventory, dir: &Path) -> String 
 }
 
 fn wait_all_ready(inv: &Inventory) -> Result<()> {
-    let results: Vec<Result<()>> = std::thread::scope(|s| {
-        let handles: Vec<_> = inv
-            .hosts
-            .values()
-            .map(|h| s.spawn(move || ssh::wait_ready(h, Duration::from_secs(60))))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("ssh probe thread"))
-            .collect()
-    });
-    results.into_iter().collect()
+    let hosts: Vec<&Host> = inv.hosts.values().collect();
+    parallel::try_for_each(SSH_PROBE_WIDTH, &hosts, |h| {
+        ssh::wait_ready(h, Duration::from_secs(60))
+    })
 }
 
 /// The inventory as an OpenSSH config, for `ssh -F`. (`up` gives every node all of these

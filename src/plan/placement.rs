@@ -2,7 +2,9 @@
 //! local-wire pairs share a segment, remote-wire pairs share none; pairs are spread so that
 //! the busiest segment carries as few pairs as the topology allows.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 use std::rc::Rc;
 
 use serde::Serialize;
@@ -162,7 +164,7 @@ impl<'t> Pairs<'t> {
             forwarding,
             local,
             segments_of,
-            seen: HashMap::new(),
+            seen: HashMap::default(),
         }
     }
 

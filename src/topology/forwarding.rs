@@ -6,8 +6,8 @@
 //! The decisions are the kernel's: a connected subnet first (the first of the node's links
 //! whose subnet holds the target), then the longest matching static route.
 
+use rustc_hash::FxHashMap as HashMap;
 use std::cell::OnceCell;
-use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
@@ -66,7 +66,7 @@ impl<'t> Forwarding<'t> {
             .map(|(i, n)| (&n.name, i))
             .collect();
         // As `Topology::owner_of` answers: the first subnet and link that hold the address.
-        let mut owner = HashMap::new();
+        let mut owner = HashMap::default();
         for link in topology.subnets.iter().flat_map(|s| &s.links) {
             if let Some(&i) = node_ix.get(&link.node) {
                 owner.entry(link.address).or_insert(i);

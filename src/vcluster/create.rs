@@ -40,9 +40,19 @@ pub fn create(project: &Project, dir: &Path) -> Result<()> {
     parallel::try_for_each(START_WIDTH, &batches, |b| start(b))
 }
 
-/// Compose's labels for a network or a service of `project`, beside ours.
-fn compose_labels(project: &Project) -> [(&'static str, String); 1] {
-    [("com.docker.compose.project", project.cluster.project())]
+/// `--label` for each of ours (`own`) and for compose's: its project's and the object's own
+/// (`compose`).
+fn labelled(
+    mut cmd: Cmd,
+    project: &Project,
+    own: &[(&'static str, String)],
+    compose: &[(&'static str, String)],
+) -> Cmd {
+    let project_label = ("com.docker.compose.project", project.cluster.project());
+    for (k, v) in own.iter().chain([&project_label]).chain(compose) {
+        cmd = cmd.arg("--label").arg(format!("{k}={v}"));
+    }
+    cmd
 }
 
 fn create_network(project: &Project, n: &Network) -> Result<()> {
@@ -59,15 +69,10 @@ fn create_network(project: &Project, n: &Network) -> Result<()> {
         cmd = cmd.arg("--opt").arg(format!("{k}={v}"));
     }
     let compose = [("com.docker.compose.network", n.key.clone())];
-    for (k, v) in n
-        .labels
-        .iter()
-        .chain(&compose_labels(project))
-        .chain(&compose)
-    {
-        cmd = cmd.arg("--label").arg(format!("{k}={v}"));
-    }
-    cmd.arg(&n.name).run().map(drop)
+    labelled(cmd, project, &n.labels, &compose)
+        .arg(&n.name)
+        .run()
+        .map(drop)
 }
 
 /// `docker create` on the service's first network, then `docker network connect` to each of
@@ -101,14 +106,7 @@ fn create_container(project: &Project, s: &Service, dir: &Path) -> Result<()> {
         ("com.docker.compose.oneoff", "False".to_owned()),
         ("com.docker.compose.container-number", "1".to_owned()),
     ];
-    for (k, v) in s
-        .labels
-        .iter()
-        .chain(&compose_labels(project))
-        .chain(&compose)
-    {
-        cmd = cmd.arg("--label").arg(format!("{k}={v}"));
-    }
+    cmd = labelled(cmd, project, &s.labels, &compose);
     for m in &s.mounts {
         let source = dir.join(&m.source);
         // --mount's value is a CSV record: the source field is quoted, so that a comma or

@@ -1,7 +1,7 @@
 //! The session protocol between a client and `serve`: framing, the versioned handshake and the
 //! per-trial control messages.
 //!
-//! A session is one TCP connection. Control frames are
+//! A session is one TCP connection (Multipath TCP for `mptcp`). Control frames are
 //! `MAGIC (4) | version u16 BE | kind u8 | length u32 BE | JSON body`, bounded in size, and are
 //! only exchanged between trials.
 //!
@@ -329,7 +329,7 @@ pub fn validate(p: &Params) -> std::result::Result<(), String> {
             Pattern::Pingpong | Pattern::Token | Pattern::Load
         )
     {
-        return Err(format!("{:?} runs over TCP only", p.pattern).to_lowercase());
+        return Err(format!("{:?} runs over TCP or MPTCP only", p.pattern).to_lowercase());
     }
     if p.protocol == Protocol::Udp && p.udp_port.is_none() {
         return Err("UDP session without the client's UDP port".into());

@@ -85,6 +85,8 @@ pub enum Protocol {
     #[default]
     Tcp,
     Udp,
+    // TCP's semantics over Multipath TCP: every socket is opened with IPPROTO_MPTCP.
+    Mptcp,
 }
 
 impl Protocol {
@@ -93,6 +95,7 @@ impl Protocol {
         match self {
             Protocol::Tcp => "tcp",
             Protocol::Udp => "udp",
+            Protocol::Mptcp => "mptcp",
         }
     }
 }
@@ -224,7 +227,7 @@ mod tests {
         for p in [Pingpong, Stream, Token, Pipeline, Load, Filecopy] {
             assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
         }
-        for p in [Protocol::Tcp, Protocol::Udp] {
+        for p in [Protocol::Tcp, Protocol::Udp, Protocol::Mptcp] {
             assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
         }
         assert_eq!(Protocol::default(), Protocol::Tcp);
@@ -241,10 +244,9 @@ mod tests {
             assert!(pattern.contains(&format!("\"{name}\"")), "{pattern}");
         }
         let protocol = text(schemars::schema_for!(Protocol));
-        assert!(
-            protocol.contains("\"tcp\"") && protocol.contains("\"udp\""),
-            "{protocol}"
-        );
+        for name in ["tcp", "udp", "mptcp"] {
+            assert!(protocol.contains(&format!("\"{name}\"")), "{protocol}");
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::auth::{Nonce, Secret};
 use crate::error::{Result, WorkerError};
-use crate::mptcp;
+use crate::mptcp::{self, TrialSubflows};
 use crate::output::ClientOutput;
 use crate::patterns::{self, Measure};
 use crate::protocol::{
@@ -366,6 +366,7 @@ impl Trials<'_> {
         }
         rec.peer_clock_offset_ns = s.clock.map(|k| k.offset_ns);
         rec.peer_clock_rtt_ns = s.clock.map(|k| k.rtt_ns);
+        rec.subflows = m.subflows;
         self.pattern.figures(m, spec, rep, &mut rec);
         rec
     }
@@ -382,6 +383,7 @@ fn one_trial(
     c.send(Kind::TrialStart, spec)?;
     c.recv("waiting for the server to accept the trial", ts)?
         .expect(Kind::Ack)?;
+    let subflows = (params.protocol == Protocol::Mptcp).then(|| TrialSubflows::start(&c.stream));
     let mut m = pat.client(c, params, spec, bufs)?;
     // The server fsyncs a copied file before it reports: allow for a disk as slow as 1 MB/s.
     let wait = if params.pattern == Pattern::Filecopy {
@@ -403,6 +405,8 @@ fn one_trial(
         m.elapsed_ns += extra;
         m.end_unix_ns += extra;
     }
+    // Counted once the report is in: by then every byte of the trial has been delivered.
+    m.subflows = subflows.and_then(|t| t.count(&c.stream));
     if let Some(e) = &rep.error {
         return Err(WorkerError::Remote(e.clone()));
     }
@@ -427,6 +431,7 @@ pub fn server_record(params: &Params, spec: &TrialSpec, rep: &TrialReport) -> Re
     }
     r.error = rep.error.clone();
     r.gap_max_us = rep.gap_max_ns.map(|ns| ns as f64 / 1e3);
+    r.subflows = rep.subflows;
     r
 }
 

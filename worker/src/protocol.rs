@@ -173,6 +173,9 @@ pub struct TrialReport {
     /// The receiver's longest pause between arrivals, ns (stream; absent from older workers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gap_max_ns: Option<u64>,
+    /// Subflows that carried the trial on the server's side (mptcp; absent from older workers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subflows: Option<u32>,
 }
 
 /// Write one control frame.

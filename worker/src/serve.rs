@@ -37,7 +37,7 @@ use crate::auth::Secret;
 use crate::client::software;
 use crate::error::{Result, WorkerError};
 use crate::gate::{Admitted, Event, Gate, GateOptions, Refused};
-use crate::mptcp;
+use crate::mptcp::{self, TrialSubflows};
 use crate::output::print_server_record;
 use crate::patterns::{self, Measure};
 use crate::protocol::{self, ErrorMsg, Hello, Kind, Params, TrialReport, TrialSpec, Welcome};
@@ -347,10 +347,12 @@ fn session(a: Admitted, id: u64, shared: &Shared) -> Result<String> {
         }
         c.set_timeouts(timeout)?;
         c.send(Kind::Ack, &serde_json::json!({}))?;
-        let m = match pat.server(&mut c, &p, &spec, &mut bufs) {
+        let subflows = (p.protocol == Protocol::Mptcp).then(|| TrialSubflows::start(&c.stream));
+        let mut m = match pat.server(&mut c, &p, &spec, &mut bufs) {
             Ok(m) => m,
             Err(e) => return Err(fail(&mut c, e)),
         };
+        m.subflows = subflows.and_then(|t| t.count(&c.stream));
         let rep = trial_report(&c, &m);
         c.send(Kind::TrialReport, &rep)?;
         if !spec.warmup {
@@ -418,6 +420,7 @@ fn trial_report(c: &Conn, m: &Measure) -> TrialReport {
         peer_addr: c.peer.clone(),
         error: None,
         gap_max_ns: m.gap_max_ns,
+        subflows: m.subflows,
     }
 }
 

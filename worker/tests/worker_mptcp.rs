@@ -1,5 +1,7 @@
-//! Multipath TCP: every TCP pattern over `--protocol mptcp` on loopback, and the errors of a
-//! kernel with MPTCP off, on the client's node and on the server's. The loopback
+//! Multipath TCP: every TCP pattern over `--protocol mptcp` on loopback (one subflow), a
+//! stream striped over two paths between two network namespaces (two subflows), a connection
+//! fallen back to plain TCP (zero), and the errors of a kernel with MPTCP off, on the client's
+//! node and on the server's. The loopback
 //! tests need a kernel with MPTCP; the namespace tests need root and `ip netns` too. Each says
 //! SKIPPED otherwise. All traffic stays on loopback or between the tests' own namespaces.
 
@@ -78,6 +80,19 @@ impl Namespaces {
              ip -n {na} link set {dev} up && ip -n {nb} link set {dev} up"
         ));
     }
+
+    /// Bytes `dev` in namespace `i` has sent.
+    fn tx_bytes(&self, i: usize, dev: &str) -> u64 {
+        let out = Command::new("ip")
+            .args(["netns", "exec", &self.0[i], "cat"])
+            .arg(format!("/sys/class/net/{dev}/statistics/tx_bytes"))
+            .output()
+            .expect("ip netns exec");
+        String::from_utf8_lossy(&out.stdout)
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("tx_bytes of {dev}: {out:?}"))
+    }
 }
 
 impl Drop for Namespaces {
@@ -88,8 +103,8 @@ impl Drop for Namespaces {
     }
 }
 
-/// A client over mptcp against a loopback server that must succeed: every record is mptcp and
-/// error-free, and both sides saw the same payload.
+/// A client over mptcp against a loopback server that must succeed: every record is mptcp,
+/// error-free and counted one subflow, and both sides saw the same payload.
 fn run_mptcp(pattern: &str, args: &[&str]) -> Run {
     let srv = Server::start(&[]);
     let mut all = vec![pattern, "--connect", &srv.addr, "--protocol", "mptcp"];
@@ -101,6 +116,7 @@ fn run_mptcp(pattern: &str, args: &[&str]) -> Run {
     for rec in &r.records {
         assert!(rec["error"].is_null(), "error record: {rec}");
         assert_eq!(rec["protocol"], "mptcp", "{rec}");
+        assert_eq!(rec["subflows"], 1, "one path, one subflow: {rec}");
     }
     for (c, s) in c.iter().zip(&s) {
         assert_eq!(c["trial"], s["trial"]);
@@ -196,7 +212,7 @@ fn filecopy_over_mptcp() {
 }
 
 #[test]
-fn udp_is_refused_for_stream() {
+fn tcp_records_carry_no_subflows_and_udp_is_refused_for_stream() {
     let srv = Server::start(&[]);
     let r = client(
         &[
@@ -213,6 +229,7 @@ fn udp_is_refused_for_stream() {
         LIMIT,
     );
     assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!r.stdout.contains("subflows"), "{}", r.stdout);
     let r = client(
         &[
             "stream",
@@ -305,5 +322,111 @@ fn a_server_with_mptcp_off_serves_tcp_and_refuses_mptcp_with_the_reason() {
     assert!(
         e.contains("this server cannot serve mptcp: cannot open an MPTCP socket: MPTCP is off"),
         "{e}"
+    );
+}
+
+#[test]
+fn a_connection_fallen_back_to_plain_tcp_counts_zero_subflows() {
+    let test = "a_connection_fallen_back_to_plain_tcp_counts_zero_subflows";
+    if skip_unless_root(test) {
+        return;
+    }
+    // A server that listened while MPTCP was off has a plain TCP listener; with MPTCP back on
+    // it accepts the session, and the client's MPTCP connection falls back to plain TCP.
+    let ns = Namespaces::new("fb", &["c", "s"]);
+    ns.wire(0, 1, "p1", "10.112.1");
+    let server_mptcp = |on: u8| {
+        sh(&format!(
+            "ip netns exec {} sysctl -qw net.mptcp.enabled={on}",
+            ns.0[1]
+        ))
+    };
+    server_mptcp(0);
+    let srv = Server::start_with(worker_in(&ns.0[1]), "10.112.1.2:0", &[]);
+    server_mptcp(1);
+    let r = run_cmd(
+        worker_in(&ns.0[0]),
+        &[
+            "token",
+            "--connect",
+            &srv.addr,
+            "--protocol",
+            "mptcp",
+            "--size",
+            "64",
+            "--exchanges",
+            "100",
+            "--trials",
+            "2",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.records.len(), 4);
+    for rec in &r.records {
+        assert_eq!(rec["protocol"], "mptcp");
+        assert_eq!(rec["subflows"], 0, "fell back to plain TCP: {rec}");
+    }
+}
+
+#[test]
+fn stream_over_two_paths_is_striped_over_two_subflows() {
+    let test = "stream_over_two_paths_is_striped_over_two_subflows";
+    if skip_unless_root(test) {
+        return;
+    }
+    // Client (0) and server (1) joined by two wires, one /24 each; the server announces its
+    // second address, the client opens a subflow from its own.
+    let ns = Namespaces::new("two", &["c", "s"]);
+    ns.wire(0, 1, "p1", "10.112.1");
+    ns.wire(0, 1, "p2", "10.112.2");
+    for n in &ns.0 {
+        sh(&format!(
+            "ip -n {n} mptcp limits set subflows 2 add_addr_accepted 2"
+        ));
+    }
+    sh(&format!(
+        "ip -n {} mptcp endpoint add 10.112.2.2 dev p2 signal",
+        ns.0[1]
+    ));
+    sh(&format!(
+        "ip -n {} mptcp endpoint add 10.112.2.1 dev p2 subflow",
+        ns.0[0]
+    ));
+    let srv = Server::start_with(worker_in(&ns.0[1]), "10.112.1.2:0", &[]);
+    let before = (ns.tx_bytes(0, "p1"), ns.tx_bytes(0, "p2"));
+    let r = run_cmd(
+        worker_in(&ns.0[0]),
+        &[
+            "stream",
+            "--connect",
+            &srv.addr,
+            "--protocol",
+            "mptcp",
+            "--size",
+            "64K",
+            "--duration",
+            "0.75",
+            "--trials",
+            "2",
+        ],
+        LIMIT,
+    );
+    assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
+    assert_eq!(r.role("client").len(), 2);
+    for rec in &r.records {
+        assert!(rec["error"].is_null(), "error record: {rec}");
+        assert_eq!(rec["protocol"], "mptcp");
+        assert_eq!(rec["subflows"], 2, "striped over both paths: {rec}");
+    }
+    // Both wires carried the stream, not just its signalling.
+    let sent = (
+        ns.tx_bytes(0, "p1") - before.0,
+        ns.tx_bytes(0, "p2") - before.1,
+    );
+    let payload: u64 = r.role("server").iter().map(|s| u(s, "bytes")).sum();
+    assert!(
+        sent.0 > payload / 20 && sent.1 > payload / 20,
+        "wire bytes {sent:?} for {payload} bytes of payload"
     );
 }

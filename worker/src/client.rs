@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::auth::{Nonce, Secret};
 use crate::error::{Result, WorkerError};
+use crate::mptcp::{self, TrialSubflows};
 use crate::output::ClientOutput;
 use crate::patterns::{self, Measure};
 use crate::protocol::{
@@ -96,22 +97,27 @@ struct State {
     started: u64,
 }
 
-fn connect(addr: &str, timeout: Duration) -> Result<TcpStream> {
+/// The session's connection: the first of `addr`'s addresses that answers, over MPTCP for
+/// `mptcp` and plain TCP otherwise.
+fn connect(addr: &str, protocol: Protocol, timeout: Duration) -> Result<TcpStream> {
     let addrs: Vec<SocketAddr> = addr
         .to_socket_addrs()
         .map_err(|e| WorkerError::Usage(format!("cannot resolve {addr}: {e}")))?
         .collect();
     let mut last = None;
     for a in &addrs {
-        match TcpStream::connect_timeout(a, timeout) {
+        let tried = if protocol == Protocol::Mptcp {
+            mptcp::connect(a, timeout)
+        } else {
+            TcpStream::connect_timeout(a, timeout).map_err(|e| {
+                WorkerError::io(e, format!("connecting to {a}"), timeout.as_secs_f64())
+            })
+        };
+        match tried {
             Ok(s) => return Ok(s),
-            Err(e) => {
-                last = Some(WorkerError::io(
-                    e,
-                    format!("connecting to {a}"),
-                    timeout.as_secs_f64(),
-                ))
-            }
+            // No other address fares better on a kernel without MPTCP.
+            Err(e @ WorkerError::Usage(_)) => return Err(e),
+            Err(e) => last = Some(e),
         }
     }
     Err(last.unwrap_or_else(|| WorkerError::Usage(format!("{addr} resolves to no address"))))
@@ -152,7 +158,7 @@ struct Session {
 /// Connects, binds the UDP socket if the pattern needs one, and completes the handshake.
 fn open_session(opts: &ClientOptions, st: &mut State) -> Result<Session> {
     let timeout = Duration::from_millis(opts.params.timeout_ms);
-    let stream = connect(&opts.connect, opts.connect_timeout)?;
+    let stream = connect(&opts.connect, opts.params.protocol, opts.connect_timeout)?;
     let mut conn = Conn::new(stream, timeout, opts.version)?;
     st.local = conn.local.clone();
     st.peer = conn.peer.clone();
@@ -360,6 +366,7 @@ impl Trials<'_> {
         }
         rec.peer_clock_offset_ns = s.clock.map(|k| k.offset_ns);
         rec.peer_clock_rtt_ns = s.clock.map(|k| k.rtt_ns);
+        rec.subflows = m.subflows;
         self.pattern.figures(m, spec, rep, &mut rec);
         rec
     }
@@ -376,6 +383,7 @@ fn one_trial(
     c.send(Kind::TrialStart, spec)?;
     c.recv("waiting for the server to accept the trial", ts)?
         .expect(Kind::Ack)?;
+    let subflows = (params.protocol == Protocol::Mptcp).then(|| TrialSubflows::start(&c.stream));
     let mut m = pat.client(c, params, spec, bufs)?;
     // The server fsyncs a copied file before it reports: allow for a disk as slow as 1 MB/s.
     let wait = if params.pattern == Pattern::Filecopy {
@@ -397,6 +405,8 @@ fn one_trial(
         m.elapsed_ns += extra;
         m.end_unix_ns += extra;
     }
+    // Counted once the report is in: by then every byte of the trial has been delivered.
+    m.subflows = subflows.and_then(|t| t.count(&c.stream));
     if let Some(e) = &rep.error {
         return Err(WorkerError::Remote(e.clone()));
     }
@@ -421,6 +431,7 @@ pub fn server_record(params: &Params, spec: &TrialSpec, rep: &TrialReport) -> Re
     }
     r.error = rep.error.clone();
     r.gap_max_us = rep.gap_max_ns.map(|ns| ns as f64 / 1e3);
+    r.subflows = rep.subflows;
     r
 }
 

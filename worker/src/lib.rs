@@ -9,6 +9,7 @@ pub mod bond;
 pub mod client;
 pub mod error;
 pub mod gate;
+pub mod mptcp;
 pub mod netpipe;
 pub mod output;
 pub mod patterns;

@@ -203,7 +203,8 @@ struct PingpongArgs {
     /// Without --exchanges/--duration: size each trial's repetitions to take about this long.
     #[arg(long, default_value_t = pingpong::DEFAULT_TRIAL_TIME_S, value_name = "SECS")]
     trial_time: f64,
-    /// Transport of the data (the session itself is always TCP).
+    /// Transport of the data: over udp the session itself is still TCP; mptcp runs the whole
+    /// session over Multipath TCP.
     #[arg(long, value_enum, default_value = "tcp")]
     protocol: Protocol,
 }
@@ -221,6 +222,9 @@ struct StreamArgs {
     /// Without --exchanges/--duration: size each trial's blocks to take about this long.
     #[arg(long, default_value_t = stream::DEFAULT_TRIAL_TIME_S, value_name = "SECS")]
     trial_time: f64,
+    /// Transport: tcp, or mptcp (Multipath TCP); this pattern does not run over udp.
+    #[arg(long, value_enum, default_value = "tcp")]
+    protocol: Protocol,
 }
 
 #[derive(Args)]
@@ -231,7 +235,8 @@ struct TokenArgs {
     sizes: Sizes,
     #[command(flatten)]
     counting: Counting,
-    /// Transport of the data (the session itself is always TCP).
+    /// Transport of the data: over udp the session itself is still TCP; mptcp runs the whole
+    /// session over Multipath TCP.
     #[arg(long, value_enum, default_value = "tcp")]
     protocol: Protocol,
 }
@@ -247,6 +252,9 @@ struct PipelineArgs {
     /// Requests outstanding at once (depth × size ≤ 256 KiB).
     #[arg(long, default_value_t = 1, value_name = "N")]
     depth: u32,
+    /// Transport: tcp, or mptcp (Multipath TCP); this pattern does not run over udp.
+    #[arg(long, value_enum, default_value = "tcp")]
+    protocol: Protocol,
 }
 
 #[derive(Args)]
@@ -261,7 +269,8 @@ struct LoadArgs {
     /// `500kbit`). Omitted: as fast as the sender can.
     #[arg(long, value_name = "RATE")]
     rate: Option<String>,
-    /// Transport of the data (the session itself is always TCP).
+    /// Transport of the data: over udp the session itself is still TCP; mptcp runs the whole
+    /// session over Multipath TCP.
     #[arg(long, value_enum, default_value = "tcp")]
     protocol: Protocol,
 }
@@ -282,6 +291,9 @@ struct FilecopyArgs {
     /// Evict the source file from the page cache before every trial, so it is read from disk.
     #[arg(long)]
     drop_cache: bool,
+    /// Transport: tcp, or mptcp (Multipath TCP); this pattern does not run over udp.
+    #[arg(long, value_enum, default_value = "tcp")]
+    protocol: Protocol,
 }
 
 fn secs(s: f64, what: &str) -> Result<Duration, String> {
@@ -447,7 +459,7 @@ fn stream_command(a: &StreamArgs) -> Result<ClientCommand, String> {
     let budget = secs(a.trial_time, "--trial-time")?;
     let run = PatternRun {
         pattern: Pattern::Stream,
-        protocol: Protocol::Tcp,
+        protocol: a.protocol,
         sizes: sizes_or(&a.sizes, || netpipe_sizes(&a.schedule)),
         count: counting(&a.counting, Count::Budget(budget))?,
         depth: 1,
@@ -471,7 +483,7 @@ fn token_command(a: &TokenArgs) -> Result<ClientCommand, String> {
 fn pipeline_command(a: &PipelineArgs) -> Result<ClientCommand, String> {
     let run = PatternRun {
         pattern: Pattern::Pipeline,
-        protocol: Protocol::Tcp,
+        protocol: a.protocol,
         sizes: sizes_or(&a.sizes, || vec![pipeline::DEFAULT_SIZE]),
         count: counting(&a.counting, Count::Fixed(pipeline::DEFAULT_EXCHANGES))?,
         depth: a.depth,
@@ -517,7 +529,7 @@ fn filecopy_command(a: &FilecopyArgs) -> Result<ClientCommand, String> {
     }
     let run = PatternRun {
         pattern: Pattern::Filecopy,
-        protocol: Protocol::Tcp,
+        protocol: a.protocol,
         sizes: vec![source.size],
         // A trial is one copy of the file.
         count: Count::Fixed(1),

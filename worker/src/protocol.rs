@@ -1,7 +1,7 @@
 //! The session protocol between a client and `serve`: framing, the versioned handshake and the
 //! per-trial control messages.
 //!
-//! A session is one TCP connection. Control frames are
+//! A session is one TCP connection (Multipath TCP for `mptcp`). Control frames are
 //! `MAGIC (4) | version u16 BE | kind u8 | length u32 BE | JSON body`, bounded in size, and are
 //! only exchanged between trials.
 //!
@@ -173,6 +173,9 @@ pub struct TrialReport {
     /// The receiver's longest pause between arrivals, ns (stream; absent from older workers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gap_max_ns: Option<u64>,
+    /// Subflows that carried the trial on the server's side (mptcp; absent from older workers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subflows: Option<u32>,
 }
 
 /// Write one control frame.
@@ -329,7 +332,7 @@ pub fn validate(p: &Params) -> std::result::Result<(), String> {
             Pattern::Pingpong | Pattern::Token | Pattern::Load
         )
     {
-        return Err(format!("{:?} runs over TCP only", p.pattern).to_lowercase());
+        return Err(format!("{:?} runs over TCP or MPTCP only", p.pattern).to_lowercase());
     }
     if p.protocol == Protocol::Udp && p.udp_port.is_none() {
         return Err("UDP session without the client's UDP port".into());

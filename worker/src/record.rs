@@ -21,6 +21,11 @@
 //! their throughput is received payload / server elapsed (for `stream` this is NetPIPE's
 //! receiver-timed figure, for `load` the achieved rate). `lost` (load) is messages sent minus
 //! messages the server received.
+//!
+//! `mptcp` runs every TCP pattern over Multipath TCP; its records add `subflows`, the number of
+//! the connection's subflows (paths) that carried the trial, counted by each side on its own
+//! socket: 1 with a single path (loopback), 2 or more when the kernel striped the trial over
+//! several, 0 when the connection fell back to plain TCP.
 
 use serde::{Deserialize, Serialize};
 
@@ -85,6 +90,8 @@ pub enum Protocol {
     #[default]
     Tcp,
     Udp,
+    // TCP's semantics over Multipath TCP: every socket is opened with IPPROTO_MPTCP.
+    Mptcp,
 }
 
 impl Protocol {
@@ -93,6 +100,7 @@ impl Protocol {
         match self {
             Protocol::Tcp => "tcp",
             Protocol::Udp => "udp",
+            Protocol::Mptcp => "mptcp",
         }
     }
 }
@@ -176,6 +184,15 @@ pub struct Record {
     /// such as a bond failing over, shows here even when the average hides it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gap_max_us: Option<f64>,
+    /// MPTCP only: the subflows of the connection that carried payload during the trial, i.e.
+    /// subflows open at its end whose bytes sent plus bytes received (their `tcp_info`, read
+    /// with `MPTCP_FULL_INFO`) grew since its start. The client counts from the server's
+    /// acknowledgement of the trial to its report, the server from its acknowledgement to the
+    /// end of its part. 1 on a single path (loopback); 0 when the connection fell back to plain
+    /// TCP (a peer or a middlebox without MPTCP); absent for `tcp` and `udp`, or if the
+    /// kernel would not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subflows: Option<u32>,
 }
 
 impl Record {
@@ -210,6 +227,7 @@ impl Record {
             messages_per_s: None,
             peer_clock_offset_ns: None,
             peer_clock_rtt_ns: None,
+            subflows: None,
         }
     }
 }
@@ -224,7 +242,7 @@ mod tests {
         for p in [Pingpong, Stream, Token, Pipeline, Load, Filecopy] {
             assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
         }
-        for p in [Protocol::Tcp, Protocol::Udp] {
+        for p in [Protocol::Tcp, Protocol::Udp, Protocol::Mptcp] {
             assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
         }
         assert_eq!(Protocol::default(), Protocol::Tcp);
@@ -241,10 +259,9 @@ mod tests {
             assert!(pattern.contains(&format!("\"{name}\"")), "{pattern}");
         }
         let protocol = text(schemars::schema_for!(Protocol));
-        assert!(
-            protocol.contains("\"tcp\"") && protocol.contains("\"udp\""),
-            "{protocol}"
-        );
+        for name in ["tcp", "udp", "mptcp"] {
+            assert!(protocol.contains(&format!("\"{name}\"")), "{protocol}");
+        }
     }
 
     #[test]
@@ -252,6 +269,7 @@ mod tests {
         let mut r = Record::new(Pattern::Pipeline, Protocol::Tcp, Role::Client);
         r.messages_per_s = Some(12.5);
         r.peer_clock_offset_ns = Some(-42);
+        r.subflows = Some(2);
         let json = serde_json::to_string(&r).unwrap();
         assert!(json.contains("\"pattern\":\"pipeline\""), "{json}");
         assert_eq!(serde_json::from_str::<Record>(&json).unwrap(), r);
@@ -263,18 +281,22 @@ mod tests {
             "messages_per_s",
             "peer_clock_offset_ns",
             "peer_clock_rtt_ns",
+            "subflows",
         ] {
             o.remove(k);
         }
         let old: Record = serde_json::from_value(v).unwrap();
         assert_eq!(old.messages_per_s, None);
         assert_eq!(old.peer_clock_offset_ns, None);
+        assert_eq!(old.subflows, None);
         // Unset optional fields added later are left out of the output entirely.
         let plain =
             serde_json::to_string(&Record::new(Pattern::Token, Protocol::Udp, Role::Server))
                 .unwrap();
         assert!(
-            !plain.contains("messages_per_s") && !plain.contains("peer_clock"),
+            !plain.contains("messages_per_s")
+                && !plain.contains("peer_clock")
+                && !plain.contains("subflows"),
             "{plain}"
         );
     }

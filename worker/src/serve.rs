@@ -21,10 +21,13 @@
 //!   ([`crate::spool`]); each file is removed when its trial ends.
 //!
 //! The server binds only the addresses it is given (the node's experiment addresses, one
-//! `--listen` each), never the wildcard unless told to.
+//! `--listen` each), never the wildcard unless told to. It listens with Multipath TCP when the
+//! kernel has it, which serves `mptcp` sessions and, unchanged, plain TCP ones
+//! ([`crate::mptcp`]); on a kernel without it, it listens with plain TCP, says so, and
+//! refuses `mptcp` sessions with the reason.
 
 use std::io::Write;
-use std::net::{TcpListener, UdpSocket};
+use std::net::{TcpListener, ToSocketAddrs, UdpSocket};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -34,6 +37,7 @@ use crate::auth::Secret;
 use crate::client::software;
 use crate::error::{Result, WorkerError};
 use crate::gate::{Admitted, Event, Gate, GateOptions, Refused};
+use crate::mptcp::{self, TrialSubflows};
 use crate::output::print_server_record;
 use crate::patterns::{self, Measure};
 use crate::protocol::{self, ErrorMsg, Hello, Kind, Params, TrialReport, TrialSpec, Welcome};
@@ -151,8 +155,28 @@ fn bind_all(listen: &[String]) -> std::result::Result<Vec<TcpListener>, String> 
     }
     listen
         .iter()
-        .map(|a| TcpListener::bind(a).map_err(|e| format!("cannot listen on {a}: {e}")))
+        .map(|a| bind(a).map_err(|e| format!("cannot listen on {a}: {e}")))
         .collect()
+}
+
+/// Listens on the first of `addr`'s addresses that binds, as `TcpListener::bind` does, with
+/// MPTCP if the kernel has it.
+fn bind(addr: &str) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for a in addr.to_socket_addrs()? {
+        let l = mptcp::listen(&a).or_else(|e| {
+            if !mptcp::is_off(&e) {
+                return Err(e);
+            }
+            log!("MPTCP is off in this kernel ({e}): listening on {a} with plain TCP, refusing mptcp sessions");
+            TcpListener::bind(a)
+        });
+        match l {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("resolves to no address")))
 }
 
 /// Every waiting connection holds a descriptor: lift the soft limit to the hard one so the
@@ -323,10 +347,12 @@ fn session(a: Admitted, id: u64, shared: &Shared) -> Result<String> {
         }
         c.set_timeouts(timeout)?;
         c.send(Kind::Ack, &serde_json::json!({}))?;
-        let m = match pat.server(&mut c, &p, &spec, &mut bufs) {
+        let subflows = (p.protocol == Protocol::Mptcp).then(|| TrialSubflows::start(&c.stream));
+        let mut m = match pat.server(&mut c, &p, &spec, &mut bufs) {
             Ok(m) => m,
             Err(e) => return Err(fail(&mut c, e)),
         };
+        m.subflows = subflows.and_then(|t| t.count(&c.stream));
         let rep = trial_report(&c, &m);
         c.send(Kind::TrialReport, &rep)?;
         if !spec.warmup {
@@ -352,7 +378,22 @@ fn accept_hello(c: &mut Conn, shared: &Shared) -> Result<Params> {
         .decode()?;
     let p = hello.params;
     protocol::validate(&p).map_err(|m| WorkerError::Usage(format!("rejected parameters: {m}")))?;
+    if p.protocol == Protocol::Mptcp {
+        check_mptcp(c)?;
+    }
     Ok(p)
+}
+
+/// An `mptcp` session needs MPTCP in this node's kernel too: without it the client's
+/// connection fell back to plain TCP, which is not what it asked to measure.
+fn check_mptcp(c: &Conn) -> Result<()> {
+    let local = c
+        .stream
+        .local_addr()
+        .map_err(|e| WorkerError::io(e, "local address", 0.0))?;
+    mptcp::socket(&local)
+        .map(drop)
+        .map_err(|e| WorkerError::Usage(format!("this server cannot serve mptcp: {e}")))
 }
 
 /// A filecopy session's claim on the spool: its announced file size.
@@ -379,6 +420,7 @@ fn trial_report(c: &Conn, m: &Measure) -> TrialReport {
         peer_addr: c.peer.clone(),
         error: None,
         gap_max_ns: m.gap_max_ns,
+        subflows: m.subflows,
     }
 }
 

@@ -34,6 +34,9 @@ pub struct Measure {
     pub until_report: bool,
     /// The longest pause between two arrivals of data, ns (receivers that track it).
     pub gap_max_ns: Option<u64>,
+    /// MPTCP subflows that carried the trial: counted by the session driver around the
+    /// pattern, never by the pattern itself.
+    pub subflows: Option<u32>,
 }
 
 impl Measure {

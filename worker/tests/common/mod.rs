@@ -25,6 +25,15 @@ pub fn worker() -> Command {
     c
 }
 
+/// The worker binary run inside network namespace `ns` (root only), with the tests' secret.
+/// `ip netns exec` execs the worker, so the child is the worker itself.
+pub fn worker_in(ns: &str) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns, BIN])
+        .env(orchestrate_worker::auth::SECRET_ENV, SECRET);
+    c
+}
+
 /// One control frame as the protocol writes it.
 pub fn frame(kind: u8, version: u16, body: &[u8]) -> Vec<u8> {
     let mut f = b"OWK\x01".to_vec();
@@ -69,8 +78,13 @@ pub struct Server {
 
 impl Server {
     pub fn start(extra: &[&str]) -> Server {
-        let mut child = worker()
-            .args(["serve", "--listen", "127.0.0.1:0"])
+        Server::start_with(worker(), "127.0.0.1:0", extra)
+    }
+
+    /// `serve --listen listen` run by `cmd` (the worker, or [`worker_in`] a namespace).
+    pub fn start_with(mut cmd: Command, listen: &str, extra: &[&str]) -> Server {
+        let mut child = cmd
+            .args(["serve", "--listen", listen])
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -161,12 +175,17 @@ pub fn client(args: &[&str], limit: Duration) -> Run {
 
 /// Run a client with `secret` (or none) in its environment, as [`client`] does.
 pub fn run_with(args: &[&str], secret: Option<&str>, limit: Duration) -> Run {
-    let start = Instant::now();
     let mut cmd = Command::new(BIN);
     cmd.env_remove(orchestrate_worker::auth::SECRET_ENV);
     if let Some(k) = secret {
         cmd.env(orchestrate_worker::auth::SECRET_ENV, k);
     }
+    run_cmd(cmd, args, limit)
+}
+
+/// Run a client through `cmd` (the worker, or [`worker_in`] a namespace), as [`client`] does.
+pub fn run_cmd(mut cmd: Command, args: &[&str], limit: Duration) -> Run {
+    let start = Instant::now();
     let mut child = cmd
         .args(args)
         .stdin(Stdio::null())

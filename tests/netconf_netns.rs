@@ -38,11 +38,12 @@ impl Netns {
     }
 
     /// Everything the scripts could change: IPv4 addresses, routes in every table, qdiscs,
-    /// link flags and masters, and the sysctls they set.
+    /// link flags and masters, the sysctls they set, and Multipath TCP's limits and endpoints.
     fn state(&self) -> String {
         let out = self.sh(
             "ip -4 -o addr show; ip -4 route show table all; tc qdisc show; \
-             ip -o link show | sed 's/ link\\/ether.*//'; sysctl net.ipv4.ip_forward",
+             ip -o link show | sed 's/ link\\/ether.*//'; sysctl net.ipv4.ip_forward; \
+             ip mptcp limits show 2>/dev/null; ip mptcp endpoint show 2>/dev/null",
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
@@ -218,4 +219,75 @@ fn root_netns_failed_apply_is_undone_as_far_as_it_got() {
         before,
         "the pre-existing clashing route must survive, the rest undone"
     );
+}
+
+fn kernel_has_mptcp() -> bool {
+    std::fs::read_to_string("/proc/sys/net/mptcp/enabled").is_ok()
+}
+
+#[test]
+fn root_netns_mptcp_announces_every_address_and_teardown_restores_limits_and_endpoints() {
+    if !can_use_netns() || !kernel_has_mptcp() {
+        eprintln!("SKIPPED: needs root, iproute2 and a kernel with MPTCP");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = common::root().join("topologies/bonded-dual-net.toml");
+    let t = orchestrate::topology::load_unbonded(&file)
+        .unwrap()
+        .with_mptcp();
+    let n = t.node(&"n03".parse().unwrap()).unwrap();
+    let addresses: Vec<String> = n.links().map(|(_, a)| a.addr().to_string()).collect();
+    assert_eq!(addresses.len(), 2, "one address per bus: {addresses:?}");
+    let scripts = netconf::render(&t, n);
+    let ns = node_namespace("orch-test-mptcp", &t, "n03");
+    // Limits and an endpoint of the node's own, which the run must put back and leave alone.
+    ns.must("ip mptcp limits set subflows 3 add_addr_accepted 0 && ip mptcp endpoint add 192.0.2.7 dev eth1 subflow");
+    let before = ns.state();
+    let ledger = dir.path().join("mptcp.ledger");
+
+    let applied = run_script(&ns, &scripts.apply, &ledger);
+    assert!(
+        applied.status.success(),
+        "apply: {}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let endpoints = String::from_utf8_lossy(&ns.sh("ip mptcp endpoint show").stdout).into_owned();
+    for a in &addresses {
+        assert!(
+            endpoints
+                .lines()
+                .any(|l| l.starts_with(&format!("{a} ")) && l.contains("signal")),
+            "{a} is not announced: {endpoints}"
+        );
+    }
+    assert!(
+        endpoints.contains("192.0.2.7"),
+        "the node's own endpoint stays: {endpoints}"
+    );
+    let limits = String::from_utf8_lossy(&ns.sh("ip mptcp limits show").stdout).into_owned();
+    assert!(
+        limits.contains("add_addr_accepted 2") && limits.contains("subflows 2"),
+        "one per address the node holds: {limits}"
+    );
+
+    let torn = run_script(&ns, &scripts.teardown, &ledger);
+    assert!(
+        torn.status.success(),
+        "teardown: {}",
+        String::from_utf8_lossy(&torn.stderr)
+    );
+    assert_eq!(ns.state(), before, "teardown left MPTCP state changed");
+
+    // With MPTCP switched off the apply refuses before changing anything.
+    ns.must("sysctl -qw net.mptcp.enabled=0");
+    let before = ns.state();
+    let refused = run_script(&ns, &scripts.apply, &ledger);
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("Multipath TCP is off"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert_eq!(ns.state(), before, "a refused apply changed state");
 }

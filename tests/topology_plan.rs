@@ -491,3 +491,86 @@ fn pairs_place_on_a_sixteen_by_sixteen_mesh() {
         }
     }
 }
+
+#[test]
+fn multipath_modes_give_a_bond_mptcp_and_plain_configuration_on_the_same_wires() {
+    let dir = tempfile::tempdir().unwrap();
+    let topo = common::root().join("topologies/bonded-dual-net.toml");
+    let exp = dir.path().join("e.toml");
+    std::fs::write(
+        &exp,
+        format!(
+            "name = \"e\"\ntopologies = [{:?}]\n\
+             [multipath]\nmodes = [\"bond:balance-rr\", \"mptcp\", \"none\"]\n\
+             [[workload]]\npattern = \"token\"\nsizes = [64, 8192]\npairs = [1]\n\
+             placement = [\"local-wire\"]\nexchanges = 10\n",
+            topo.display().to_string()
+        ),
+    )
+    .unwrap();
+    let e = orchestrate::plan::load(&exp).unwrap();
+    let plan = orchestrate::plan::expand(&e).unwrap();
+    let labels: Vec<String> = plan
+        .configurations
+        .iter()
+        .map(|c| c.bonding_label())
+        .collect();
+    assert_eq!(labels, ["balance-rr", "mptcp", "none"]);
+    let [bond, mptcp, plain] = &plan.configurations[..] else {
+        unreachable!()
+    };
+    // The same segments and ports under all three.
+    for c in [mptcp, plain] {
+        assert_eq!(
+            c.topology
+                .segments
+                .iter()
+                .map(|s| &s.members)
+                .collect::<Vec<_>>(),
+            bond.topology
+                .segments
+                .iter()
+                .map(|s| &s.members)
+                .collect::<Vec<_>>()
+        );
+        assert!(c.topology.nodes.iter().all(|n| n.bonds.is_empty()));
+        assert!(c.topology.nodes.iter().all(|n| n.links().count() == 2));
+    }
+    // Only the MPTCP configuration announces addresses, every node both of its own.
+    for (n, s) in mptcp.topology.nodes.iter().zip(&mptcp.scripts) {
+        for (_, a) in n.links() {
+            assert!(
+                s.apply
+                    .contains(&format!("ip mptcp endpoint add {} dev", a.addr())),
+                "{}: {} not announced",
+                n.name,
+                a.addr()
+            );
+        }
+        assert!(s.teardown.contains("ip mptcp endpoint delete id"));
+        assert!(s.teardown.contains("restore_mptcp_limits"));
+    }
+    for s in plain.scripts.iter().chain(&bond.scripts) {
+        assert!(!s.apply.contains("mptcp"), "{}", s.node);
+    }
+    // The model: MPTCP stripes an 8 KiB token over both buses like the bond, so one pair gets
+    // about as much, and clearly more than plain TCP on one bus.
+    let at = |c: &orchestrate::plan::Configuration, size: u64| {
+        c.placements[0]
+            .predictions
+            .iter()
+            .find(|p| p.size_bytes == size)
+            .unwrap()
+            .aggregate_mbit_s
+    };
+    let (b, m, p) = (at(bond, 8192), at(mptcp, 8192), at(plain, 8192));
+    assert!(m > 1.3 * p, "mptcp {m} vs one bus {p}");
+    assert!((m / b - 1.0).abs() < 0.1, "mptcp {m} vs balance-rr {b}");
+    // MPTCP's options make a 64-byte token's frames longer: never faster than plain TCP there.
+    assert!(
+        at(mptcp, 64) <= at(plain, 64),
+        "{} vs {}",
+        at(mptcp, 64),
+        at(plain, 64)
+    );
+}

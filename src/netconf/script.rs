@@ -93,6 +93,19 @@ fn steps(node: &Node) -> Vec<Step> {
             dev: dev.clone(),
         });
     }
+    if let Some(mptcp) = &node.mptcp {
+        let limit = mptcp.path_limit();
+        steps.push(Step::MptcpLimits {
+            subflows: limit,
+            add_addr_accepted: limit,
+        });
+        for (dev, address) in mptcp.endpoints() {
+            steps.push(Step::MptcpEndpoint {
+                address: *address,
+                dev: dev.clone(),
+            });
+        }
+    }
     if node.forwarding {
         steps.push(Step::Sysctl {
             key: "net.ipv4.ip_forward",
@@ -175,6 +188,9 @@ done
             );
         }
     }
+    if node.mptcp.is_some() {
+        s += MPTCP_CHECKS;
+    }
     s += "if [ -s \"$ledger\" ]; then\n    fail \"ledger $ledger is not empty: an earlier run was not torn down; run its teardown first\"\nfi\nmkdir -p \"$(dirname \"$ledger\")\"\n: >\"$ledger\"\n";
     for (i, step) in steps.iter().enumerate() {
         let n = i + 1;
@@ -209,6 +225,29 @@ start_bond() {
         [ "$tries" -le 100 ] || fail "userspace bond $dev not ready after 10 s (see $log)"
         sleep 0.1
     done
+}
+"#;
+
+/// Apply-script checks and helpers for Multipath TCP: the kernel must have it on (a node
+/// without it is refused before any change, not measured as plain TCP), and `ip` must know
+/// `mptcp`. `mptcp_limits` prints the limits as `ip mptcp limits set` takes them back;
+/// `mptcp_endpoint_id` finds the id the kernel gave an address's endpoint.
+const MPTCP_CHECKS: &str = r#"[ "$(sysctl -n net.mptcp.enabled 2>/dev/null)" = 1 ] \
+    || fail "Multipath TCP is off in this kernel (net.mptcp.enabled is not 1, or CONFIG_MPTCP is not set)"
+ip mptcp limits show >/dev/null 2>&1 || fail "ip (iproute2) here has no mptcp command, or the kernel no MPTCP path manager"
+mptcp_limits() { ip mptcp limits show | tr -s ' \n' '  ' | sed 's/ *$//'; }
+mptcp_endpoint_id() {
+    ip mptcp endpoint show | while read -r addr word id rest; do
+        if [ "$addr" = "$1" ] && [ "$word" = id ]; then echo "$id"; break; fi
+    done
+}
+"#;
+
+/// Teardown helper for Multipath TCP: puts back the limits `mptcp_limits` recorded, refusing
+/// anything but the words and numbers it writes (the value is split into arguments).
+const MPTCP_RESTORE: &str = r#"restore_mptcp_limits() {
+    case "$1" in ''|*[!a-z0-9_\ ]*) echo "unexpected MPTCP limits in the ledger: $1" >&2; return 1 ;; esac
+    ip mptcp limits set $1
 }
 "#;
 
@@ -264,6 +303,9 @@ release_slave() {{ ip link set dev "$1" nomaster && ip link set dev "$1" "$2"; }
         .any(|x| matches!(x, Step::StartUserspaceBond { .. }))
     {
         s += USERSPACE_BOND_STOP;
+    }
+    if steps.iter().any(|x| matches!(x, Step::MptcpLimits { .. })) {
+        s += MPTCP_RESTORE;
     }
     for (i, step) in steps.iter().enumerate().rev() {
         let n = i + 1;

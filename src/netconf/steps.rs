@@ -1,5 +1,7 @@
 //! One change to a node and its exact inverse.
 
+use std::net::Ipv4Addr;
+
 use ipnet::Ipv4Net;
 use serde::Serialize;
 
@@ -42,6 +44,18 @@ pub enum Step {
         key: &'static str,
         value: &'static str,
     },
+    /// Set the Multipath TCP path manager's limits (extra subflows per connection, and
+    /// addresses accepted from peers), remembering the old ones.
+    MptcpLimits {
+        subflows: u8,
+        add_addr_accepted: u8,
+    },
+    /// Announce an address to Multipath TCP peers (a `signal` endpoint), remembering the id
+    /// the kernel gives it.
+    MptcpEndpoint {
+        address: Ipv4Addr,
+        dev: IfName,
+    },
 }
 
 /// `'...'` quoting for sh: safe for any string. Values are already restricted to names,
@@ -75,6 +89,15 @@ impl Step {
                 format!("route {} via {} dev {}", route.to, route.via, route.dev)
             }
             Step::Sysctl { key, value } => format!("sysctl {key}={value}"),
+            Step::MptcpLimits {
+                subflows,
+                add_addr_accepted,
+            } => format!(
+                "MPTCP limits: {subflows} extra subflow(s), {add_addr_accepted} peer address(es) accepted"
+            ),
+            Step::MptcpEndpoint { address, dev } => {
+                format!("MPTCP: announce {address} on {dev}")
+            }
         }
     }
 
@@ -87,7 +110,11 @@ impl Step {
             | Step::AddBond { .. }
             | Step::Enslave { .. }
             | Step::AddAddress { .. }
-            | Step::AddRoute { .. } => &[],
+            | Step::AddRoute { .. }
+            | Step::MptcpEndpoint { .. } => &[],
+            // The MPTCP checks read net.mptcp.enabled; mptcp_limits squeezes `ip mptcp limits
+            // show` onto one line.
+            Step::MptcpLimits { .. } => &["sysctl", "tr"],
             // start_bond and stop_bond; the worker itself is checked on its own.
             Step::StartUserspaceBond { .. } => &["nohup", "sleep", "tr"],
             Step::Sysctl { .. } => &["sysctl"],
@@ -183,6 +210,19 @@ impl Step {
                 v = q(value),
                 kv = q(format!("{key}={value}"))
             ),
+            // The old limits first: restoring them is harmless if the change did not happen.
+            Step::MptcpLimits {
+                subflows,
+                add_addr_accepted,
+            } => format!(
+                "recorded {n} \"$(mptcp_limits)\"; ip mptcp limits set subflows {subflows} add_addr_accepted {add_addr_accepted}"
+            ),
+            // The id exists only once the endpoint does.
+            Step::MptcpEndpoint { address, dev } => format!(
+                "ip mptcp endpoint add {a} dev {d} signal; recorded {n} \"$(mptcp_endpoint_id {a})\"",
+                a = q(address.to_string()),
+                d = q(dev)
+            ),
         }
     }
 
@@ -211,6 +251,12 @@ impl Step {
                 q(&route.dev)
             ),
             Step::Sysctl { key, .. } => format!("undo {n} sysctl -qw \"{}=$(value_of {n})\"", key),
+            Step::MptcpLimits { .. } => {
+                format!("undo {n} restore_mptcp_limits \"$(value_of {n})\"")
+            }
+            Step::MptcpEndpoint { .. } => {
+                format!("undo {n} ip mptcp endpoint delete id \"$(value_of {n})\"")
+            }
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Expansion of an experiment into configurations (a topology with one bonding mode, set up
+//! Expansion of an experiment into configurations (a topology under one multipath mode, set up
 //! once) and points (one measurement), in a seeded random order within each configuration.
 
 use std::time::{Duration, Instant};
@@ -10,12 +10,12 @@ use serde::Serialize;
 
 use crate::netconf::{self, NodeScripts};
 use crate::spec::experiment::{Pattern, PlacementKind, Protocol};
-use crate::spec::topology::BondMode;
+use crate::spec::multipath::NodeMultipath;
 use crate::spec::{Name, SpecError, SpecErrors};
 use crate::topology::Topology;
 
 use super::estimate;
-use super::experiment::{Experiment, Workload};
+use super::experiment::{Experiment, Variant, Workload, variants};
 use super::placement::{self, Placement, PlacementError};
 use super::throughput_model::{self, ModelParams, Prediction};
 
@@ -29,13 +29,15 @@ pub struct Plan {
     pub estimate: Duration,
 }
 
-/// A topology under one bonding mode: configured once, then measured point by point.
+/// A topology under one multipath mode: configured once, then measured point by point.
 #[derive(Debug, Clone, Serialize)]
 pub struct Configuration {
     pub id: usize,
     pub topology: Topology,
-    /// The bonding mode swept to, or None where the topology's own modes hold.
-    pub bonding: Option<BondMode>,
+    /// The multipath mode swept to, or None where the topology's own bonds hold. Serialized
+    /// as its label under its first name, so plans of bonding sweeps read as before.
+    #[serde(rename = "bonding", serialize_with = "mode_label")]
+    pub multipath: Option<NodeMultipath>,
     pub placements: Vec<PlacementEntry>,
     pub scripts: Vec<NodeScripts>,
     /// Things a reader of the plan should know: placements that do not apply, and why.
@@ -43,10 +45,11 @@ pub struct Configuration {
 }
 
 impl Configuration {
-    /// "none", the swept mode, or the topology's own mode(s).
+    /// The configuration's label in records and reports: the swept mode (a bonding mode,
+    /// `mptcp` or `none`), else the topology's own bonding mode(s), or "none".
     pub fn bonding_label(&self) -> String {
-        if let Some(m) = self.bonding {
-            return m.to_string();
+        if let Some(m) = self.multipath {
+            return m.label();
         }
         let mut modes: Vec<&str> = self
             .topology
@@ -93,6 +96,13 @@ pub struct Point {
     pub estimate: Duration,
 }
 
+fn mode_label<S: serde::Serializer>(m: &Option<NodeMultipath>, s: S) -> Result<S::Ok, S::Error> {
+    match m {
+        Some(m) => s.serialize_some(&m.label()),
+        None => s.serialize_none(),
+    }
+}
+
 fn secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64((d.as_secs_f64() * 10.0).round() / 10.0)
 }
@@ -105,10 +115,11 @@ pub fn expand(e: &Experiment) -> Result<Plan, SpecErrors> {
     let started = Instant::now();
     let mut configurations = Vec::new();
     let mut points = Vec::new();
-    for topology in &e.topologies {
-        for bonding in bonding_variants(topology, &e.bonding_modes) {
+    for (ti, topology) in e.topologies.iter().enumerate() {
+        for variant in variants(topology, &e.multipath_modes) {
             let id = configurations.len();
-            let (config, mut config_points) = configuration(e, id, topology, bonding)?;
+            let t = configured_topology(e, ti, variant)?;
+            let (config, mut config_points) = configuration(e, id, t, variant)?;
             shuffle(&mut config_points, e.seed, id);
             points.extend(config_points);
             configurations.push(config);
@@ -153,33 +164,40 @@ fn estimate_overflow(e: &Experiment, w: &Workload) -> SpecError {
     )
 }
 
-/// One configuration per swept bonding mode on a topology with bonds; otherwise one, under
-/// the topology's own modes.
-fn bonding_variants(topology: &Topology, modes: &[BondMode]) -> Vec<Option<BondMode>> {
-    if topology.has_bonds() && !modes.is_empty() {
-        modes.iter().copied().map(Some).collect()
-    } else {
-        vec![None]
-    }
+/// Topology `ti` as `variant` runs it: its bonds in a bonding mode, or its interfaces each
+/// with their own address, with or without Multipath TCP.
+fn configured_topology(
+    e: &Experiment,
+    ti: usize,
+    variant: Variant,
+) -> Result<Topology, SpecErrors> {
+    let topology = &e.topologies[ti];
+    let unbonded = || {
+        e.unbonded[ti]
+            .as_ref()
+            .expect("loading resolves the unbonded variant of every topology a mode needs it for")
+    };
+    Ok(match variant.multipath {
+        None => topology.clone(),
+        Some(NodeMultipath::Bond(m)) => topology.with_bond_mode(m),
+        Some(NodeMultipath::Mptcp) => unbonded().with_mptcp(),
+        Some(NodeMultipath::None) => unbonded().clone(),
+    })
 }
 
-/// Configuration `id`: `topology` under `bonding` with its scripts and every workload's
+/// Configuration `id`: `t` under `multipath` with its scripts and every workload's
 /// placements, and its points in workload order (not yet shuffled or numbered).
 fn configuration(
     e: &Experiment,
     id: usize,
-    topology: &Topology,
-    bonding: Option<BondMode>,
+    t: Topology,
+    variant: Variant,
 ) -> Result<(Configuration, Vec<Point>), SpecErrors> {
-    let t = match bonding {
-        Some(m) => topology.with_bond_mode(m),
-        None => topology.clone(),
-    };
     let mut config = Configuration {
         id,
         scripts: t.nodes.iter().map(|n| netconf::render(&t, n)).collect(),
         topology: t,
-        bonding,
+        multipath: variant.multipath,
         placements: Vec::new(),
         notes: Vec::new(),
     };
@@ -208,7 +226,7 @@ fn configuration(
                     placement_points(&config, w, &slot, &placement)
                         .ok_or_else(|| SpecErrors::from(estimate_overflow(e, w)))?,
                 );
-                let predictions = predictions(&config.topology, w, &placement);
+                let predictions = predictions(&config, w, &placement);
                 config.placements.push(PlacementEntry {
                     workload: wi,
                     pairs,
@@ -288,14 +306,19 @@ fn placement_points(
     Some(points)
 }
 
-/// The analytic model's expectation at each size, for the token test (the one it models).
-fn predictions(t: &Topology, w: &Workload, placement: &Placement) -> Vec<Prediction> {
+/// The analytic model's expectation at each size, for the token test (the one it models), with
+/// the configuration's transport.
+fn predictions(config: &Configuration, w: &Workload, placement: &Placement) -> Vec<Prediction> {
     if w.pattern != Pattern::Token {
         return Vec::new();
     }
+    let params = match config.multipath {
+        Some(NodeMultipath::Mptcp) => ModelParams::default().mptcp(),
+        _ => ModelParams::default(),
+    };
     w.sizes
         .iter()
-        .map(|&s| throughput_model::predict_token(t, placement, s, &ModelParams::default()))
+        .map(|&s| throughput_model::predict_token(&config.topology, placement, s, &params))
         .collect()
 }
 

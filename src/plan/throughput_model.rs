@@ -51,9 +51,69 @@ pub const ACK_LEN: u32 = HEADERS as u32;
 
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct ModelParams {
+    /// TCP's maximum segment size (payload per segment, timestamps counted).
     pub mss: u64,
     #[serde(serialize_with = "micros")]
     pub hop_latency: Duration,
+    pub transport: Transport,
+}
+
+/// The transport whose segments the model counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Transport {
+    #[default]
+    Tcp,
+    /// Multipath TCP as Linux sends it: every data segment carries a 28-byte DSS option
+    /// (64-bit data sequence number and data ACK, padded), every pure ACK a 12-byte one
+    /// (the data ACK), which the payload per segment gives up; and a connection's segments
+    /// are spread over one subflow per interface that reaches the peer directly. The
+    /// scheduler's choices and reordering at the receiver are not modelled: the measured
+    /// to predicted ratio shows them.
+    Mptcp,
+}
+
+impl Transport {
+    /// TCP option bytes a data segment carries beyond TCP's own (timestamps).
+    fn data_options(self) -> u64 {
+        match self {
+            Transport::Tcp => 0,
+            Transport::Mptcp => 28,
+        }
+    }
+
+    /// The same for a pure ACK.
+    fn ack_options(self) -> u64 {
+        match self {
+            Transport::Tcp => 0,
+            Transport::Mptcp => 12,
+        }
+    }
+}
+
+impl ModelParams {
+    /// The same model for Multipath TCP.
+    pub fn mptcp(self) -> ModelParams {
+        ModelParams {
+            transport: Transport::Mptcp,
+            ..self
+        }
+    }
+
+    /// Payload bytes per data segment.
+    fn segment_payload(&self) -> u64 {
+        self.mss - self.transport.data_options()
+    }
+
+    /// A data frame's kernel length.
+    fn frame_len(&self, payload: u64) -> u32 {
+        u32::try_from(HEADERS + self.transport.data_options() + payload).unwrap_or(u32::MAX)
+    }
+
+    /// A pure ACK's kernel length.
+    fn ack_len(&self) -> u32 {
+        u32::try_from(HEADERS + self.transport.ack_options()).unwrap_or(u32::MAX)
+    }
 }
 
 fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -67,6 +127,7 @@ impl Default for ModelParams {
         ModelParams {
             mss: 1448,
             hop_latency: Duration::from_micros(60),
+            transport: Transport::Tcp,
         }
     }
 }
@@ -139,12 +200,12 @@ pub fn frame_len(payload: u64) -> u32 {
 /// Byte-times on the wire for one message of `size` bytes, gaps and acks included.
 pub fn wire_bytes(size: u64, p: &ModelParams) -> u64 {
     let gap = orchestrate_medium::time::IFG_BITS / 8;
-    let frames: Vec<u64> = payloads(size, p.mss).collect();
+    let frames: Vec<u64> = payloads(size, p.segment_payload()).collect();
     let data: u64 = frames
         .iter()
-        .map(|&x| WireClock::frame_bytes(frame_len(x)) + gap)
+        .map(|&x| WireClock::frame_bytes(p.frame_len(x)) + gap)
         .sum();
-    data + pure_acks(frames.len() as u64) * (WireClock::frame_bytes(ACK_LEN) + gap)
+    data + pure_acks(frames.len() as u64) * (WireClock::frame_bytes(p.ack_len()) + gap)
 }
 
 /// The fraction of its time a shared segment carries frames when `stations` stations keep it
@@ -204,17 +265,22 @@ fn wires_of(seg: &crate::topology::Segment, out: &mut Vec<Wire>) {
     out.extend(std::iter::repeat_n(w, times));
 }
 
-fn hop_wires(t: &Topology, hop: &Hop) -> HopWires {
+fn hop_wires(t: &Topology, hop: &Hop, p: &ModelParams) -> HopWires {
     let from = t.node(&hop.from).expect("path nodes exist");
+    let to = t.node(&hop.to).expect("path nodes exist");
     let (physical, stripes) = match from.bonds.iter().find(|b| b.name == hop.dev) {
         // Only balance-rr stripes one flow over several slaves; the other modes keep a flow on
         // one (xor), send it on all (broadcast) or on the active one (active-backup).
         Some(b) if b.mode == BondMode::BalanceRr => (b.slaves.clone(), b.slaves.len()),
         Some(b) if b.mode == BondMode::Broadcast => (b.slaves.clone(), 1),
         Some(b) => (b.slaves.iter().take(1).cloned().collect(), 1),
+        None if p.transport == Transport::Mptcp && from.mptcp.is_some() => {
+            let direct = direct_interfaces(t, from, to);
+            let n = direct.len();
+            (direct, n)
+        }
         None => (vec![hop.dev.clone()], 1),
     };
-    let to = t.node(&hop.to).expect("path nodes exist");
     let mut lanes = Vec::new();
     for ifname in &physical {
         let Some(seg) = from.interface(ifname).and_then(|i| t.segment(&i.segment)) else {
@@ -237,6 +303,25 @@ fn hop_wires(t: &Topology, hop: &Hop) -> HopWires {
         stripes: stripes.clamp(1, lanes.len().max(1)),
         lanes,
     }
+}
+
+/// `from`'s interfaces on a network `to` is on too: the paths an MPTCP subflow each takes
+/// between neighbours.
+fn direct_interfaces(
+    t: &Topology,
+    from: &crate::topology::Node,
+    to: &crate::topology::Node,
+) -> Vec<crate::spec::IfName> {
+    let network = |i: &crate::topology::Interface| t.segment(&i.segment).map(|s| &s.network);
+    from.interfaces
+        .iter()
+        .filter(|i| {
+            to.interfaces
+                .iter()
+                .any(|o| network(o).is_some() && network(o) == network(i))
+        })
+        .map(|i| i.name.clone())
+        .collect()
 }
 
 /// A server a message's frames pass through on an idle path.
@@ -299,7 +384,7 @@ fn direction(
             let f = c.receive_ns + c.send_ns + c.forward_ns;
             host(&hop.from, f, f, &mut stages, demand);
         }
-        let w = hop_wires(t, hop);
+        let w = hop_wires(t, hop, p);
         let lanes = w.lanes.len().max(1) as f64;
         for lane in &w.lanes {
             for wire in lane {
@@ -308,9 +393,9 @@ fn direction(
                 }
                 let busy: u64 = payload
                     .iter()
-                    .map(|&x| wire.clock.wire_time(frame_len(x)))
+                    .map(|&x| wire.clock.wire_time(p.frame_len(x)))
                     .sum::<u64>()
-                    + acks * wire.clock.wire_time(ACK_LEN);
+                    + acks * wire.clock.wire_time(p.ack_len());
                 *demand
                     .entry(Resource::Segment(wire.segment.clone()))
                     .or_default() += busy as f64 * 1e-9 / lanes;
@@ -339,7 +424,7 @@ fn direction(
 
 /// When the last frame of a message that is all ready at 0 has reached the application at
 /// the far end, ns: the frames pipeline through the stages, each a FIFO server.
-fn transit(d: &Direction, payload: &[u64]) -> u64 {
+fn transit(d: &Direction, payload: &[u64], p: &ModelParams) -> u64 {
     let mut free: Vec<Vec<u64>> = d
         .stages
         .iter()
@@ -351,7 +436,7 @@ fn transit(d: &Direction, payload: &[u64]) -> u64 {
     let mut done = 0;
     for (k, &x) in payload.iter().enumerate() {
         let acked = acked(k, payload.len());
-        let len = frame_len(x);
+        let len = p.frame_len(x);
         let mut at = 0u64;
         for (stage, free) in d.stages.iter().zip(free.iter_mut()) {
             match stage {
@@ -370,7 +455,11 @@ fn transit(d: &Direction, payload: &[u64]) -> u64 {
                     // frame, or after the ACK a shared wire carries in between, but not
                     // before its transmitter has turned around (the medium's rule).
                     let after = if w.shared {
-                        let ack = if acked { w.clock.wire_time(ACK_LEN) } else { 0 };
+                        let ack = if acked {
+                            w.clock.wire_time(p.ack_len())
+                        } else {
+                            0
+                        };
                         (w.clock.gap() + ack).max(DEFAULT_TURNAROUND_NS)
                     } else {
                         w.clock.gap()
@@ -386,7 +475,7 @@ fn transit(d: &Direction, payload: &[u64]) -> u64 {
 
 /// The one-way time of a message of `size` bytes along `hops` on an idle path, alone.
 pub fn one_way(t: &Topology, hops: &[Hop], size: u64, p: &ModelParams) -> Duration {
-    let payload: Vec<u64> = payloads(size, p.mss).collect();
+    let payload: Vec<u64> = payloads(size, p.segment_payload()).collect();
     let d = direction(
         t,
         hops,
@@ -395,7 +484,7 @@ pub fn one_way(t: &Topology, hops: &[Hop], size: u64, p: &ModelParams) -> Durati
         &mut BTreeMap::new(),
         &mut BTreeSet::new(),
     );
-    Duration::from_nanos(transit(&d, &payload))
+    Duration::from_nanos(transit(&d, &payload, p))
 }
 
 /// Predicted token-test throughput of `placement` at `size`.
@@ -405,9 +494,9 @@ pub fn predict_token(
     size: u64,
     p: &ModelParams,
 ) -> Prediction {
-    let payload: Vec<u64> = payloads(size, p.mss).collect();
+    let payload: Vec<u64> = payloads(size, p.segment_payload()).collect();
     let pairs = pair_demands(t, placement, &payload, p);
-    let capacity = capacities(t, &pairs, frame_len(size.min(p.mss)));
+    let capacity = capacities(t, &pairs, p.frame_len(size.min(p.segment_payload())));
     let (rate, bound_of) = fair_share(&pairs, &capacity);
     let per_pair: Vec<f64> = rate.iter().map(|r| r * size as f64 * 8.0 / 1e6).collect();
     let slowest = per_pair
@@ -464,8 +553,8 @@ fn pair_demands(
         for s in crossed {
             *pairs.contenders.entry(s).or_default() += 1;
         }
-        let out = transit(&out, payload);
-        let rtt = out + transit(&back, payload);
+        let out = transit(&out, payload, p);
+        let rtt = out + transit(&back, payload, p);
         pairs.max_rate.push(1e9 / rtt.max(1) as f64);
         pairs.one_way_ns.push(out);
         pairs.demand.push(d);

@@ -51,6 +51,19 @@ fn timing_side() -> Expr {
         .otherwise(lit("client")))
 }
 
+/// The protocol a record's cell is measured under. Multipath TCP is the TCP its workload asked
+/// for, run by a configuration (`[multipath] modes = ["mptcp"]`): its cells sit beside the
+/// other configurations' TCP cells, while its records still say `mptcp`.
+fn measured_protocol(
+    p: orchestrate_worker::record::Protocol,
+) -> orchestrate_worker::record::Protocol {
+    use orchestrate_worker::record::Protocol;
+    match p {
+        Protocol::Mptcp => Protocol::Tcp,
+        other => other,
+    }
+}
+
 fn trial_ok() -> Expr {
     col(c::ERROR).is_null()
 }
@@ -420,7 +433,7 @@ fn read_pair_spans(
                 let key = CellKey {
                     measure: Measure {
                         pattern: parse_enum(pattern.get(i), "pattern")?,
-                        protocol: parse_enum(protocol.get(i), "protocol")?,
+                        protocol: measured_protocol(parse_enum(protocol.get(i), "protocol")?),
                     },
                     config: Config {
                         run: run_label.map(str::to_owned),

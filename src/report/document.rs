@@ -7,6 +7,7 @@ use super::netpipe::NetpipeBaseline;
 use super::paper::PaperComparison;
 use super::predicted::ModelRow;
 use super::references::ReferenceCheck;
+use super::today::Today;
 use crate::results::{Manifest, Statistic};
 
 /// A complete report for one run (or several runs compared).
@@ -24,6 +25,9 @@ pub struct Report {
     /// The 1996 study's findings against this run, when it measured the study's
     /// configurations.
     pub paper: Option<PaperComparison>,
+    /// Whether today's answers to two NICs per node remove the bonded dual net's penalty, when
+    /// the run measured them beside it.
+    pub today: Option<Today>,
     /// Sorted.
     pub failures: Vec<Failure>,
     pub netpipe: Vec<NetpipeBaseline>,

@@ -42,6 +42,7 @@ pub mod predicted;
 pub mod references;
 pub mod regression;
 pub mod stats;
+pub mod today;
 pub mod topology;
 pub mod verdict;
 
@@ -116,6 +117,7 @@ fn build_with(
     let predictions = opts.model.map(|m| m.predictions()).unwrap_or_default();
     let model = predicted::rows(&one.cells, &predictions, statistic);
     let paper = paper::against_reschke96(&one.cells, &model, media, statistic);
+    let today = today::what_the_study_would_find_today(&one.cells, &model, statistic);
     let references = references::check(&references::load(run)?, &one.cells, statistic);
     let topologies = if one.info.manifest.topologies.is_empty() {
         let mut t: Vec<String> = one
@@ -137,6 +139,7 @@ fn build_with(
         findings,
         model,
         paper,
+        today,
         failures: one.failures,
         netpipe: import_netpipe(opts)?,
         references,
@@ -221,6 +224,7 @@ pub fn compare(
         findings,
         model: Vec::new(),
         paper: None,
+        today: None,
         failures,
         netpipe: import_netpipe(opts)?,
         topology_drawings: Vec::new(),

@@ -65,6 +65,34 @@ pub fn against_reschke96(
     media: &MediaReport,
     stat: Statistic,
 ) -> Option<PaperComparison> {
+    // Only the study's own configurations: a run that also sweeps multipath modes measures
+    // the bonded dual net under MPTCP or without its bond too, under the same topology name.
+    let cells: Vec<CellSummary> = cells
+        .iter()
+        .filter(|c| as_in_the_study(&c.key.config.topology, &c.key.config.bonding))
+        .cloned()
+        .collect();
+    let model: Vec<ModelRow> = model
+        .iter()
+        .filter(|r| as_in_the_study(&r.key.config.topology, &r.key.config.bonding))
+        .cloned()
+        .collect();
+    let media = MediaReport {
+        present: media.present,
+        cells: media
+            .cells
+            .iter()
+            .filter(|c| as_in_the_study(&c.key.topology, &c.key.bonding))
+            .cloned()
+            .collect(),
+        configs: media
+            .configs
+            .iter()
+            .filter(|c| as_in_the_study(&c.topology, &c.bonding))
+            .cloned()
+            .collect(),
+    };
+    let (cells, model, media) = (&cells[..], &model[..], &media);
     let m = Measured {
         cells,
         model,
@@ -90,6 +118,16 @@ pub fn against_reschke96(
             m.disk_balance(),
         ],
     })
+}
+
+/// Whether a configuration is one the 1996 study measured: its bonded topologies with their
+/// balance-rr bonds, the others as they are.
+fn as_in_the_study(topology: &str, bonding: &str) -> bool {
+    if topology.contains("bonded") {
+        bonding == "balance-rr"
+    } else {
+        bonding == "none"
+    }
 }
 
 struct Measured<'a> {

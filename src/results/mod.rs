@@ -25,7 +25,7 @@
 //! |---|---|---|
 //! | `point` | u32 | id of the sweep point (topology × bonding × placement × pairs × size × pattern) |
 //! | `topology` | str | topology name |
-//! | `bonding` | str | `none` or the bonding mode, e.g. `balance-rr` |
+//! | `bonding` | str | the configuration's multipath mode: the bonding mode, e.g. `balance-rr`; `mptcp`; or `none` (the column keeps its first name, so earlier runs read alike) |
 //! | `bond_driver` | str? | `kernel`, `userspace` or null when not bonded |
 //! | `placement` | str | `local-wire`, `remote-wire` or `explicit` |
 //! | `pairs` | u32 | pairs active in the point |
@@ -33,7 +33,7 @@
 //! | `rep` | u32 | repetition of the point, from 0 |
 //! | `client_node`, `server_node` | str | node names of the pair |
 //! | `schema` | u32 | worker record layout version |
-//! | `pattern`, `protocol`, `role` | str | `token`, `pingpong`, `stream`, ...; `tcp`/`udp`; `client`/`server` |
+//! | `pattern`, `protocol`, `role` | str | `token`, `pingpong`, `stream`, ...; `tcp`/`udp`/`mptcp`; `client`/`server` |
 //! | `local_addr`, `peer_addr` | str | `ip:port` |
 //! | `size_bytes` | u64 | message, block or token size in bytes |
 //! | `trial` | u32 | trial index within one worker invocation |
@@ -52,6 +52,7 @@
 //! | `peer_clock_offset_ns` | i64? | the peer's wall clock minus this side's, from the handshake |
 //! | `peer_clock_rtt_ns` | u64? | round trip of that handshake exchange (the offset's uncertainty is half of it) |
 //! | `gap_max_us` | f64? | longest pause between data arrivals at the receiver, µs (stream): stalls such as a bond's failover |
+//! | `subflows` | u32? | MPTCP: the connection's subflows that carried the trial, as this side counted them (0: it fell back to plain TCP) |
 //!
 //! Fields the worker adds later reach Parquet only once [`schema::RecordColumns`] names them; it
 //! destructures the record exhaustively so that the compiler points at the place.

@@ -12,7 +12,8 @@ pub use crate::spec::topology::BondDriver;
 pub struct RecordRow {
     pub point: u32,
     pub topology: String,
-    /// `none` or a bonding mode such as `balance-rr`.
+    /// The configuration's multipath mode: a bonding mode such as `balance-rr`, `mptcp`, or
+    /// `none`.
     pub bonding: String,
     #[serde(default)]
     pub bond_driver: Option<BondDriver>,
@@ -122,6 +123,7 @@ pub struct RecordColumns {
     peer_clock_offset_ns: Vec<Option<i64>>,
     peer_clock_rtt_ns: Vec<Option<u64>>,
     gap_max_us: Vec<Option<f64>>,
+    subflows: Vec<Option<u32>>,
 }
 
 impl RecordColumns {
@@ -178,6 +180,7 @@ impl RecordColumns {
             peer_clock_offset_ns,
             peer_clock_rtt_ns,
             gap_max_us,
+            subflows,
         } = record;
         self.point.push(point);
         self.topology.push(topology);
@@ -217,6 +220,7 @@ impl RecordColumns {
         self.peer_clock_offset_ns.push(peer_clock_offset_ns);
         self.peer_clock_rtt_ns.push(peer_clock_rtt_ns);
         self.gap_max_us.push(gap_max_us);
+        self.subflows.push(subflows);
     }
 
     /// Moves the buffered rows into a [`DataFrame`], leaving the buffers empty.
@@ -262,6 +266,7 @@ impl RecordColumns {
             Column::new("peer_clock_offset_ns".into(), c.peer_clock_offset_ns),
             Column::new("peer_clock_rtt_ns".into(), c.peer_clock_rtt_ns),
             Column::new("gap_max_us".into(), c.gap_max_us),
+            Column::new("subflows".into(), c.subflows),
         ];
         DataFrame::new(height, columns)
     }

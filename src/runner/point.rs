@@ -6,13 +6,14 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use orchestrate_worker::agent::Event;
-use orchestrate_worker::record::{Pattern, Record, Role};
+use orchestrate_worker::record::{Pattern, Protocol, Record, Role};
 
 use crate::plan::experiment::{Amount, Workload};
 use crate::plan::sweep::{PlacementEntry, Point};
 use crate::plan::{Configuration, Experiment};
 use crate::results::{BondDriver, PointRow, PointStatus, RecordRow};
 use crate::spec::NodeName;
+use crate::spec::multipath::NodeMultipath;
 
 use super::agent::{Agent, Task};
 use super::media::Sampler;
@@ -25,8 +26,17 @@ pub struct Outcome {
     pub row: PointRow,
 }
 
-/// The worker command line for one pair of `point`.
-pub fn client_args(w: &Workload, size: u64, target: &str) -> Vec<String> {
+/// The transport a configuration's clients use for workload `w`: Multipath TCP in place of
+/// TCP where the configuration runs it, else the workload's own.
+pub fn transport(config: &Configuration, w: &Workload) -> Protocol {
+    match (config.multipath, w.protocol) {
+        (Some(NodeMultipath::Mptcp), Protocol::Tcp) => Protocol::Mptcp,
+        (_, protocol) => protocol,
+    }
+}
+
+/// The worker command line for one pair of `point`, its client speaking `protocol`.
+pub fn client_args(w: &Workload, size: u64, target: &str, protocol: Protocol) -> Vec<String> {
     let mut a: Vec<String> = vec![w.pattern.as_str().into(), "--connect".into(), target.into()];
     let mut push = |k: &str, v: String| {
         a.push(k.into());
@@ -49,11 +59,14 @@ pub fn client_args(w: &Workload, size: u64, target: &str) -> Vec<String> {
     if w.pattern != Pattern::Filecopy {
         push("--warmup", w.warmup.to_string());
     }
+    // The patterns that take UDP always name their protocol; the others only when it is not
+    // their TCP default.
     if matches!(
         w.pattern,
         Pattern::Pingpong | Pattern::Token | Pattern::Load
-    ) {
-        push("--protocol", w.protocol.as_str().into());
+    ) || protocol != Protocol::Tcp
+    {
+        push("--protocol", protocol.as_str().into());
     }
     if let Some(d) = w.depth {
         push("--depth", d.to_string());
@@ -246,7 +259,15 @@ async fn spawn_clients<'a>(
     for (i, pair) in entry.placement.pairs.iter().enumerate() {
         let agent = &ctx.agents[&pair.client];
         let target = format!("{}:{}", pair.path.target, ctx.port);
-        match agent.spawn(client_args(w, point.size_bytes, &target)).await {
+        match agent
+            .spawn(client_args(
+                w,
+                point.size_bytes,
+                &target,
+                transport(ctx.config, w),
+            ))
+            .await
+        {
             Ok(task) => running.push(Running {
                 pair: i,
                 client: &pair.client,

@@ -8,6 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
 use super::limits::MAX_PAIR_COUNTS;
+use super::multipath::NodeMultipath;
 use super::names::{ByteSize, HumanDuration, Name, NodeName, Rate};
 use super::topology::BondMode;
 
@@ -27,9 +28,13 @@ pub struct ExperimentSpec {
     pub topologies: Spanned<Vec<Spanned<String>>>,
     #[serde(default)]
     pub cluster: ClusterSpec,
-    /// Bonding modes to sweep on topologies that have bonds.
+    /// Bonding modes to sweep on topologies that have bonds (the older spelling of
+    /// `[multipath] modes = ["bond:<mode>", ...]`).
     #[serde(default)]
     pub bonding: BondingSpec,
+    /// Multipath modes to sweep: bonding, Multipath TCP or neither, on topologies with bonds.
+    #[serde(default)]
+    pub multipath: MultipathSpec,
     /// Host costs for every node of every topology, in place of the topologies' own: a
     /// profile (`"none"`, `"486dx4"`) or `{ send = "300us", receive = "300us", forward =
     /// "150us" }`. Runs the same wires with the hosts of another era.
@@ -100,6 +105,19 @@ pub struct BondingSpec {
     #[serde(default)]
     #[schemars(with = "Vec<BondMode>")]
     pub modes: Vec<Spanned<BondMode>>,
+}
+
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MultipathSpec {
+    /// How nodes use the interfaces a bond joins, one configuration each:
+    /// `"bond:<mode>"` (the bond, in that bonding mode), `"mptcp"` (no bond: each interface
+    /// holds its own address and TCP becomes Multipath TCP, one subflow per interface) or
+    /// `"none"` (the same addresses, plain TCP: a connection uses one interface). Empty
+    /// means each bond's own mode.
+    #[serde(default)]
+    #[schemars(with = "Vec<NodeMultipath>")]
+    pub modes: Vec<Spanned<NodeMultipath>>,
 }
 
 /// `[client, server]` with the spans of the pair and of each name.

@@ -5,6 +5,7 @@ pub mod experiment;
 pub mod host;
 pub mod hostlist;
 pub mod limits;
+pub mod multipath;
 pub mod names;
 pub mod reference;
 pub mod source;

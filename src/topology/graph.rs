@@ -36,6 +36,42 @@ pub struct Node {
     pub forwarding: bool,
     /// What the node's CPU spends per frame, as the medium emulator charges it.
     pub host: Host,
+    /// Multipath TCP's addresses, where the configuration runs it (see
+    /// [`Topology::with_mptcp`]); None where TCP stays on one path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mptcp: Option<MptcpEndpoints>,
+}
+
+/// The addresses a node announces to its Multipath TCP peers (the kernel path manager's
+/// `signal` endpoints): every address it holds, so whichever one a connection starts on, the
+/// peer opens one more subflow to each of the others. Two or more, by construction.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MptcpEndpoints {
+    endpoints: Vec<(IfName, Ipv4Addr)>,
+}
+
+impl MptcpEndpoints {
+    /// The node's addressed links, if it has two or more (else MPTCP has nothing to add).
+    pub fn of(node: &Node) -> Option<MptcpEndpoints> {
+        let endpoints: Vec<(IfName, Ipv4Addr)> = node
+            .links()
+            .map(|(dev, net)| (dev.clone(), net.addr()))
+            .collect();
+        (endpoints.len() >= 2).then_some(MptcpEndpoints { endpoints })
+    }
+
+    pub fn endpoints(&self) -> &[(IfName, Ipv4Addr)] {
+        &self.endpoints
+    }
+
+    /// The path manager's limits (`subflows`, `add_addr_accepted`) on every node: one per
+    /// address. A connection adds one subflow per other address of its peer, but the peer may
+    /// also announce the address the connection started on, and an announcement accepted
+    /// counts against the limit whether or not it opens a subflow: with one fewer, half the
+    /// connections on the virtual cluster's dual bus kept a single subflow.
+    pub fn path_limit(&self) -> u8 {
+        u8::try_from(self.endpoints.len()).unwrap_or(u8::MAX)
+    }
 }
 
 /// A node's host costs and the name they go by.
@@ -212,6 +248,15 @@ impl Topology {
 
     /// The same topology with every bond switched to `mode`; options that the new mode does
     /// not take are dropped, since the driver would refuse them.
+    /// The same topology with Multipath TCP on every node that holds two addresses or more.
+    pub fn with_mptcp(&self) -> Topology {
+        let mut t = self.clone();
+        for node in &mut t.nodes {
+            node.mptcp = MptcpEndpoints::of(node);
+        }
+        t
+    }
+
     pub fn with_bond_mode(&self, mode: BondMode) -> Topology {
         let mut t = self.clone();
         for bond in t.nodes.iter_mut().flat_map(|n| n.bonds.iter_mut()) {

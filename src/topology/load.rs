@@ -19,6 +19,16 @@ pub fn load(path: &Path) -> Result<super::Topology, SpecErrors> {
     from_source(&SourceFile::read(path)?)
 }
 
+/// Reads a topology file and resolves it without its bonds: each interface a bond would join
+/// keeps its own address, on its own network's subnet. What the multipath modes other than
+/// bonding (`mptcp`, `none`) run on, so they use the same wires as the bond.
+pub fn load_unbonded(path: &Path) -> Result<super::Topology, SpecErrors> {
+    let source = SourceFile::read(path)?;
+    let mut draft = draft(&source)?;
+    draft.bonds.clear();
+    super::resolve::resolve(draft, &source)
+}
+
 /// Expands and resolves a topology from text already read.
 pub fn from_source(source: &SourceFile) -> Result<super::Topology, SpecErrors> {
     let draft = draft(source)?;

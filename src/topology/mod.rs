@@ -13,4 +13,4 @@ pub mod resolve;
 pub mod routing;
 
 pub use graph::*;
-pub use load::{from_source, load};
+pub use load::{from_source, load, load_unbonded};

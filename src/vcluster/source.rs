@@ -44,7 +44,7 @@ impl VirtualClusters {
         );
         // A cluster built with other wires (another emulation or host profile, say) would
         // measure something else than the plan says.
-        if status.wiring.as_ref().is_some_and(|w| w != wiring) {
+        if status.wiring.as_ref().is_some_and(|w| !w.carries(wiring)) {
             anyhow::bail!(
                 "virtual cluster {name} is up with other wires than {} asks for (emulation, host \
                  costs or members differ); take it down ({down_hint}) so the run can bring it up \

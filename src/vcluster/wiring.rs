@@ -149,6 +149,24 @@ impl Wiring {
         Ok(w)
     }
 
+    /// Whether a cluster built as `self` measures what `other` asks for: the same segments,
+    /// ports, switches and host costs. The nodes' own addresses matter only where a host has
+    /// costs (the medium emulator charges a frame from another source as forwarded), so the
+    /// configurations of one topology that address its interfaces differently (its bonds, or
+    /// MPTCP on the bonds' interfaces) share a cluster whose hosts are free.
+    pub fn carries(&self, other: &Wiring) -> bool {
+        let free = |w: &Wiring| w.nodes.iter().all(|n| n.host.is_free());
+        let without_addresses = |w: &Wiring| {
+            let mut w = w.clone();
+            for n in &mut w.nodes {
+                n.own_ipv4.clear();
+            }
+            w
+        };
+        self == other
+            || (free(self) && free(other) && without_addresses(self) == without_addresses(other))
+    }
+
     /// Segments the medium emulator carries.
     pub fn emulated_segments(&self) -> impl Iterator<Item = SegmentId> + '_ {
         self.segment_ids()
@@ -425,6 +443,25 @@ pub(crate) mod tests {
                 .switch("cols", (1..=4).map(|i| format!("col{i}")));
         }
         b.build().unwrap()
+    }
+
+    #[test]
+    fn other_addresses_share_a_cluster_only_while_hosts_are_free() {
+        let bonded = mesh(false);
+        let mut readdressed = bonded.clone();
+        readdressed.nodes[0].own_ipv4 = vec![[10, 111, 1, 1].into()];
+        assert!(bonded.carries(&readdressed) && readdressed.carries(&bonded));
+
+        let mut costly = bonded.clone();
+        costly.nodes[0].host.forward_ns = 150_000;
+        let mut costly_readdressed = costly.clone();
+        costly_readdressed.nodes[0].own_ipv4 = vec![[10, 111, 1, 1].into()];
+        assert!(costly.carries(&costly));
+        assert!(!costly.carries(&costly_readdressed));
+
+        let mut other_port = bonded.clone();
+        other_port.nodes[0].ports.pop();
+        assert!(!bonded.carries(&other_port));
     }
 
     #[test]

@@ -252,6 +252,7 @@ pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointR
                                 peer_clock_offset_ns: None,
                                 peer_clock_rtt_ns: None,
                                 gap_max_us: None,
+                                subflows: None,
                             },
                         });
                     }

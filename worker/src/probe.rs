@@ -1,7 +1,7 @@
 //! `probe`: facts about this node as JSON — kernel, interfaces (name, MTU, speed, addresses,
-//! qdiscs), whether the bonding driver, netem and TUN are available, IP forwarding and the
-//! clock source — so the controller can check a node before touching it and record it in the
-//! run's manifest. Read-only: it changes nothing.
+//! qdiscs), whether the bonding driver, netem and TUN are available, IP forwarding, Multipath
+//! TCP and the multipath route hash, and the clock source — so the controller can check a node
+//! before touching it and record it in the run's manifest. Read-only: it changes nothing.
 
 use std::collections::BTreeMap;
 use std::ffi::CStr;
@@ -174,6 +174,14 @@ pub fn probe() -> Value {
             "ipv4": read_num("/proc/sys/net/ipv4/ip_forward").map(|v| v == 1),
             "ipv6": read_num("/proc/sys/net/ipv6/conf/all/forwarding").map(|v| v == 1),
         },
+        // Multipath TCP: `enabled` is null where the kernel has none (CONFIG_MPTCP unset), false
+        // where it is switched off (net.mptcp.enabled = 0).
+        "mptcp": {
+            "enabled": read_num("/proc/sys/net/mptcp/enabled").map(|v| v == 1),
+            "kernel": feature(config.as_deref(), "CONFIG_MPTCP", "mptcp", &release),
+        },
+        // How multipath routes pick a next hop: 0 hashes addresses (L3), 1 ports too (L4).
+        "fib_multipath_hash_policy": read_num("/proc/sys/net/ipv4/fib_multipath_hash_policy"),
         "clocksource": {
             "current": read("/sys/devices/system/clocksource/clocksource0/current_clocksource"),
             "available": read("/sys/devices/system/clocksource/clocksource0/available_clocksource"),

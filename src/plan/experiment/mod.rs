@@ -13,10 +13,11 @@ use serde::Serialize;
 use toml::Spanned;
 
 use crate::spec::experiment::{
-    BondingSpec, ExperimentSpec, Pattern, PlacementKind, Protocol, ReportFormat, Statistic,
+    BondingSpec, ExperimentSpec, MultipathSpec, Pattern, PlacementKind, Protocol, ReportFormat,
+    Statistic,
 };
 use crate::spec::limits::{MAX_POINTS, MAX_TOPOLOGIES};
-use crate::spec::topology::BondMode;
+use crate::spec::multipath::NodeMultipath;
 use crate::spec::{HostSpec, Name, NodeName, Rate, SourceFile, SpecError, SpecErrors, best_match};
 use crate::topology::{self, Topology};
 
@@ -31,11 +32,43 @@ pub struct Experiment {
     pub source: SourceFile,
     pub seed: u64,
     pub topologies: Vec<Topology>,
+    /// Per topology, the same topology resolved without its bonds, where a multipath mode
+    /// other than bonding runs on it (shown in the plan's configurations).
+    #[serde(skip)]
+    pub unbonded: Vec<Option<Topology>>,
     pub cluster: Cluster,
-    pub bonding_modes: Vec<BondMode>,
+    /// Multipath modes to sweep on topologies with bonds; empty means the bonds' own modes.
+    /// Named as before `[multipath]` existed, so plans of bonding sweeps read alike.
+    #[serde(rename = "bonding_modes", serialize_with = "labels")]
+    pub multipath_modes: Vec<NodeMultipath>,
     pub workloads: Vec<Workload>,
     pub baseline: Option<Name>,
     pub formats: Vec<ReportFormat>,
+}
+
+/// Modes by their labels (a bonding mode's own name), as plans wrote them before `mptcp`.
+fn labels<S: serde::Serializer>(modes: &[NodeMultipath], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(modes.iter().map(|m| m.label()))
+}
+
+/// One configuration of a topology: the multipath mode swept to, None where the topology's
+/// own holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variant {
+    pub multipath: Option<NodeMultipath>,
+}
+
+/// Every configuration `t` gets: each swept multipath mode where it has bonds; one, under its
+/// own, where none applies.
+pub fn variants(t: &Topology, modes: &[NodeMultipath]) -> Vec<Variant> {
+    if t.has_bonds() && !modes.is_empty() {
+        modes
+            .iter()
+            .map(|&m| Variant { multipath: Some(m) })
+            .collect()
+    } else {
+        vec![Variant { multipath: None }]
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -110,14 +143,27 @@ pub fn load(path: &Path) -> Result<Experiment, SpecErrors> {
     let dir = path.parent().unwrap_or(Path::new("."));
 
     let name = experiment_name(spec.name.as_ref(), path);
-    let topologies = load_topologies(&spec.topologies, spec.host.as_ref(), dir, &mut errors);
+    let (topologies, files) =
+        load_topologies(&spec.topologies, spec.host.as_ref(), dir, &mut errors);
     let cluster = cluster::cluster(&spec.cluster, dir, &mut errors);
-    let bonding_modes = bonding_modes(&spec.bonding, &topologies, &mut errors);
+    let multipath_modes = multipath_modes(&spec.bonding, &spec.multipath, &topologies, &mut errors);
+    let unbonded = unbonded_variants(
+        &topologies,
+        &files,
+        &multipath_modes,
+        spec.host.as_ref(),
+        &mut errors,
+    );
     let baseline = baseline(spec.report.baseline.as_ref(), &topologies, &mut errors);
     let workloads = workload::workloads(&spec.workload, &topologies, &mut errors);
     references::check(&spec.reference, &topologies, &workloads, &mut errors);
+    check_mptcp_carries_tcp(&spec, &workloads, &mut errors);
     if errors.is_empty() {
-        check_point_count(&spec, &topologies, &bonding_modes, &workloads, &mut errors);
+        let configurations = topologies
+            .iter()
+            .map(|t| variants(t, &multipath_modes).len())
+            .sum();
+        check_point_count(&spec, configurations, &workloads, &mut errors);
     }
 
     errors.into_result()?;
@@ -128,8 +174,9 @@ pub fn load(path: &Path) -> Result<Experiment, SpecErrors> {
         source: source.clone(),
         seed: spec.seed,
         topologies,
+        unbonded,
         cluster,
-        bonding_modes,
+        multipath_modes,
         workloads,
         baseline,
         formats: spec.report.formats,
@@ -140,15 +187,10 @@ pub fn load(path: &Path) -> Result<Experiment, SpecErrors> {
 /// the workload that contributes most (sizes, pair counts, placements or repetitions).
 fn check_point_count(
     spec: &ExperimentSpec,
-    topologies: &[Topology],
-    modes: &[BondMode],
+    configurations: usize,
     workloads: &[Workload],
     errors: &mut ErrorList,
 ) {
-    let configurations: usize = topologies
-        .iter()
-        .map(|t| if t.has_bonds() { modes.len().max(1) } else { 1 })
-        .sum();
     let per_workload: Vec<[(usize, Range<usize>); 4]> = workloads
         .iter()
         .zip(spec.workload.get_ref())
@@ -257,8 +299,9 @@ fn load_topologies(
     host: Option<&HostSpec>,
     dir: &Path,
     errors: &mut ErrorList,
-) -> Vec<Topology> {
+) -> (Vec<Topology>, Vec<PathBuf>) {
     let mut topologies: Vec<Topology> = Vec::new();
+    let mut paths = Vec::new();
     if files.get_ref().is_empty() {
         errors.push(
             files.span(),
@@ -273,7 +316,7 @@ fn load_topologies(
                 files.get_ref().len()
             ),
         );
-        return topologies;
+        return (topologies, paths);
     }
     for t in files.get_ref() {
         let tpath = dir.join(t.get_ref());
@@ -286,12 +329,7 @@ fn load_topologies(
         }
         match topology::load(&tpath) {
             Ok(mut topo) => {
-                if let Some(host) = host {
-                    let host = topology::Host::from_spec(host);
-                    for n in &mut topo.nodes {
-                        n.host = host.clone();
-                    }
-                }
+                with_host(&mut topo, host);
                 if topologies.iter().any(|x| x.name == topo.name) {
                     errors.push(
                         t.span(),
@@ -299,30 +337,120 @@ fn load_topologies(
                     );
                 }
                 topologies.push(topo);
+                paths.push(tpath);
             }
             Err(e) => errors.extend(e.errors),
         }
     }
-    topologies
+    (topologies, paths)
 }
 
-/// The bonding modes to sweep; giving any only makes sense if some topology has a bond.
-fn bonding_modes(
-    spec: &BondingSpec,
+/// Gives every node the experiment's host costs, where it sets them.
+fn with_host(topology: &mut Topology, host: Option<&HostSpec>) {
+    if let Some(host) = host {
+        let host = topology::Host::from_spec(host);
+        for n in &mut topology.nodes {
+            n.host = host.clone();
+        }
+    }
+}
+
+/// The multipath modes to sweep, from `[multipath] modes` or the older `[bonding] modes`
+/// (one or the other); giving any only makes sense if some topology has a bond.
+fn multipath_modes(
+    bonding: &BondingSpec,
+    multipath: &MultipathSpec,
     topologies: &[Topology],
     errors: &mut ErrorList,
-) -> Vec<BondMode> {
-    let modes: Vec<BondMode> = spec.modes.iter().map(|m| *m.get_ref()).collect();
-    if let Some(m) = spec.modes.first()
+) -> Vec<NodeMultipath> {
+    if let (Some(_), Some(m)) = (bonding.modes.first(), multipath.modes.first()) {
+        errors.push_with_help(
+            m.span(),
+            "modes are given both in [bonding] and in [multipath]",
+            Some(
+                "give them in [multipath] only: `[bonding] modes = [\"balance-rr\"]` is \
+                 `[multipath] modes = [\"bond:balance-rr\"]`"
+                    .into(),
+            ),
+        );
+    }
+    let spans: Vec<(NodeMultipath, Range<usize>)> = if multipath.modes.is_empty() {
+        let modes = bonding.modes.iter();
+        modes
+            .map(|m| (NodeMultipath::Bond(*m.get_ref()), m.span()))
+            .collect()
+    } else {
+        let modes = multipath.modes.iter();
+        modes.map(|m| (*m.get_ref(), m.span())).collect()
+    };
+    for (i, (mode, span)) in spans.iter().enumerate() {
+        if spans[..i].iter().any(|(m, _)| m == mode) {
+            errors.push(
+                span.clone(),
+                format!("multipath mode `{mode}` is given twice"),
+            );
+        }
+    }
+    if let Some((_, span)) = spans.first()
         && errors.is_empty()
         && !topologies.iter().any(Topology::has_bonds)
     {
         errors.push(
-            m.span(),
-            "bonding modes are given but no topology has a bond",
+            span.clone(),
+            "modes are given but no topology has a bond to apply them to",
         );
     }
-    modes
+    spans.into_iter().map(|(m, _)| m).collect()
+}
+
+/// Per topology, the same file resolved without its bonds (with the experiment's host costs),
+/// where a swept mode needs it: `mptcp` and `none` run on the interfaces a bond would join.
+fn unbonded_variants(
+    topologies: &[Topology],
+    files: &[PathBuf],
+    modes: &[NodeMultipath],
+    host: Option<&HostSpec>,
+    errors: &mut ErrorList,
+) -> Vec<Option<Topology>> {
+    let needed = modes.iter().any(|m| m.bond_mode().is_none());
+    topologies
+        .iter()
+        .zip(files)
+        .map(|(t, file)| {
+            if !needed || !t.has_bonds() {
+                return None;
+            }
+            match topology::load_unbonded(file) {
+                Ok(mut u) => {
+                    with_host(&mut u, host);
+                    Some(u)
+                }
+                Err(e) => {
+                    errors.extend(e.errors);
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
+/// Multipath TCP carries TCP only: a sweep with `mptcp` cannot measure a UDP workload.
+fn check_mptcp_carries_tcp(spec: &ExperimentSpec, workloads: &[Workload], errors: &mut ErrorList) {
+    let Some(at) = spec
+        .multipath
+        .modes
+        .iter()
+        .find(|m| *m.get_ref() == NodeMultipath::Mptcp)
+    else {
+        return;
+    };
+    if let Some(i) = workloads.iter().position(|w| w.protocol == Protocol::Udp) {
+        errors.push_with_help(
+            at.span(),
+            format!("`mptcp` carries TCP only, and workload {} is UDP", i + 1),
+            Some("measure UDP in an experiment without `mptcp`".into()),
+        );
+    }
 }
 
 /// The topology the report compares the others against, which must be one of them.

@@ -421,6 +421,16 @@ fn check_pattern_options(w: &WorkloadSpec, errors: &mut ErrorList) {
             "pattern \"load\" needs an offered `rate`, e.g. rate = \"5mbit\"",
         );
     }
+    if w.protocol == Protocol::Mptcp {
+        errors.push_with_help(
+            w.sizes.span(),
+            "a workload's protocol is \"tcp\" or \"udp\"; Multipath TCP is a configuration",
+            Some(
+                "sweep it beside the others: [multipath] modes = [\"mptcp\", \"bond:balance-rr\", \"none\"]"
+                    .into(),
+            ),
+        );
+    }
     if w.protocol == Protocol::Udp
         && !matches!(
             w.pattern,

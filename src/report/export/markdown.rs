@@ -46,6 +46,7 @@ impl Exporter for Markdown {
             comparison(&mut s, t, report.statistic);
         }
         against_paper(&mut s, report);
+        today(&mut s, report);
         figures_section(&mut s, report);
         method(&mut s, report.statistic);
         setup(&mut s, report);
@@ -257,6 +258,30 @@ fn against_paper(s: &mut String, report: &Report) {
             let _ = writeln!(s, "- Why: {}", f.why);
         }
         s.push('\n');
+    }
+}
+
+/// The study's question asked of today's answers, each with its figures and verdict.
+fn today(s: &mut String, report: &Report) {
+    let Some(t) = &report.today else {
+        return;
+    };
+    s.push_str(
+        "## What the 1996 study would find today\n\n\
+         The study used its nodes' two NICs by bonding them (balance-rr), which stripes one \
+         flow's frames over both buses, and today's TCP takes the reordering that causes as \
+         loss; its routed mesh sent each subnet's traffic over one shortest path. This run \
+         measured today's answers beside them on the same emulated wires: Multipath TCP \
+         (`mptcp`: one subflow per bus, reassembled above them), one bus per connection \
+         (`none`), and equal-cost multipath routing (`ecmp`: every shortest next hop to each \
+         node, flows hashed over them), as far as it swept them.\n\n",
+    );
+    for f in &t.findings {
+        let _ = writeln!(s, "### {} — {}\n", f.question, f.verdict.as_str());
+        for line in &f.figures {
+            let _ = writeln!(s, "- {line}");
+        }
+        let _ = writeln!(s, "- Verdict: {}.\n", f.why);
     }
 }
 

@@ -54,6 +54,7 @@ fn node(draft: &Draft, ni: usize, wiring: &Wiring, bonds: &Bonds, addressing: &A
             .collect(),
         routes: Vec::new(),
         forwarding: false,
+        mptcp: None,
         // The last host costs given for the node win; else the topology's.
         host: Host::from_spec(
             draft

@@ -1,0 +1,498 @@
+//! "What the 1996 study would find today": the study's bonded dual net answered two NICs per
+//! node with balance-rr bonding, which stripes one flow's frames over both buses and reorders
+//! them. A run that also measures the same nodes and wires under Multipath TCP (one subflow per
+//! bus, reassembled above them) and with one bus per connection (`none`) can say whether
+//! today's answer removes the bond's penalty; one that routes a mesh over every equal-cost path
+//! (ECMP) beside one shortest path per subnet can say whether that changes remote-wire
+//! traffic. Each question asked of the run gets its figures and a verdict.
+
+use orchestrate_worker::record::Pattern;
+
+use super::data::{CellKey, CellSummary};
+use super::predicted::ModelRow;
+use crate::results::{PlacementKind, Statistic};
+
+/// The section, when the run measured what its questions need.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Today {
+    pub findings: Vec<TodayFinding>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TodayFinding {
+    pub question: &'static str,
+    /// One line per cell the answer rests on.
+    pub figures: Vec<String>,
+    pub verdict: Answer,
+    /// Why the verdict is what it is, from the figures.
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    Yes,
+    InPart,
+    No,
+}
+
+impl Answer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Answer::Yes => "yes",
+            Answer::InPart => "in part",
+            Answer::No => "no",
+        }
+    }
+}
+
+const BOND: &str = "balance-rr";
+const MPTCP: &str = "mptcp";
+const ONE_BUS: &str = "none";
+/// A routed topology's label with its computed shortest paths, and with ECMP.
+const SHORTEST: &str = "none";
+const ECMP: &str = "ecmp";
+
+/// What two paths should give one flow at best, against one.
+const TWO_PATHS: f64 = 2.0;
+/// How close to [`TWO_PATHS`] counts as the penalty removed: the share a second subflow's
+/// headers and scheduling may reasonably cost.
+const REMOVED: f64 = 1.8;
+
+/// The section for a run's cells, or `None` when it measured neither a topology under both
+/// balance-rr and MPTCP nor one under both shortest-path routing and ECMP.
+pub fn what_the_study_would_find_today(
+    cells: &[CellSummary],
+    model: &[ModelRow],
+    stat: Statistic,
+) -> Option<Today> {
+    let mut findings = Vec::new();
+    if let Some(t) = measured_under(cells, MPTCP, BOND) {
+        let q = Question {
+            cells,
+            model,
+            stat,
+            topology: &t,
+        };
+        findings.push(q.does_mptcp_remove_the_bonds_penalty());
+    }
+    if let Some(t) = measured_under(cells, ECMP, SHORTEST) {
+        let q = Question {
+            cells,
+            model,
+            stat,
+            topology: &t,
+        };
+        findings.push(q.does_ecmp_change_remote_wire());
+    }
+    (!findings.is_empty()).then_some(Today { findings })
+}
+
+/// The first topology this run measured under both labels.
+fn measured_under(cells: &[CellSummary], label: &str, other: &str) -> Option<String> {
+    let under = |t: &str, l: &str| {
+        cells.iter().any(|c| {
+            c.key.config.run.is_none() && c.key.config.topology == t && c.key.config.bonding == l
+        })
+    };
+    cells
+        .iter()
+        .map(|c| c.key.config.topology.as_str())
+        .find(|t| under(t, label) && under(t, other))
+        .map(str::to_owned)
+}
+
+struct Question<'a> {
+    cells: &'a [CellSummary],
+    model: &'a [ModelRow],
+    stat: Statistic,
+    topology: &'a str,
+}
+
+/// A cell's figure: the headline value and the median's interval.
+#[derive(Debug, Clone, Copy)]
+struct Figure {
+    value: f64,
+    median: f64,
+    low: Option<f64>,
+    high: Option<f64>,
+}
+
+impl Figure {
+    /// Whether `self` beats `other` beyond doubt: medians apart by more than both intervals.
+    fn clearly_above(&self, other: &Figure) -> bool {
+        match (self.low, other.high) {
+            (Some(low), Some(high)) => low > high,
+            _ => false,
+        }
+    }
+}
+
+impl Question<'_> {
+    fn cell(&self, bonding: &str, key: &CellKey) -> Option<Figure> {
+        let c = self.cells.iter().find(|c| {
+            c.key.config.run.is_none()
+                && c.key.config.topology == self.topology
+                && c.key.config.bonding == bonding
+                && c.key.config.placement == key.config.placement
+                && c.key.measure == key.measure
+                && c.key.pairs == key.pairs
+                && c.key.size_bytes == key.size_bytes
+        })?;
+        let s = c.aggregate?;
+        Some(Figure {
+            value: c.value(self.stat)?,
+            median: s.median,
+            low: s.ci.map(|ci| ci.low),
+            high: s.ci.map(|ci| ci.high),
+        })
+    }
+
+    /// Measured over predicted for a token cell, where the model gave one.
+    fn of_model(&self, bonding: &str, key: &CellKey) -> Option<f64> {
+        self.model
+            .iter()
+            .find(|r| {
+                r.key.config.run.is_none()
+                    && r.key.config.topology == self.topology
+                    && r.key.config.bonding == bonding
+                    && r.key.config.placement == key.config.placement
+                    && r.key.measure == key.measure
+                    && r.key.pairs == key.pairs
+                    && r.key.size_bytes == key.size_bytes
+            })
+            .map(ModelRow::ratio)
+    }
+
+    /// The cells of `pattern` under `label` at `placement`, the one-flow ones (fewest pairs,
+    /// largest size) first, then the heaviest (most pairs, largest size).
+    fn cells_of(&self, label: &str, placement: PlacementKind, pattern: Pattern) -> Vec<CellKey> {
+        let keys: Vec<&CellKey> = self
+            .cells
+            .iter()
+            .map(|c| &c.key)
+            .filter(|k| {
+                k.config.run.is_none()
+                    && k.config.topology == self.topology
+                    && k.config.bonding == label
+                    && k.config.placement == placement
+                    && k.measure.pattern == pattern
+            })
+            .collect();
+        let largest = |pairs: u32| {
+            keys.iter()
+                .filter(|k| k.pairs == pairs)
+                .max_by_key(|k| k.size_bytes)
+                .map(|k| (*k).clone())
+        };
+        let fewest = keys.iter().map(|k| k.pairs).min();
+        let most = keys.iter().map(|k| k.pairs).max();
+        let mut out: Vec<CellKey> = fewest.and_then(largest).into_iter().collect();
+        if most != fewest {
+            out.extend(most.and_then(largest));
+        }
+        out
+    }
+
+    fn does_mptcp_remove_the_bonds_penalty(&self) -> TodayFinding {
+        let mut figures = Vec::new();
+        // One stream, one pair: how much of two buses one flow gets, against one bus.
+        let mut speedups = Vec::new();
+        for key in self.cells_of(MPTCP, PlacementKind::LocalWire, Pattern::Stream) {
+            let (Some(mp), Some(rr), Some(one)) = (
+                self.cell(MPTCP, &key),
+                self.cell(BOND, &key),
+                self.cell(ONE_BUS, &key),
+            ) else {
+                continue;
+            };
+            figures.push(format!(
+                "{}, {} pair(s), {}: balance-rr {:.2} Mbit/s ({:.2}× one bus), MPTCP {:.2} \
+                 Mbit/s ({:.2}× one bus), one bus {:.2} Mbit/s",
+                key.measure.label(),
+                key.pairs,
+                super::format::size(key.size_bytes),
+                rr.value,
+                rr.value / one.value,
+                mp.value,
+                mp.value / one.value,
+                one.value
+            ));
+            if key.pairs == 1 {
+                speedups.push((rr, mp, one));
+            }
+        }
+        // The token test against the model of each configuration's wires.
+        for key in self.cells_of(MPTCP, PlacementKind::LocalWire, Pattern::Token) {
+            let (Some(mp), Some(rr)) = (self.cell(MPTCP, &key), self.cell(BOND, &key)) else {
+                continue;
+            };
+            let of_model = |r: Option<f64>| {
+                r.map(|r| format!(" ({:.0}% of its model)", r * 100.0))
+                    .unwrap_or_default()
+            };
+            let one = self
+                .cell(ONE_BUS, &key)
+                .map(|f| format!(", one bus {:.2} Mbit/s", f.value))
+                .unwrap_or_default();
+            figures.push(format!(
+                "{}, {} pair(s), {}: balance-rr {:.2} Mbit/s{}, MPTCP {:.2} Mbit/s{}{one}",
+                key.measure.label(),
+                key.pairs,
+                super::format::size(key.size_bytes),
+                rr.value,
+                of_model(self.of_model(BOND, &key)),
+                mp.value,
+                of_model(self.of_model(MPTCP, &key)),
+            ));
+        }
+        let (verdict, why) = match speedups.first() {
+            None => (
+                Answer::InPart,
+                "no one-pair stream was measured under all three modes, so only the token \
+                 figures above speak"
+                    .to_owned(),
+            ),
+            Some((rr, mp, one)) => {
+                let (x_rr, x_mp) = (rr.median / one.median, mp.median / one.median);
+                let clear = if mp.clearly_above(rr) {
+                    "beyond both medians' intervals"
+                } else {
+                    "within the medians' intervals"
+                };
+                if x_mp >= REMOVED && x_mp > x_rr {
+                    (
+                        Answer::Yes,
+                        format!(
+                            "one MPTCP stream gets {x_mp:.2}× one bus (of {TWO_PATHS:.0}× two \
+                             buses could give) where balance-rr gets {x_rr:.2}× ({clear})"
+                        ),
+                    )
+                } else if x_mp > x_rr {
+                    (
+                        Answer::InPart,
+                        format!(
+                            "MPTCP gets more than balance-rr ({x_mp:.2}× one bus against \
+                             {x_rr:.2}×, {clear}) but not the {REMOVED}× that counts as two \
+                             buses' worth"
+                        ),
+                    )
+                } else {
+                    (
+                        Answer::No,
+                        format!(
+                            "one MPTCP stream gets {x_mp:.2}× one bus, no more than balance-rr's \
+                             {x_rr:.2}×"
+                        ),
+                    )
+                }
+            }
+        };
+        TodayFinding {
+            question: "Does Multipath TCP remove the bonded dual net's penalty?",
+            figures,
+            verdict,
+            why,
+        }
+    }
+}
+
+impl Question<'_> {
+    fn does_ecmp_change_remote_wire(&self) -> TodayFinding {
+        let mut figures = Vec::new();
+        // (ECMP over shortest, clearly apart) per heaviest cell of each pattern.
+        let mut heaviest = Vec::new();
+        for pattern in [Pattern::Token, Pattern::Stream] {
+            let keys = self.cells_of(ECMP, PlacementKind::RemoteWire, pattern);
+            for (i, key) in keys.iter().enumerate() {
+                let (Some(e), Some(s)) = (self.cell(ECMP, key), self.cell(SHORTEST, key)) else {
+                    continue;
+                };
+                figures.push(format!(
+                    "{}, {} pair(s), {}, remote-wire: one shortest path {:.2} Mbit/s, ECMP {:.2} \
+                     Mbit/s ({:+.0}%)",
+                    key.measure.label(),
+                    key.pairs,
+                    super::format::size(key.size_bytes),
+                    s.value,
+                    e.value,
+                    (e.value / s.value - 1.0) * 100.0
+                ));
+                if i + 1 == keys.len() {
+                    heaviest.push((
+                        e.median / s.median,
+                        e.clearly_above(&s) || s.clearly_above(&e),
+                    ));
+                }
+            }
+        }
+        let changed = heaviest.iter().filter(|(_, clear)| *clear).count();
+        let spread = heaviest
+            .iter()
+            .map(|(r, _)| format!("{:+.0}%", (r - 1.0) * 100.0))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let (verdict, why) = if heaviest.is_empty() {
+            (
+                Answer::No,
+                "no remote-wire cell was measured under both routings".to_owned(),
+            )
+        } else if changed == heaviest.len() {
+            (
+                Answer::Yes,
+                format!(
+                    "at the heaviest remote-wire load ECMP differs by {spread}, beyond both medians' intervals"
+                ),
+            )
+        } else if changed > 0 {
+            (
+                Answer::InPart,
+                format!(
+                    "at the heaviest remote-wire load ECMP differs by {spread}; only some beyond the medians' intervals"
+                ),
+            )
+        } else {
+            (
+                Answer::No,
+                format!(
+                    "at the heaviest remote-wire load ECMP differs by {spread}, within the medians' intervals"
+                ),
+            )
+        };
+        TodayFinding {
+            question: "Does ECMP change remote-wire traffic on the routed mesh?",
+            figures,
+            verdict,
+            why,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::data::{Config, Latency, Measure};
+    use crate::report::stats::{MedianCi, RepStats};
+    use orchestrate_worker::record::Protocol;
+
+    fn cell(bonding: &str, pattern: Pattern, pairs: u32, size: u64, mbit_s: f64) -> CellSummary {
+        CellSummary {
+            key: CellKey {
+                measure: Measure {
+                    pattern,
+                    protocol: Protocol::Tcp,
+                },
+                config: Config {
+                    run: None,
+                    topology: "bonded-dual-net".into(),
+                    bonding: bonding.into(),
+                    bond_driver: None,
+                    placement: PlacementKind::LocalWire,
+                },
+                pairs,
+                size_bytes: size,
+            },
+            aggregate: Some(RepStats {
+                n: 6,
+                best: mbit_s,
+                median: mbit_s,
+                mean: mbit_s,
+                ci: Some(MedianCi {
+                    low: mbit_s * 0.98,
+                    high: mbit_s * 1.02,
+                    coverage: 0.97,
+                }),
+            }),
+            per_pair_mean_mbit_s: None,
+            per_pair_min_mbit_s: None,
+            latency: Latency::default(),
+            failed_attempts: 0,
+            failed_trials: 0,
+        }
+    }
+
+    fn streams(rr: f64, mp: f64, one: f64) -> Vec<CellSummary> {
+        vec![
+            cell(BOND, Pattern::Stream, 1, 65536, rr),
+            cell(MPTCP, Pattern::Stream, 1, 65536, mp),
+            cell(ONE_BUS, Pattern::Stream, 1, 65536, one),
+        ]
+    }
+
+    fn answer(cells: &[CellSummary]) -> TodayFinding {
+        what_the_study_would_find_today(cells, &[], Statistic::Best)
+            .unwrap()
+            .findings
+            .remove(0)
+    }
+
+    #[test]
+    fn no_section_without_both_the_bond_and_mptcp() {
+        let mut cells = streams(16.0, 18.5, 9.3);
+        cells.retain(|c| c.key.config.bonding != MPTCP);
+        assert!(what_the_study_would_find_today(&cells, &[], Statistic::Best).is_none());
+    }
+
+    #[test]
+    fn verdicts_follow_the_one_stream_speedups() {
+        let yes = answer(&streams(16.0, 18.5, 9.3));
+        assert_eq!(yes.verdict, Answer::Yes);
+        assert!(yes.why.contains("1.99× one bus"), "{}", yes.why);
+        assert!(yes.why.contains("beyond both"), "{}", yes.why);
+        assert!(yes.figures[0].contains("balance-rr 16.00 Mbit/s (1.72× one bus)"));
+
+        assert_eq!(answer(&streams(14.0, 15.0, 9.3)).verdict, Answer::InPart);
+        assert_eq!(answer(&streams(16.0, 15.0, 9.3)).verdict, Answer::No);
+    }
+
+    #[test]
+    fn ecmp_is_asked_of_a_routed_mesh_measured_both_ways() {
+        let mesh = |label: &str, pairs: u32, mbit_s: f64| {
+            let mut c = cell(label, Pattern::Token, pairs, 8192, mbit_s);
+            c.key.config.topology = "routed-mesh-4x4".into();
+            c.key.config.placement = PlacementKind::RemoteWire;
+            c
+        };
+        let cells = [
+            mesh(SHORTEST, 1, 1.2),
+            mesh(ECMP, 1, 1.2),
+            mesh(SHORTEST, 7, 8.0),
+            mesh(ECMP, 7, 9.6),
+        ];
+        let today = what_the_study_would_find_today(&cells, &[], Statistic::Best).unwrap();
+        assert_eq!(today.findings.len(), 1, "no MPTCP question without MPTCP");
+        let f = &today.findings[0];
+        assert_eq!(f.verdict, Answer::Yes, "{}", f.why);
+        assert!(f.why.contains("+20%"), "{}", f.why);
+        assert_eq!(f.figures.len(), 2);
+
+        let same = [mesh(SHORTEST, 7, 8.0), mesh(ECMP, 7, 8.05)];
+        let f = &what_the_study_would_find_today(&same, &[], Statistic::Best)
+            .unwrap()
+            .findings[0];
+        assert_eq!(f.verdict, Answer::No, "{}", f.why);
+    }
+
+    #[test]
+    fn token_cells_are_quoted_with_one_and_seven_pairs() {
+        let mut cells = streams(16.0, 18.5, 9.3);
+        for (pairs, rr, mp) in [(1, 1.2, 1.1), (7, 6.4, 9.0)] {
+            cells.push(cell(BOND, Pattern::Token, pairs, 8192, rr));
+            cells.push(cell(MPTCP, Pattern::Token, pairs, 8192, mp));
+            cells.push(cell(BOND, Pattern::Token, pairs, 64, rr / 10.0));
+            cells.push(cell(MPTCP, Pattern::Token, pairs, 64, mp / 10.0));
+        }
+        let f = answer(&cells);
+        let tokens: Vec<&String> = f
+            .figures
+            .iter()
+            .filter(|l| l.starts_with("token"))
+            .collect();
+        assert_eq!(tokens.len(), 2, "{:?}", f.figures);
+        assert!(tokens[0].contains("1 pair(s), 8 KiB"), "{}", tokens[0]);
+        assert!(
+            tokens[1].contains("7 pair(s), 8 KiB: balance-rr 6.40"),
+            "{}",
+            tokens[1]
+        );
+    }
+}

@@ -1,7 +1,6 @@
-//! How an experiment sweeps the ways to use several paths: on topologies with bonds, how a node
-//! uses the interfaces a bond joins (channel bonding below IP, the 1996 study's answer;
-//! Multipath TCP above it, today's; or neither); on routed topologies, whether routes take one
-//! shortest path per subnet or every equal-cost path to each node (ECMP).
+//! How a node with several interfaces onto the same nodes uses them, as an experiment sweeps
+//! it on topologies with bonds: channel bonding below IP (the 1996 study's answer), Multipath
+//! TCP above it (today's), or neither.
 
 use std::fmt;
 use std::str::FromStr;
@@ -97,38 +96,6 @@ impl schemars::JsonSchema for NodeMultipath {
             "pattern": "^(bond:.+|mptcp|none)$",
             "description": "\"bond:<bonding mode>\", \"mptcp\" or \"none\".",
         })
-    }
-}
-
-/// How a routed topology's computed routes reach other nodes.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Deserialize,
-    Serialize,
-    schemars::JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum RouteChoice {
-    /// One route per subnet through a neighbour one hop closer, as the topology computes it.
-    Shortest,
-    /// A node address per node and a route to each over every equal-cost next hop, flows
-    /// hashed over them (`[multipath] hash`).
-    Ecmp,
-}
-
-impl RouteChoice {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RouteChoice::Shortest => "shortest",
-            RouteChoice::Ecmp => "ecmp",
-        }
     }
 }
 

@@ -118,7 +118,7 @@ pub fn expand(e: &Experiment) -> Result<Plan, SpecErrors> {
     for (ti, topology) in e.topologies.iter().enumerate() {
         for variant in variants(topology, &e.multipath_modes) {
             let id = configurations.len();
-            let t = configured_topology(e, ti, variant)?;
+            let t = configured_topology(e, ti, variant);
             let (config, mut config_points) = configuration(e, id, t, variant)?;
             shuffle(&mut config_points, e.seed, id);
             points.extend(config_points);
@@ -166,23 +166,19 @@ fn estimate_overflow(e: &Experiment, w: &Workload) -> SpecError {
 
 /// Topology `ti` as `variant` runs it: its bonds in a bonding mode, or its interfaces each
 /// with their own address, with or without Multipath TCP.
-fn configured_topology(
-    e: &Experiment,
-    ti: usize,
-    variant: Variant,
-) -> Result<Topology, SpecErrors> {
+fn configured_topology(e: &Experiment, ti: usize, variant: Variant) -> Topology {
     let topology = &e.topologies[ti];
     let unbonded = || {
         e.unbonded[ti]
             .as_ref()
             .expect("loading resolves the unbonded variant of every topology a mode needs it for")
     };
-    Ok(match variant.multipath {
+    match variant.multipath {
         None => topology.clone(),
         Some(NodeMultipath::Bond(m)) => topology.with_bond_mode(m),
         Some(NodeMultipath::Mptcp) => unbonded().with_mptcp(),
         Some(NodeMultipath::None) => unbonded().clone(),
-    })
+    }
 }
 
 /// Configuration `id`: `t` under `multipath` with its scripts and every workload's

@@ -2,9 +2,8 @@
 //! node with balance-rr bonding, which stripes one flow's frames over both buses and reorders
 //! them. A run that also measures the same nodes and wires under Multipath TCP (one subflow per
 //! bus, reassembled above them) and with one bus per connection (`none`) can say whether
-//! today's answer removes the bond's penalty; one that routes a mesh over every equal-cost path
-//! (ECMP) beside one shortest path per subnet can say whether that changes remote-wire
-//! traffic. Each question asked of the run gets its figures and a verdict.
+//! today's answer removes the bond's penalty. Each question asked of the run gets its figures
+//! and a verdict.
 
 use orchestrate_worker::record::Pattern;
 
@@ -48,12 +47,9 @@ impl Answer {
 const BOND: &str = "balance-rr";
 const MPTCP: &str = "mptcp";
 const ONE_BUS: &str = "none";
-/// A routed topology's label with its computed shortest paths, and with ECMP.
-const SHORTEST: &str = "none";
-const ECMP: &str = "ecmp";
 
-/// The section for a run's cells, or `None` when it measured neither a topology under both
-/// balance-rr and MPTCP nor one under both shortest-path routing and ECMP.
+/// The section for a run's cells, or `None` when it measured no topology under both balance-rr
+/// and MPTCP.
 pub fn what_the_study_would_find_today(
     cells: &[CellSummary],
     model: &[ModelRow],
@@ -68,15 +64,6 @@ pub fn what_the_study_would_find_today(
             topology: &t,
         };
         findings.push(q.does_mptcp_remove_the_bonds_penalty());
-    }
-    if let Some(t) = measured_under(cells, ECMP, SHORTEST) {
-        let q = Question {
-            cells,
-            model,
-            stat,
-            topology: &t,
-        };
-        findings.push(q.does_ecmp_change_remote_wire());
     }
     (!findings.is_empty()).then_some(Today { findings })
 }
@@ -106,7 +93,6 @@ struct Question<'a> {
 #[derive(Debug, Clone, Copy)]
 struct Figure {
     value: f64,
-    median: f64,
     low: Option<f64>,
     high: Option<f64>,
 }
@@ -135,7 +121,6 @@ impl Question<'_> {
         let s = c.aggregate?;
         Some(Figure {
             value: c.value(self.stat)?,
-            median: s.median,
             low: s.ci.map(|ci| ci.low),
             high: s.ci.map(|ci| ci.high),
         })
@@ -281,77 +266,6 @@ enum Outcome {
     Behind,
 }
 
-impl Question<'_> {
-    fn does_ecmp_change_remote_wire(&self) -> TodayFinding {
-        let mut figures = Vec::new();
-        // (ECMP over shortest, clearly apart) per heaviest cell of each pattern.
-        let mut heaviest = Vec::new();
-        for pattern in [Pattern::Token, Pattern::Stream] {
-            let keys = self.cells_of(ECMP, PlacementKind::RemoteWire, pattern);
-            for (i, key) in keys.iter().enumerate() {
-                let (Some(e), Some(s)) = (self.cell(ECMP, key), self.cell(SHORTEST, key)) else {
-                    continue;
-                };
-                figures.push(format!(
-                    "{}, {} pair(s), {}, remote-wire: one shortest path {:.2} Mbit/s, ECMP {:.2} \
-                     Mbit/s ({:+.0}%)",
-                    key.measure.label(),
-                    key.pairs,
-                    super::format::size(key.size_bytes),
-                    s.value,
-                    e.value,
-                    (e.value / s.value - 1.0) * 100.0
-                ));
-                if i + 1 == keys.len() {
-                    heaviest.push((
-                        e.median / s.median,
-                        e.clearly_above(&s) || s.clearly_above(&e),
-                    ));
-                }
-            }
-        }
-        let changed = heaviest.iter().filter(|(_, clear)| *clear).count();
-        let spread = heaviest
-            .iter()
-            .map(|(r, _)| format!("{:+.0}%", (r - 1.0) * 100.0))
-            .collect::<Vec<_>>()
-            .join(", ");
-        let (verdict, why) = if heaviest.is_empty() {
-            (
-                Answer::No,
-                "no remote-wire cell was measured under both routings".to_owned(),
-            )
-        } else if changed == heaviest.len() {
-            (
-                Answer::Yes,
-                format!(
-                    "at the heaviest remote-wire load ECMP differs by {spread}, beyond both medians' intervals"
-                ),
-            )
-        } else if changed > 0 {
-            (
-                Answer::InPart,
-                format!(
-                    "at the heaviest remote-wire load ECMP differs by {spread}; only some beyond the medians' intervals"
-                ),
-            )
-        } else {
-            (
-                Answer::No,
-                format!(
-                    "at the heaviest remote-wire load ECMP differs by {spread}, within the medians' intervals"
-                ),
-            )
-        };
-        TodayFinding {
-            question: "Does ECMP change remote-wire traffic on the routed mesh?",
-            figures,
-            verdict,
-            why,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,34 +355,6 @@ mod tests {
 
         assert_eq!(answer(&streams(16.0, 16.1, 9.3)).verdict, Answer::No);
         assert_eq!(answer(&streams(16.0, 12.0, 9.3)).verdict, Answer::No);
-    }
-
-    #[test]
-    fn ecmp_is_asked_of_a_routed_mesh_measured_both_ways() {
-        let mesh = |label: &str, pairs: u32, mbit_s: f64| {
-            let mut c = cell(label, Pattern::Token, pairs, 8192, mbit_s);
-            c.key.config.topology = "routed-mesh-4x4".into();
-            c.key.config.placement = PlacementKind::RemoteWire;
-            c
-        };
-        let cells = [
-            mesh(SHORTEST, 1, 1.2),
-            mesh(ECMP, 1, 1.2),
-            mesh(SHORTEST, 7, 8.0),
-            mesh(ECMP, 7, 9.6),
-        ];
-        let today = what_the_study_would_find_today(&cells, &[], Statistic::Best).unwrap();
-        assert_eq!(today.findings.len(), 1, "no MPTCP question without MPTCP");
-        let f = &today.findings[0];
-        assert_eq!(f.verdict, Answer::Yes, "{}", f.why);
-        assert!(f.why.contains("+20%"), "{}", f.why);
-        assert_eq!(f.figures.len(), 2);
-
-        let same = [mesh(SHORTEST, 7, 8.0), mesh(ECMP, 7, 8.05)];
-        let f = &what_the_study_would_find_today(&same, &[], Statistic::Best)
-            .unwrap()
-            .findings[0];
-        assert_eq!(f.verdict, Answer::No, "{}", f.why);
     }
 
     #[test]

@@ -270,11 +270,9 @@ fn today(s: &mut String, report: &Report) {
         "## What the 1996 study would find today\n\n\
          The study used its nodes' two NICs by bonding them (balance-rr), which stripes one \
          flow's frames over both buses, and today's TCP takes the reordering that causes as \
-         loss; its routed mesh sent each subnet's traffic over one shortest path. This run \
-         measured today's answers beside them on the same emulated wires: Multipath TCP \
-         (`mptcp`: one subflow per bus, reassembled above them), one bus per connection \
-         (`none`), and equal-cost multipath routing (`ecmp`: every shortest next hop to each \
-         node, flows hashed over them), as far as it swept them.\n\n",
+         loss. This run measured today's answers beside it on the same emulated wires: \
+         Multipath TCP (`mptcp`: one subflow per bus, reassembled above them) and one bus per \
+         connection (`none`).\n\n",
     );
     for f in &t.findings {
         let _ = writeln!(s, "### {} — {}\n", f.question, f.verdict.as_str());

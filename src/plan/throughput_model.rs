@@ -46,8 +46,6 @@ use super::placement::Placement;
 /// Ethernet header, IP header, TCP header with timestamps: a frame's kernel length beyond its
 /// payload.
 pub const HEADERS: u64 = 14 + 20 + 32;
-/// A pure ACK's kernel length.
-pub const ACK_LEN: u32 = HEADERS as u32;
 
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct ModelParams {
@@ -190,11 +188,6 @@ fn pure_acks(frames: u64) -> u64 {
 /// Whether segment `k` of `frames` is followed by a pure ACK.
 fn acked(k: usize, frames: usize) -> bool {
     k % 2 == 1 && k + 1 < frames
-}
-
-/// A data frame's kernel length.
-pub fn frame_len(payload: u64) -> u32 {
-    u32::try_from(HEADERS + payload).unwrap_or(u32::MAX)
 }
 
 /// Byte-times on the wire for one message of `size` bytes, gaps and acks included.
@@ -811,7 +804,7 @@ members = ["b[1-3]:eth1", "r:eth2"]
         for pairs in [2, 4, 7] {
             let pl = place(&t, PlacementKind::LocalWire, pairs, &[]).unwrap();
             let pr = predict_token(&t, &pl, 8192, &p);
-            let e = bus_efficiency(pairs, frame_len(1448), 10_000_000);
+            let e = bus_efficiency(pairs, ModelParams::default().frame_len(1448), 10_000_000);
             let ceiling = e * 10.0 * 8192.0 / (2.0 * wire_bytes(8192, &p) as f64);
             assert!(
                 (pr.aggregate_mbit_s - ceiling).abs() < 1e-6,

@@ -4,7 +4,9 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::spec::NodeName;
+use ipnet::Ipv4Net;
+
+use crate::spec::{IfName, NodeName};
 use crate::topology::{Attachment, Bond, BondDriver, BondMode, DriverChoice, Node, Topology};
 
 use super::DEFAULT_LEDGER;
@@ -93,6 +95,15 @@ fn steps(node: &Node) -> Vec<Step> {
             dev: dev.clone(),
         });
     }
+    if let Some(address) = node.node_address() {
+        // ECMP's node address: on lo, which no wire carries, so every path to it is alike.
+        let lo: IfName = "lo".parse().expect("a valid interface name");
+        steps.push(Step::LinkUp { dev: lo.clone() });
+        steps.push(Step::AddAddress {
+            address: Ipv4Net::from(address),
+            dev: lo,
+        });
+    }
     if let Some(mptcp) = &node.mptcp {
         let limit = mptcp.path_limit();
         steps.push(Step::MptcpLimits {
@@ -116,6 +127,18 @@ fn steps(node: &Node) -> Vec<Step> {
         steps.push(Step::AddRoute {
             route: route.clone(),
         });
+    }
+    if let Some(ecmp) = &node.ecmp {
+        // After the address, which the routes send from.
+        steps.push(Step::Sysctl {
+            key: "net.ipv4.fib_multipath_hash_policy",
+            value: ecmp.hash.policy(),
+        });
+        for route in &ecmp.routes {
+            steps.push(Step::AddMultipathRoute {
+                route: route.clone(),
+            });
+        }
     }
     steps
 }
@@ -190,6 +213,9 @@ done
     }
     if node.mptcp.is_some() {
         s += MPTCP_CHECKS;
+    }
+    if node.ecmp.is_some() {
+        s += "[ -e /proc/sys/net/ipv4/fib_multipath_hash_policy ] \\\n    || fail \"the kernel has no multipath routes (CONFIG_IP_ROUTE_MULTIPATH): ECMP needs them\"\n";
     }
     s += "if [ -s \"$ledger\" ]; then\n    fail \"ledger $ledger is not empty: an earlier run was not torn down; run its teardown first\"\nfi\nmkdir -p \"$(dirname \"$ledger\")\"\n: >\"$ledger\"\n";
     for (i, step) in steps.iter().enumerate() {

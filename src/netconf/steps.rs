@@ -6,7 +6,7 @@ use ipnet::Ipv4Net;
 use serde::Serialize;
 
 use crate::spec::IfName;
-use crate::topology::{Bond, BondMode, DriverChoice, Route};
+use crate::topology::{Bond, BondMode, DriverChoice, MultipathRoute, Route};
 
 /// A change the apply script makes. Every value here is typed and validated, and is still
 /// quoted when rendered.
@@ -38,6 +38,11 @@ pub enum Step {
     },
     AddRoute {
         route: Route,
+    },
+    /// A route over one or more equal-cost next hops (ECMP), sent from the node's own
+    /// address.
+    AddMultipathRoute {
+        route: MultipathRoute,
     },
     /// Set a sysctl, remembering the old value.
     Sysctl {
@@ -88,6 +93,19 @@ impl Step {
             Step::AddRoute { route } => {
                 format!("route {} via {} dev {}", route.to, route.via, route.dev)
             }
+            Step::AddMultipathRoute { route } => {
+                let hops: Vec<String> = route
+                    .nexthops
+                    .iter()
+                    .map(|h| format!("{} dev {}", h.via, h.dev))
+                    .collect();
+                format!(
+                    "route {} from {} via {}",
+                    route.to,
+                    route.src,
+                    hops.join(" or ")
+                )
+            }
             Step::Sysctl { key, value } => format!("sysctl {key}={value}"),
             Step::MptcpLimits {
                 subflows,
@@ -111,6 +129,7 @@ impl Step {
             | Step::Enslave { .. }
             | Step::AddAddress { .. }
             | Step::AddRoute { .. }
+            | Step::AddMultipathRoute { .. }
             | Step::MptcpEndpoint { .. } => &[],
             // The MPTCP checks read net.mptcp.enabled; mptcp_limits squeezes `ip mptcp limits
             // show` onto one line.
@@ -203,6 +222,12 @@ impl Step {
                 q(route.via.to_string()),
                 q(&route.dev)
             ),
+            Step::AddMultipathRoute { route } => {
+                format!(
+                    "ip route add {}; recorded {n}",
+                    multipath_route_words(route)
+                )
+            }
             // Already at the value: nothing to change, so nothing to record or undo.
             Step::Sysctl { key, value } => format!(
                 "old=$(sysctl -n {k})\nif [ \"$old\" != {v} ]; then recorded {n} \"$old\"; sysctl -qw {kv}; fi",
@@ -250,6 +275,9 @@ impl Step {
                 q(route.via.to_string()),
                 q(&route.dev)
             ),
+            Step::AddMultipathRoute { route } => {
+                format!("undo {n} ip route del {}", multipath_route_words(route))
+            }
             Step::Sysctl { key, .. } => format!("undo {n} sysctl -qw \"{}=$(value_of {n})\"", key),
             Step::MptcpLimits { .. } => {
                 format!("undo {n} restore_mptcp_limits \"$(value_of {n})\"")
@@ -259,6 +287,25 @@ impl Step {
             }
         }
     }
+}
+
+/// `<to> src <src>` and its next hops, as `ip route add` takes them and `ip route del`
+/// matches them (the kernel deletes only a route with this source and these next hops).
+fn multipath_route_words(route: &MultipathRoute) -> String {
+    let mut words = format!(
+        "{} src {}",
+        q(route.to.to_string()),
+        q(route.src.to_string())
+    );
+    match route.nexthops.as_slice() {
+        [one] => words += &format!(" via {} dev {}", q(one.via.to_string()), q(&one.dev)),
+        hops => {
+            for h in hops {
+                words += &format!(" nexthop via {} dev {}", q(h.via.to_string()), q(&h.dev));
+            }
+        }
+    }
+    words
 }
 
 #[cfg(test)]

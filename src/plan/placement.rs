@@ -428,6 +428,31 @@ fn disjoint(
     best
 }
 
+/// `placement`'s pairs on `ecmp`, a topology routed with ECMP: each server reached at its
+/// node address, over every way the multipath routes give. The pairs are those placed on the
+/// same wires with one shortest path each, so that the two routings are measured on the same
+/// nodes. None if a server has no node address or the routes do not reach it (the path
+/// checker refuses such a topology first).
+pub fn to_node_addresses(ecmp: &Topology, placement: Placement) -> Option<Placement> {
+    let f = Forwarding::new(ecmp);
+    let mut load: BTreeMap<Name, usize> = BTreeMap::new();
+    let mut pairs = Vec::with_capacity(placement.pairs.len());
+    for pair in placement.pairs {
+        let client = f.node_index(&pair.client)?;
+        let server = ecmp.node(&pair.server)?.node_address()?;
+        let path = f.round_trip(client, server).ok()?;
+        for s in &path.segments {
+            *load.entry(s.clone()).or_default() += 1;
+        }
+        pairs.push(PlannedPair { path, ..pair });
+    }
+    Some(Placement {
+        kind: placement.kind,
+        pairs,
+        max_segment_load: load.values().copied().max().unwrap_or(0),
+    })
+}
+
 fn place_explicit(
     t: &Topology,
     pairs: &[(NodeName, NodeName)],

@@ -126,6 +126,22 @@ fn summary(s: &mut String, c: &Configuration) {
         t.subnets.len(),
         t.forwarding_nodes().len()
     );
+    if let Some(e) = t.nodes.iter().find_map(|n| n.ecmp.as_ref()) {
+        let split = t
+            .nodes
+            .iter()
+            .flat_map(|n| n.ecmp.iter().flat_map(|e| &e.routes))
+            .filter(|r| r.nexthops.len() > 1)
+            .count();
+        let _ = writeln!(
+            s,
+            "  routing: ECMP to an address of every node's own on lo ({} hash: \
+             net.ipv4.fib_multipath_hash_policy={}); {split} of its routes split over \
+             equal-cost next hops",
+            e.hash.as_str().to_uppercase(),
+            e.hash.policy(),
+        );
+    }
 }
 
 /// Host profiles, grouped: most topologies give every node the same.
@@ -200,12 +216,15 @@ fn every_or_list(names: &[&str], total: usize, every: &str) -> String {
 /// one, and each pair's path.
 fn placement_entry(s: &mut String, e: &PlacementEntry) {
     let p = &e.placement;
+    // Under ECMP a pair may cross any segment of any of its ways, the hash decides which.
+    let split = p.pairs.iter().any(|x| !x.path.alternatives.is_empty());
     let _ = writeln!(
         s,
-        "  workload {} {} x{} (busiest segment carries {} pair(s)):",
+        "  workload {} {} x{} (busiest segment carries {}{} pair(s)):",
         e.workload,
         p.kind.as_str(),
         e.pairs,
+        if split { "up to " } else { "" },
         p.max_segment_load
     );
     if !e.predictions.is_empty() {
@@ -228,18 +247,40 @@ fn placement_entry(s: &mut String, e: &PlacementEntry) {
     }
 }
 
-/// A pair, where the client reaches the server, and the way there.
+/// A pair, where the client reaches the server, and the way there; where ECMP routes split,
+/// every way the hash may pick.
 fn pair_path(s: &mut String, pair: &PlannedPair) {
-    let via = pair.path.forwarders();
-    let via = if via.is_empty() {
-        String::new()
-    } else {
-        format!(
-            " via {}",
-            via.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(",")
-        )
+    let via = |forwarders: Vec<&NodeName>| {
+        if forwarders.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " via {}",
+                forwarders
+                    .iter()
+                    .map(|n| n.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )
+        }
     };
     let segs: Vec<&str> = pair.path.segments.iter().map(|x| x.as_str()).collect();
+    let ways = if pair.path.alternatives.is_empty() {
+        via(pair.path.forwarders())
+    } else {
+        let each: Vec<String> = pair
+            .path
+            .ways()
+            .iter()
+            .map(|w| via(w.forwarders()).trim_start().to_owned())
+            .map(|v| if v.is_empty() { "direct".to_owned() } else { v })
+            .collect();
+        format!(
+            ", one of {} equal-cost ways by hash: {}",
+            each.len(),
+            each.join(" | ")
+        )
+    };
     let _ = writeln!(
         s,
         "    {} -> {} at {}: {} hop(s){}; segments {}",
@@ -247,7 +288,7 @@ fn pair_path(s: &mut String, pair: &PlannedPair) {
         pair.server,
         pair.path.target,
         pair.path.hop_count(),
-        via,
+        ways,
         segs.join(",")
     );
 }

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::netconf::{self, NodeScripts};
 use crate::spec::experiment::{Pattern, PlacementKind, Protocol};
-use crate::spec::multipath::NodeMultipath;
+use crate::spec::multipath::{NodeMultipath, Routing};
 use crate::spec::{Name, SpecError, SpecErrors};
 use crate::topology::Topology;
 
@@ -38,6 +38,10 @@ pub struct Configuration {
     /// as its label under its first name, so plans of bonding sweeps read as before.
     #[serde(rename = "bonding", serialize_with = "mode_label")]
     pub multipath: Option<NodeMultipath>,
+    /// How the routes use equally short paths; written only where it is ECMP, so plans of
+    /// shortest-path configurations read as before.
+    #[serde(skip_serializing_if = "is_shortest")]
+    pub routing: Routing,
     pub placements: Vec<PlacementEntry>,
     pub scripts: Vec<NodeScripts>,
     /// Things a reader of the plan should know: placements that do not apply, and why.
@@ -46,8 +50,18 @@ pub struct Configuration {
 
 impl Configuration {
     /// The configuration's label in records and reports: the swept mode (a bonding mode,
-    /// `mptcp` or `none`), else the topology's own bonding mode(s), or "none".
+    /// `mptcp` or `none`), else the topology's own bonding mode(s), or "none"; under ECMP
+    /// routing `ecmp`, or the mode's label with `+ecmp` where it has one.
     pub fn bonding_label(&self) -> String {
+        let label = self.mode_label();
+        match self.routing {
+            Routing::Shortest => label,
+            Routing::Ecmp if label == "none" => "ecmp".into(),
+            Routing::Ecmp => format!("{label}+ecmp"),
+        }
+    }
+
+    fn mode_label(&self) -> String {
         if let Some(m) = self.multipath {
             return m.label();
         }
@@ -96,6 +110,10 @@ pub struct Point {
     pub estimate: Duration,
 }
 
+fn is_shortest(r: &Routing) -> bool {
+    *r == Routing::Shortest
+}
+
 fn mode_label<S: serde::Serializer>(m: &Option<NodeMultipath>, s: S) -> Result<S::Ok, S::Error> {
     match m {
         Some(m) => s.serialize_some(&m.label()),
@@ -116,10 +134,11 @@ pub fn expand(e: &Experiment) -> Result<Plan, SpecErrors> {
     let mut configurations = Vec::new();
     let mut points = Vec::new();
     for (ti, topology) in e.topologies.iter().enumerate() {
-        for variant in variants(topology, &e.multipath_modes) {
+        for variant in variants(topology, &e.multipath_modes, &e.routings) {
             let id = configurations.len();
-            let t = configured_topology(e, ti, variant);
-            let (config, mut config_points) = configuration(e, id, t, variant)?;
+            let shortest = configured_mode(e, ti, variant);
+            let t = routed(e, &shortest, variant.routing);
+            let (config, mut config_points) = configuration(e, id, t, &shortest, variant)?;
             shuffle(&mut config_points, e.seed, id);
             points.extend(config_points);
             configurations.push(config);
@@ -164,9 +183,20 @@ fn estimate_overflow(e: &Experiment, w: &Workload) -> SpecError {
     )
 }
 
-/// Topology `ti` as `variant` runs it: its bonds in a bonding mode, or its interfaces each
-/// with their own address, with or without Multipath TCP.
-fn configured_topology(e: &Experiment, ti: usize, variant: Variant) -> Topology {
+/// `shortest` with the routes `routing` asks for: as it is, or with ECMP routes added.
+fn routed(e: &Experiment, shortest: &Topology, routing: Routing) -> Topology {
+    match routing {
+        Routing::Shortest => shortest.clone(),
+        Routing::Ecmp => shortest.with_ecmp(
+            e.multipath_hash
+                .expect("loading sets the hash wherever a routing is ECMP"),
+        ),
+    }
+}
+
+/// Topology `ti` as `variant`'s multipath mode runs it: its bonds in a bonding mode, or its
+/// interfaces each with their own address, with or without Multipath TCP.
+fn configured_mode(e: &Experiment, ti: usize, variant: Variant) -> Topology {
     let topology = &e.topologies[ti];
     let unbonded = || {
         e.unbonded[ti]
@@ -181,12 +211,14 @@ fn configured_topology(e: &Experiment, ti: usize, variant: Variant) -> Topology 
     }
 }
 
-/// Configuration `id`: `t` under `multipath` with its scripts and every workload's
-/// placements, and its points in workload order (not yet shuffled or numbered).
+/// Configuration `id`: `t` under `variant` with its scripts and every workload's placements,
+/// and its points in workload order (not yet shuffled or numbered); `shortest` is `t` before
+/// any ECMP routes.
 fn configuration(
     e: &Experiment,
     id: usize,
     t: Topology,
+    shortest: &Topology,
     variant: Variant,
 ) -> Result<(Configuration, Vec<Point>), SpecErrors> {
     let mut config = Configuration {
@@ -194,6 +226,7 @@ fn configuration(
         scripts: t.nodes.iter().map(|n| netconf::render(&t, n)).collect(),
         topology: t,
         multipath: variant.multipath,
+        routing: variant.routing,
         placements: Vec::new(),
         notes: Vec::new(),
     };
@@ -201,8 +234,8 @@ fn configuration(
     for (wi, w) in e.workloads.iter().enumerate() {
         for &kind in &w.placements {
             for &pairs in &w.pairs {
-                let Some(placement) =
-                    place_or_note(&mut config, w, kind, pairs).map_err(|err| {
+                let Some(placement) = place_or_note(&mut config, shortest, w, kind, pairs)
+                    .map_err(|err| {
                         SpecErrors::from(e.source.error(
                             w.spans.pairs.clone(),
                             err.to_string(),
@@ -237,14 +270,25 @@ fn configuration(
 
 /// Places `pairs` pairs of `kind` on the configuration's topology. Where no such pairs exist
 /// at all, notes it on the configuration (once) and gives None: the other placements are
-/// still measured.
+/// still measured. Under ECMP the pairs are those shortest paths place (`shortest`: the
+/// topology before ECMP), each server reached at its node address, so both routings measure
+/// the same nodes.
 fn place_or_note(
     config: &mut Configuration,
+    shortest: &Topology,
     w: &Workload,
     kind: PlacementKind,
     pairs: u32,
 ) -> Result<Option<Placement>, PlacementError> {
-    match placement::place(&config.topology, kind, pairs as usize, &w.explicit_pairs) {
+    let placed_on = match config.routing {
+        Routing::Shortest => &config.topology,
+        Routing::Ecmp => shortest,
+    };
+    match placement::place(placed_on, kind, pairs as usize, &w.explicit_pairs) {
+        Ok(p) if config.routing == Routing::Ecmp => Ok(Some(
+            placement::to_node_addresses(&config.topology, p)
+                .expect("the path checker proves every node address reachable before planning"),
+        )),
         Ok(p) => Ok(Some(p)),
         Err(PlacementError::NotApplicable { .. }) => {
             let note = format!(

@@ -25,7 +25,11 @@
 //! - a balance-rr bond stripes frames over its slaves, so each slave's bus carries 1/n of the
 //!   frames (reordering costs are not modelled: the measured/predicted ratio shows them);
 //! - pairs share buses and hosts max-min fairly (the real FIFO is less fair; the aggregate is
-//!   what the model predicts well).
+//!   what the model predicts well);
+//! - where ECMP routes give a pair several ways, the kernel's hash puts each connection's
+//!   request and its reply each on one of theirs, uniformly and independently of each other
+//!   and of the other pairs: the prediction is the expectation over those choices, so it
+//!   counts the pairs that land on the same forwarder by chance.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -34,6 +38,7 @@ use std::time::Duration;
 use orchestrate_medium::config::{DEFAULT_COLLISION_WINDOW_NS, DEFAULT_TURNAROUND_NS};
 use orchestrate_medium::sim::{Saturation, saturate};
 use orchestrate_medium::time::WireClock;
+use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 use crate::spec::topology::{BondMode, Medium};
@@ -480,13 +485,84 @@ pub fn one_way(t: &Topology, hops: &[Hop], size: u64, p: &ModelParams) -> Durati
     Duration::from_nanos(transit(&d, &payload, p))
 }
 
-/// Predicted token-test throughput of `placement` at `size`.
+/// The most ways-per-pair combinations the ECMP expectation averages exactly; beyond, it
+/// averages this many drawn with a fixed seed.
+const MAX_ECMP_COMBINATIONS: usize = 1024;
+
+/// Predicted token-test throughput of `placement` at `size`: where ECMP gives pairs several
+/// ways, the expectation over the hash's choices.
 pub fn predict_token(
     t: &Topology,
     placement: &Placement,
     size: u64,
     p: &ModelParams,
 ) -> Prediction {
+    let ways: Vec<Vec<crate::topology::paths::Way>> = placement
+        .pairs
+        .iter()
+        .map(|pair| pair.path.ways())
+        .collect();
+    if ways.iter().all(|w| w.len() == 1) {
+        return predict_on_ways(t, placement, size, p);
+    }
+    let combinations = ways
+        .iter()
+        .try_fold(1usize, |n, w| n.checked_mul(w.len()))
+        .filter(|&n| n <= MAX_ECMP_COMBINATIONS);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1996);
+    let draws = combinations.unwrap_or(MAX_ECMP_COMBINATIONS);
+    let mut predictions = Vec::with_capacity(draws);
+    for k in 0..draws {
+        let mut chosen = placement.clone();
+        let mut rest = k;
+        for (pair, w) in chosen.pairs.iter_mut().zip(&ways) {
+            let i = match combinations {
+                Some(_) => {
+                    let i = rest % w.len();
+                    rest /= w.len();
+                    i
+                }
+                None => rng.random_range(0..w.len()),
+            };
+            pair.path.hops = w[i].hops.clone();
+            pair.path.reply = w[i].reply.clone();
+        }
+        predictions.push(predict_on_ways(t, &chosen, size, p));
+    }
+    expectation(predictions)
+}
+
+/// The mean of equally likely predictions; what limits them, the limit most of them have.
+fn expectation(predictions: Vec<Prediction>) -> Prediction {
+    let n = predictions.len() as f64;
+    let mean = |f: &dyn Fn(&Prediction) -> f64| predictions.iter().map(f).sum::<f64>() / n;
+    let pairs = predictions[0].per_pair_mbit_s.len();
+    let per_pair = (0..pairs)
+        .map(|i| mean(&|p: &Prediction| p.per_pair_mbit_s[i]))
+        .collect();
+    let mut limits: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for (i, p) in predictions.iter().enumerate() {
+        limits.entry(p.limit()).or_insert((0, i)).0 += 1;
+    }
+    let (_, (_, typical)) = limits
+        .into_iter()
+        .max_by_key(|(_, (count, first))| (*count, std::cmp::Reverse(*first)))
+        .expect("at least one prediction");
+    let aggregate = mean(&|p: &Prediction| p.aggregate_mbit_s);
+    let one_way = mean(&|p: &Prediction| p.one_way_us);
+    let typical = &predictions[typical];
+    Prediction {
+        size_bytes: typical.size_bytes,
+        aggregate_mbit_s: aggregate,
+        per_pair_mbit_s: per_pair,
+        bound: typical.bound.clone(),
+        host_bound: typical.host_bound.clone(),
+        one_way_us: one_way,
+    }
+}
+
+/// [`predict_token`] with every pair on its first way.
+fn predict_on_ways(t: &Topology, placement: &Placement, size: u64, p: &ModelParams) -> Prediction {
     let payload: Vec<u64> = payloads(size, p.segment_payload()).collect();
     let pairs = pair_demands(t, placement, &payload, p);
     let capacity = capacities(t, &pairs, p.frame_len(size.min(p.segment_payload())));

@@ -247,7 +247,11 @@ async fn start_servers(
 /// `--listen ADDR:PORT` for every experiment address of `node`: clients reach a server only at
 /// those, so it listens nowhere else (not on the control network, not on the wildcard).
 fn listen_args(topology: &Topology, node: &NodeName, port: u16) -> anyhow::Result<Vec<String>> {
-    let Some(addrs) = topology.node(node).map(|n| n.addresses()) else {
+    // Under ECMP clients reach a server at its node address on lo.
+    let Some(addrs) = topology
+        .node(node)
+        .map(|n| n.addresses().into_iter().chain(n.node_address()))
+    else {
         bail!("{node}: not a node of {}", topology.name);
     };
     Ok(addrs
@@ -350,6 +354,18 @@ mod tests {
                 assert!(!listen.is_empty());
                 assert!(listen.iter().all(|l| !l.starts_with("0.0.0.0")));
             }
+        }
+    }
+
+    #[test]
+    fn under_ecmp_servers_listen_on_the_node_address_too() {
+        let t =
+            topology("routed-mesh-4x4.toml").with_ecmp(crate::spec::multipath::MultipathHash::L4);
+        for node in &t.nodes {
+            let args = listen_args(&t, &node.name, 7171).unwrap();
+            let own = format!("{}:7171", node.node_address().unwrap());
+            assert_eq!(args.last(), Some(&own), "{args:?}");
+            assert_eq!(args.len(), 2 * (node.addresses().len() + 1));
         }
     }
 

@@ -8,7 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use toml::Spanned;
 
 use super::limits::MAX_PAIR_COUNTS;
-use super::multipath::NodeMultipath;
+use super::multipath::{MultipathHash, NodeMultipath, Routing};
 use super::names::{ByteSize, HumanDuration, Name, NodeName, Rate};
 use super::topology::BondMode;
 
@@ -118,6 +118,18 @@ pub struct MultipathSpec {
     #[serde(default)]
     #[schemars(with = "Vec<NodeMultipath>")]
     pub modes: Vec<Spanned<NodeMultipath>>,
+    /// How routed topologies' computed routes use equally short paths, one configuration
+    /// each: `"shortest"` (one route per subnet, as the study had) or `"ecmp"` (every node
+    /// gets an address on `lo`, reached over every equal-cost next hop). Empty means
+    /// `["shortest"]`.
+    #[serde(default)]
+    #[schemars(with = "Vec<Routing>")]
+    pub routing: Vec<Spanned<Routing>>,
+    /// What the kernel hashes to pick an ECMP next hop: `"l4"` (addresses and ports, the
+    /// default: each connection on its own) or `"l3"` (addresses only: all flows between two
+    /// nodes on one path). Set on every node (`net.ipv4.fib_multipath_hash_policy`).
+    #[schemars(with = "Option<MultipathHash>")]
+    pub hash: Option<Spanned<MultipathHash>>,
 }
 
 /// `[client, server]` with the spans of the pair and of each name.

@@ -1,6 +1,7 @@
 //! How a node with several interfaces onto the same nodes uses them, as an experiment sweeps
 //! it on topologies with bonds: channel bonding below IP (the 1996 study's answer), Multipath
-//! TCP above it (today's), or neither.
+//! TCP above it (today's), or neither; and how a routed topology uses several equally short
+//! paths: one per destination (the study's static routes) or all of them (ECMP).
 
 use std::fmt;
 use std::str::FromStr;
@@ -96,6 +97,97 @@ impl schemars::JsonSchema for NodeMultipath {
             "pattern": "^(bond:.+|mptcp|none)$",
             "description": "\"bond:<bonding mode>\", \"mptcp\" or \"none\".",
         })
+    }
+}
+
+/// How a routed topology's computed routes use the paths between two nodes, one
+/// configuration each (`[multipath] routing = ["shortest", "ecmp"]`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Routing {
+    /// One route per destination subnet, through the least-loaded of the next hops one step
+    /// closer (the study's tables).
+    #[default]
+    Shortest,
+    /// Equal-cost multipath: every node also gets an address of its own on `lo`, and a route
+    /// to every other node's such address over every next hop one step closer; the kernel
+    /// picks one per flow by its multipath hash.
+    Ecmp,
+}
+
+impl Routing {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Routing::Shortest => "shortest",
+            Routing::Ecmp => "ecmp",
+        }
+    }
+}
+
+impl fmt::Display for Routing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What the kernel hashes to choose among a multipath route's next hops
+/// (`net.ipv4.fib_multipath_hash_policy`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum MultipathHash {
+    /// Source and destination address (policy 0): every flow between two nodes takes one path.
+    L3,
+    /// Addresses, ports and protocol (policy 1): each connection hashes on its own.
+    #[default]
+    L4,
+}
+
+impl MultipathHash {
+    /// The value of `net.ipv4.fib_multipath_hash_policy`.
+    pub fn policy(self) -> &'static str {
+        match self {
+            MultipathHash::L3 => "0",
+            MultipathHash::L4 => "1",
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MultipathHash::L3 => "l3",
+            MultipathHash::L4 => "l4",
+        }
+    }
+}
+
+impl fmt::Display for MultipathHash {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -4,7 +4,8 @@
 //! cubic in the node count.
 //!
 //! The decisions are the kernel's: a connected subnet first (the first of the node's links
-//! whose subnet holds the target), then the longest matching static route.
+//! whose subnet holds the target), then the longest matching static route, single or
+//! multipath (ECMP).
 
 use rustc_hash::FxHashMap as HashMap;
 use std::cell::OnceCell;
@@ -14,7 +15,7 @@ use ipnet::Ipv4Net;
 
 use crate::spec::{IfName, Name, NodeName};
 
-use super::graph::{Route, Topology};
+use super::graph::{MultipathRoute, Route, Topology};
 
 /// What a node does with a packet for an address it does not hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,17 +24,28 @@ pub enum Decision<'t> {
     Connected { dev: &'t IfName },
     /// Sent to a next hop by a static route.
     Via { dev: &'t IfName, via: Ipv4Addr },
+    /// Sent to one of a multipath route's next hops, chosen per flow by the kernel's hash.
+    Split { route: &'t MultipathRoute },
     /// No connected subnet and no route holds the target.
     NoRoute,
+}
+
+/// A route of either kind in a node's table.
+#[derive(Debug, Clone, Copy)]
+enum AnyRoute<'t> {
+    One(&'t Route),
+    Split(&'t MultipathRoute),
 }
 
 /// One node's links and routing table.
 struct Table<'t> {
     /// Addressed links (plain interfaces, then bonds), in the order `Node::links` gives them.
     links: Vec<(&'t IfName, Ipv4Net)>,
+    /// The node's own address on `lo`, where it routes with ECMP.
+    node_address: Option<Ipv4Addr>,
     /// Routes by destination network; where two share one, the last listed (as
-    /// `Iterator::max_by_key` picks among equal prefix lengths).
-    routes: HashMap<Ipv4Net, &'t Route>,
+    /// `Iterator::max_by_key` picks among equal prefix lengths), multipath routes last.
+    routes: HashMap<Ipv4Net, AnyRoute<'t>>,
     /// The prefix lengths the routes use, longest first.
     route_lengths: Vec<u8>,
 }
@@ -72,17 +84,34 @@ impl<'t> Forwarding<'t> {
                 owner.entry(link.address).or_insert(i);
             }
         }
+        for (i, node) in topology.nodes.iter().enumerate() {
+            if let Some(a) = node.node_address() {
+                owner.entry(a).or_insert(i);
+            }
+        }
         let tables = topology
             .nodes
             .iter()
             .map(|node| {
-                let mut route_lengths: Vec<u8> =
-                    node.routes.iter().map(|r| r.to.prefix_len()).collect();
+                let split = node.ecmp.iter().flat_map(|e| &e.routes);
+                let mut route_lengths: Vec<u8> = node
+                    .routes
+                    .iter()
+                    .map(|r| r.to.prefix_len())
+                    .chain(split.clone().map(|r| r.to.prefix_len()))
+                    .collect();
                 route_lengths.sort_unstable_by(|a, b| b.cmp(a));
                 route_lengths.dedup();
+                let routes = node
+                    .routes
+                    .iter()
+                    .map(|r| (r.to.trunc(), AnyRoute::One(r)))
+                    .chain(split.map(|r| (r.to.trunc(), AnyRoute::Split(r))))
+                    .collect();
                 Table {
                     links: node.links().collect(),
-                    routes: node.routes.iter().map(|r| (r.to.trunc(), r)).collect(),
+                    node_address: node.node_address(),
+                    routes,
                     route_lengths,
                 }
             })
@@ -121,10 +150,8 @@ impl<'t> Forwarding<'t> {
 
     /// Whether node `node` holds `addr` on one of its links.
     pub fn holds(&self, node: usize, addr: Ipv4Addr) -> bool {
-        self.tables[node]
-            .links
-            .iter()
-            .any(|(_, a)| a.addr() == addr)
+        let table = &self.tables[node];
+        table.node_address == Some(addr) || table.links.iter().any(|(_, a)| a.addr() == addr)
     }
 
     /// What node `node` does with a packet for `target`.
@@ -141,11 +168,15 @@ impl<'t> Forwarding<'t> {
             let net = Ipv4Net::new(target, len)
                 .expect("a route's own length")
                 .trunc();
-            if let Some(r) = table.routes.get(&net) {
-                return Decision::Via {
-                    dev: &r.dev,
-                    via: r.via,
-                };
+            match table.routes.get(&net) {
+                Some(AnyRoute::One(r)) => {
+                    return Decision::Via {
+                        dev: &r.dev,
+                        via: r.via,
+                    };
+                }
+                Some(AnyRoute::Split(route)) => return Decision::Split { route },
+                None => {}
             }
         }
         Decision::NoRoute

@@ -7,6 +7,7 @@ use std::net::Ipv4Addr;
 use ipnet::Ipv4Net;
 use serde::Serialize;
 
+pub use crate::spec::multipath::MultipathHash;
 pub use crate::spec::topology::{
     BondDriver, BondMode, DriverChoice, Emulation, Medium, XmitHashPolicy,
 };
@@ -40,6 +41,38 @@ pub struct Node {
     /// [`Topology::with_mptcp`]); None where TCP stays on one path.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mptcp: Option<MptcpEndpoints>,
+    /// The node's own address and its routes over every equal-cost path, where the
+    /// configuration routes with ECMP (see [`Topology::with_ecmp`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ecmp: Option<Ecmp>,
+}
+
+/// Equal-cost multipath routing on one node: an address of its own on `lo` (a /32 no wire
+/// carries, so every path to it is as good as another), and a route to every other node's
+/// such address over each neighbour one hop closer to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Ecmp {
+    pub address: Ipv4Addr,
+    /// Set on the node: what the kernel hashes to pick a next hop.
+    pub hash: MultipathHash,
+    pub routes: Vec<MultipathRoute>,
+}
+
+/// `ip route add <to> src <src> nexthop via <a> dev <x> nexthop via <b> dev <y> ...`: the
+/// kernel sends each flow to one of the next hops by its multipath hash. `src` makes the node
+/// send from its own address, so that replies come back over multipath routes too.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MultipathRoute {
+    pub to: Ipv4Net,
+    pub src: Ipv4Addr,
+    /// One or more, in the order of the neighbours' nodes.
+    pub nexthops: Vec<NextHop>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NextHop {
+    pub via: Ipv4Addr,
+    pub dev: IfName,
 }
 
 /// The addresses a node announces to its Multipath TCP peers (the kernel path manager's
@@ -246,6 +279,18 @@ impl Topology {
         self.nodes.iter().any(|n| !n.bonds.is_empty())
     }
 
+    /// Whether some node reaches another only through a third: where ECMP has paths to
+    /// choose among.
+    pub fn has_routes(&self) -> bool {
+        self.nodes.iter().any(|n| !n.routes.is_empty())
+    }
+
+    /// The same topology with equal-cost multipath routing to an address of every node's
+    /// own (see [`super::routing::ecmp`]); its subnet routes stay as they are.
+    pub fn with_ecmp(&self, hash: MultipathHash) -> Topology {
+        super::routing::ecmp(self, hash)
+    }
+
     /// The same topology with every bond switched to `mode`; options that the new mode does
     /// not take are dropped, since the driver would refuse them.
     /// The same topology with Multipath TCP on every node that holds two addresses or more.
@@ -291,5 +336,10 @@ impl Node {
 
     pub fn addresses(&self) -> Vec<Ipv4Addr> {
         self.links().map(|(_, a)| a.addr()).collect()
+    }
+
+    /// The address ECMP routes lead to, where the configuration has them.
+    pub fn node_address(&self) -> Option<Ipv4Addr> {
+        self.ecmp.as_ref().map(|e| e.address)
     }
 }

@@ -1,6 +1,7 @@
 //! The path checker: follows the kernel's forwarding decisions (connected subnets first, then
 //! the longest matching static route) hop by hop, so that before any run every ordered pair is
-//! proven to reach the other and back without a loop or a black hole.
+//! proven to reach the other and back without a loop or a black hole. Where a multipath
+//! (ECMP) route splits, every branch is followed and proven.
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
@@ -26,12 +27,25 @@ pub struct Hop {
 #[derive(Debug, Clone, Serialize)]
 pub struct Path {
     pub target: Ipv4Addr,
-    /// The address the source sends from (its interface on the first hop).
+    /// The address the source sends from (its interface on the first hop, or the address a
+    /// multipath route names).
     pub source: Ipv4Addr,
     pub hops: Vec<Hop>,
     pub reply: Vec<Hop>,
-    /// Every segment the request or the reply crosses.
+    /// Every segment the request or the reply crosses, on any of its ways.
     pub segments: BTreeSet<Name>,
+    /// Where multipath (ECMP) routes split: the other ways a connection may take, the kernel
+    /// choosing one per flow by its hash; `hops` and `reply` are the first. Empty where the
+    /// routes give one way.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<Way>,
+}
+
+/// One way of a path whose routes split: the request's hops and the reply's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Way {
+    pub hops: Vec<Hop>,
+    pub reply: Vec<Hop>,
 }
 
 impl Path {
@@ -39,6 +53,24 @@ impl Path {
         self.hops.len()
     }
 
+    /// Nodes that forward the request, in order.
+    pub fn forwarders(&self) -> Vec<&NodeName> {
+        self.hops.iter().skip(1).map(|h| &h.from).collect()
+    }
+
+    /// Every way a connection may take: the first, then the alternatives.
+    pub fn ways(&self) -> Vec<Way> {
+        let first = Way {
+            hops: self.hops.clone(),
+            reply: self.reply.clone(),
+        };
+        std::iter::once(first)
+            .chain(self.alternatives.iter().cloned())
+            .collect()
+    }
+}
+
+impl Way {
     /// Nodes that forward the request, in order.
     pub fn forwarders(&self) -> Vec<&NodeName> {
         self.hops.iter().skip(1).map(|h| &h.from).collect()
@@ -56,6 +88,10 @@ pub struct PathProblem {
 }
 
 const MAX_HOPS: usize = 64;
+
+/// The most ways one target may be reached by: multipath routes that split more often than
+/// this are refused as a problem, not followed.
+pub const MAX_WAYS: usize = 64;
 
 /// Every way `from` can reach `to`: one path per address of `to`, shortest first, then by
 /// address.
@@ -89,6 +125,15 @@ struct Step<'t> {
     to: usize,
 }
 
+/// A walk in progress: the hops so far, the nodes they left, and the ways found.
+struct Walk<'t> {
+    origin: usize,
+    target: Ipv4Addr,
+    steps: Vec<Step<'t>>,
+    visited: Vec<usize>,
+    ways: Vec<(Vec<Step<'t>>, Ipv4Addr)>,
+}
+
 /// How a packet for a subnet leaves the last node of a [`Chain`].
 #[derive(Debug, Clone, Copy)]
 enum ChainEnd {
@@ -102,6 +147,8 @@ enum ChainEnd {
     NoRoute,
     /// The chain is longer than any path may be.
     TooLong,
+    /// The last node's route is multipath: its branches are walked one by one.
+    Splits,
 }
 
 /// The nodes a packet for any address of one subnet passes, from its sender until it reaches
@@ -115,62 +162,118 @@ struct Chain {
 impl<'t> Forwarding<'t> {
     /// Follows a packet hop by hop, by node index, making the path checker's checks in the
     /// kernel's order: arrived, looped, a non-forwarder in the way, no route, no next hop.
+    /// Gives the first way, and the address it is sent from; see [`Self::walk`] for all.
     fn steps(
         &self,
         from: usize,
         target: Ipv4Addr,
     ) -> Result<(Vec<Step<'t>>, Ipv4Addr), PathProblem> {
+        let mut ways = self.walk(from, target)?;
+        Ok(ways.swap_remove(0))
+    }
+
+    /// Every way a packet from node `from` to `target` may take (one where no multipath
+    /// route splits), each with the address it is sent from, checked as [`Self::steps`]
+    /// says on every branch: the first problem on any branch fails the whole.
+    fn walk(
+        &self,
+        from: usize,
+        target: Ipv4Addr,
+    ) -> Result<Vec<(Vec<Step<'t>>, Ipv4Addr)>, PathProblem> {
+        let mut walk = Walk {
+            origin: from,
+            target,
+            steps: Vec::new(),
+            visited: Vec::new(),
+            ways: Vec::new(),
+        };
+        self.walk_on(&mut walk, from, None)?;
+        Ok(walk.ways)
+    }
+
+    fn walk_on(
+        &self,
+        w: &mut Walk<'t>,
+        cur: usize,
+        source: Option<Ipv4Addr>,
+    ) -> Result<(), PathProblem> {
         let t = self.topology();
         let name = |i: usize| t.nodes[i].name.clone();
+        let (from, target) = (w.origin, w.target);
         let problem = |at: usize, message: String| PathProblem {
             from: name(from),
             at: name(at),
             message,
         };
-        let mut steps: Vec<Step<'t>> = Vec::new();
-        let mut visited: Vec<usize> = Vec::new();
-        let mut cur = from;
-        let mut source = None;
-        loop {
-            if self.holds(cur, target) {
-                return Ok((steps, source.unwrap_or(target)));
-            }
-            if visited.contains(&cur) || steps.len() > MAX_HOPS {
-                return Err(problem(cur, loop_message(&name(from), target, &name(cur))));
-            }
-            visited.push(cur);
-            if !steps.is_empty() && !t.nodes[cur].forwarding {
+        if self.holds(cur, target) {
+            if w.ways.len() == MAX_WAYS {
                 return Err(problem(
                     cur,
-                    no_forward_message(&name(from), target, &name(cur)),
+                    format!(
+                        "{} -> {target}: more than {MAX_WAYS} equal-cost ways",
+                        name(from)
+                    ),
                 ));
             }
-            let (dev, next_addr) = match self.decide(cur, target) {
-                Decision::Connected { dev } => (dev, target),
-                Decision::Via { dev, via } => (dev, via),
-                Decision::NoRoute => {
-                    return Err(problem(
-                        cur,
-                        no_route_message(&name(from), target, &name(cur)),
-                    ));
-                }
-            };
-            let Some(owner) = self.owner(next_addr) else {
-                return Err(problem(
-                    cur,
-                    no_owner_message(&name(from), target, next_addr, &name(cur)),
-                ));
-            };
-            if source.is_none() {
-                source = self.source_on(cur, dev);
-            }
-            steps.push(Step {
-                from: cur,
-                dev,
-                to: owner,
-            });
-            cur = owner;
+            w.ways.push((w.steps.clone(), source.unwrap_or(target)));
+            return Ok(());
         }
+        if w.visited.contains(&cur) || w.steps.len() > MAX_HOPS {
+            return Err(problem(cur, loop_message(&name(from), target, &name(cur))));
+        }
+        if !w.steps.is_empty() && !t.nodes[cur].forwarding {
+            return Err(problem(
+                cur,
+                no_forward_message(&name(from), target, &name(cur)),
+            ));
+        }
+        w.visited.push(cur);
+        match self.decide(cur, target) {
+            Decision::Connected { dev } => self.hop(w, cur, dev, target, source)?,
+            Decision::Via { dev, via } => self.hop(w, cur, dev, via, source)?,
+            Decision::Split { route } => {
+                for h in &route.nexthops {
+                    self.hop(w, cur, &h.dev, h.via, source.or(Some(route.src)))?;
+                }
+            }
+            Decision::NoRoute => {
+                return Err(problem(
+                    cur,
+                    no_route_message(&name(from), target, &name(cur)),
+                ));
+            }
+        }
+        w.visited.pop();
+        Ok(())
+    }
+
+    /// One hop of a walk, from node `cur` out of `dev` to the owner of `next_addr`, and the
+    /// rest of the walk from there.
+    fn hop(
+        &self,
+        w: &mut Walk<'t>,
+        cur: usize,
+        dev: &'t IfName,
+        next_addr: Ipv4Addr,
+        source: Option<Ipv4Addr>,
+    ) -> Result<(), PathProblem> {
+        let Some(owner) = self.owner(next_addr) else {
+            let name = |i: usize| self.topology().nodes[i].name.clone();
+            return Err(PathProblem {
+                from: name(w.origin),
+                at: name(cur),
+                message: no_owner_message(&name(w.origin), w.target, next_addr, &name(cur)),
+            });
+        };
+        let source = source.or_else(|| self.source_on(cur, dev));
+        w.steps.push(Step {
+            from: cur,
+            dev,
+            to: owner,
+        });
+        self.walk_on(w, owner, source)?;
+        w.steps.pop();
+        Ok(())
     }
 
     fn hops(&self, steps: &[Step]) -> Vec<Hop> {
@@ -185,26 +288,56 @@ impl<'t> Forwarding<'t> {
             .collect()
     }
 
-    /// The path from node `from` to `target` and the reply's path back.
+    /// The path from node `from` to `target` and the reply's path back, with every other
+    /// way multipath routes allow.
     pub fn round_trip(&self, from: usize, target: Ipv4Addr) -> Result<Path, PathProblem> {
-        let (there, source) = self.steps(from, target)?;
-        let to = there.last().map_or(from, |s| s.to);
-        let (back, _) = self.steps(to, source)?;
+        let ways = self.round_trip_ways(from, target)?;
         let mut segments = Vec::new();
-        for s in there.iter().chain(&back) {
-            self.hop_segments(s, &mut segments);
+        for (there, back, _) in &ways {
+            for s in there.iter().chain(back) {
+                self.hop_segments(s, &mut segments);
+            }
         }
         let segments = segments
             .into_iter()
             .map(|i| self.topology().segments[i].name.clone())
             .collect();
+        let source = ways[0].2;
+        let mut ways = ways.into_iter().map(|(there, back, _)| Way {
+            hops: self.hops(&there),
+            reply: self.hops(&back),
+        });
+        let first = ways.next().expect("a walk that succeeds has a way");
         Ok(Path {
             target,
             source,
-            hops: self.hops(&there),
-            reply: self.hops(&back),
+            hops: first.hops,
+            reply: first.reply,
             segments,
+            alternatives: ways.collect(),
         })
+    }
+
+    /// Each way there with each way back: the kernel hashes the reply on its own (on the
+    /// 2×2 mesh of `tests/ecmp_netns.rs`, about a third of L4-hashed flows' ACKs came back
+    /// through the other forwarder). The address the request is sent from comes last.
+    #[allow(clippy::type_complexity)]
+    fn round_trip_ways(
+        &self,
+        from: usize,
+        target: Ipv4Addr,
+    ) -> Result<Vec<(Vec<Step<'t>>, Vec<Step<'t>>, Ipv4Addr)>, PathProblem> {
+        let mut out = Vec::new();
+        for (there, source) in self.walk(from, target)? {
+            let to = there.last().map_or(from, |s| s.to);
+            let mut backs = self.walk(to, source)?;
+            let last = backs.pop().expect("a walk that succeeds has a way");
+            for (back, _) in backs {
+                out.push((there.clone(), back, source));
+            }
+            out.push((there, last.0, source));
+        }
+        Ok(out)
     }
 
     /// Segments a hop's frames cross: the sender's and the receiver's segment on the
@@ -242,16 +375,16 @@ impl<'t> Forwarding<'t> {
         from: usize,
         target: Ipv4Addr,
     ) -> Option<(usize, Vec<usize>)> {
-        let (there, source) = self.steps(from, target).ok()?;
-        let to = there.last().map_or(from, |s| s.to);
-        let (back, _) = self.steps(to, source).ok()?;
+        let ways = self.round_trip_ways(from, target).ok()?;
         let mut segments = Vec::new();
-        for s in there.iter().chain(&back) {
-            self.hop_segments(s, &mut segments);
+        for (there, back, _) in &ways {
+            for s in there.iter().chain(back) {
+                self.hop_segments(s, &mut segments);
+            }
         }
         segments.sort_unstable();
         segments.dedup();
-        Some((there.len(), segments))
+        Some((ways[0].0.len(), segments))
     }
 
     /// Every way node `from` can reach node `to`: one path per address of `to`, shortest
@@ -288,6 +421,7 @@ impl<'t> Forwarding<'t> {
             let end = match self.decide(cur, any_address) {
                 Decision::Connected { .. } => ChainEnd::Delivers,
                 Decision::NoRoute => ChainEnd::NoRoute,
+                Decision::Split { .. } => ChainEnd::Splits,
                 Decision::Via { via, .. } => match self.owner(via) {
                     None => ChainEnd::NoOwner(via),
                     Some(next) if nodes.contains(&next) => ChainEnd::LoopsBackTo(next),
@@ -344,6 +478,7 @@ impl<'t> Forwarding<'t> {
                 last,
                 loop_message(&name(from), target, &name(last)),
             )),
+            ChainEnd::Splits => self.walk(from, target).map(|ways| ways[0].0.len()),
         }
     }
 
@@ -412,7 +547,8 @@ impl<'t> Forwarding<'t> {
             && chain.nodes[1..].iter().all(|&n| nodes[n].forwarding)
     }
 
-    /// Checks that every node reaches every address of every other node. A round trip
+    /// Checks that every node reaches every address of every other node, its ECMP address
+    /// too over every branch of the multipath routes. A round trip
     /// fails only if one of its two one-way traces does, and every reply is itself one of
     /// these traces (to the sender's address), so checking each one-way trace once proves
     /// every round trip. Problems come in the order of sender, destination node, and the
@@ -420,13 +556,22 @@ impl<'t> Forwarding<'t> {
     pub fn check_all(&self) -> Result<(), Vec<PathProblem>> {
         let views = self.subnet_views();
         let mut problems: Vec<((usize, usize, usize), PathProblem)> = Vec::new();
-        for from in 0..self.topology().nodes.len() {
+        let nodes = &self.topology().nodes;
+        for from in 0..nodes.len() {
             self.one_way_from(from, views, |owner, address, outcome| {
                 if let Err(p) = outcome {
                     let rank = self.address_rank(owner, address);
                     problems.push(((from, owner, rank), p));
                 }
             });
+            // ECMP's node addresses, every branch; after the node's interface addresses.
+            for (to, node) in nodes.iter().enumerate().filter(|&(to, _)| to != from) {
+                if let Some(address) = node.node_address()
+                    && let Err(p) = self.walk(from, address)
+                {
+                    problems.push(((from, to, usize::MAX), p));
+                }
+            }
         }
         if problems.is_empty() {
             return Ok(());

@@ -80,6 +80,8 @@ pub struct Service {
     pub container_name: String,
     /// IP forwarding on (a node the topology routes through).
     pub forwarding: bool,
+    /// `net.ipv4.fib_multipath_hash_policy`, where the node routes with ECMP.
+    pub multipath_hash_policy: Option<&'static str>,
     pub labels: Labels,
     pub mounts: Vec<Mount>,
     /// The networks' keys in the order the container joins them, each with what it becomes.
@@ -89,17 +91,21 @@ pub struct Service {
 
 impl Service {
     /// /proc/sys is read-only in a container, so forwarding is set here, on exactly the
-    /// nodes the topology's routes go through; IPv6 is off so its background chatter does
-    /// not cross the measured wires.
-    pub fn sysctls(&self) -> [(&'static str, &'static str); 3] {
-        [
+    /// nodes the topology's routes go through, and so is ECMP's hash policy; IPv6 is off so
+    /// its background chatter does not cross the measured wires.
+    pub fn sysctls(&self) -> Vec<(&'static str, &'static str)> {
+        let mut out = vec![
             (
                 "net.ipv4.ip_forward",
                 if self.forwarding { "1" } else { "0" },
             ),
             ("net.ipv6.conf.all.disable_ipv6", "1"),
             ("net.ipv6.conf.default.disable_ipv6", "1"),
-        ]
+        ];
+        if let Some(policy) = self.multipath_hash_policy {
+            out.push(("net.ipv4.fib_multipath_hash_policy", policy));
+        }
+        out
     }
 }
 
@@ -204,6 +210,7 @@ fn node(c: &ClusterName, wiring: &Wiring, node: &Node) -> Service {
         comment: None,
         container_name: c.container_name(n),
         forwarding: node.forwarding,
+        multipath_hash_policy: node.multipath_hash.map(|h| h.policy()),
         labels: labels(c, "node", n),
         mounts: vec![
             Mount {
@@ -231,6 +238,7 @@ fn switch(c: &ClusterName, wiring: &Wiring, sw: &Switch) -> Service {
         container_name: c.container_name(&key),
         comment: Some("A switch: orchestrate bridges its ports (port0, port1, ...) inside it."),
         forwarding: false,
+        multipath_hash_policy: None,
         labels: labels(c, "switch", &sw.name),
         mounts: Vec::new(),
         networks: sw

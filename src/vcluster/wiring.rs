@@ -70,6 +70,10 @@ pub struct Node {
     /// emulator charges a frame sent from any other source as forwarded.
     #[serde(default)]
     pub own_ipv4: Vec<std::net::Ipv4Addr>,
+    /// ECMP's hash policy at creation, where the node routes with ECMP: read-only inside the
+    /// container like forwarding, so set here for the scripts to find.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multipath_hash: Option<crate::spec::multipath::MultipathHash>,
 }
 
 /// A store-and-forward switch with one port on each of its segments.
@@ -145,6 +149,7 @@ impl Wiring {
             node.forwarding = n.forwarding;
             node.host = n.host.costs;
             node.own_ipv4 = own_addresses(n);
+            node.multipath_hash = n.ecmp.as_ref().map(|e| e.hash);
         }
         Ok(w)
     }
@@ -182,7 +187,7 @@ impl Wiring {
     }
 }
 
-/// Every address the topology gives a node, on its interfaces and its bonds.
+/// Every address the topology gives a node, on its interfaces, its bonds and (for ECMP) `lo`.
 fn own_addresses(n: &crate::topology::Node) -> Vec<std::net::Ipv4Addr> {
     let mut out: Vec<std::net::Ipv4Addr> = n
         .interfaces
@@ -193,6 +198,7 @@ fn own_addresses(n: &crate::topology::Node) -> Vec<std::net::Ipv4Addr> {
         })
         .collect();
     out.extend(n.bonds.iter().map(|b| b.address.addr()));
+    out.extend(n.node_address());
     out.sort();
     out.dedup();
     out
@@ -306,6 +312,7 @@ impl WiringBuilder {
                 forwarding: false,
                 host: HostCosts::default(),
                 own_ipv4: Vec::new(),
+                multipath_hash: None,
             });
         }
         let mut switches = Vec::new();

@@ -17,8 +17,9 @@ use crate::spec::experiment::{
     Statistic,
 };
 use crate::spec::limits::{MAX_POINTS, MAX_TOPOLOGIES};
-use crate::spec::multipath::NodeMultipath;
+use crate::spec::multipath::{MultipathHash, NodeMultipath, Routing};
 use crate::spec::{HostSpec, Name, NodeName, Rate, SourceFile, SpecError, SpecErrors, best_match};
+use crate::topology::routing::MAX_ECMP_NODES;
 use crate::topology::{self, Topology};
 
 #[derive(Debug, Clone, Serialize)]
@@ -41,6 +42,12 @@ pub struct Experiment {
     /// Named as before `[multipath]` existed, so plans of bonding sweeps read alike.
     #[serde(rename = "bonding_modes", serialize_with = "labels")]
     pub multipath_modes: Vec<NodeMultipath>,
+    /// Routings to sweep on topologies with routes; empty means shortest paths only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub routings: Vec<Routing>,
+    /// The ECMP hash policy, where a routing is ECMP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub multipath_hash: Option<MultipathHash>,
     pub workloads: Vec<Workload>,
     pub baseline: Option<Name>,
     pub formats: Vec<ReportFormat>,
@@ -52,23 +59,35 @@ fn labels<S: serde::Serializer>(modes: &[NodeMultipath], s: S) -> Result<S::Ok, 
 }
 
 /// One configuration of a topology: the multipath mode swept to, None where the topology's
-/// own holds.
+/// own holds, and how its routes use equally short paths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Variant {
     pub multipath: Option<NodeMultipath>,
+    pub routing: Routing,
 }
 
-/// Every configuration `t` gets: each swept multipath mode where it has bonds; one, under its
-/// own, where none applies.
-pub fn variants(t: &Topology, modes: &[NodeMultipath]) -> Vec<Variant> {
-    if t.has_bonds() && !modes.is_empty() {
-        modes
-            .iter()
-            .map(|&m| Variant { multipath: Some(m) })
-            .collect()
+/// Every configuration `t` gets: each swept multipath mode where it has bonds (one, under its
+/// own, where none applies), each under every swept routing where some node reaches another
+/// through a third (shortest paths only where none does).
+pub fn variants(t: &Topology, modes: &[NodeMultipath], routings: &[Routing]) -> Vec<Variant> {
+    let multipath: Vec<Option<NodeMultipath>> = if t.has_bonds() && !modes.is_empty() {
+        modes.iter().copied().map(Some).collect()
     } else {
-        vec![Variant { multipath: None }]
-    }
+        vec![None]
+    };
+    let routings: &[Routing] = if t.has_routes() && !routings.is_empty() {
+        routings
+    } else {
+        &[Routing::Shortest]
+    };
+    multipath
+        .iter()
+        .flat_map(|&multipath| {
+            routings
+                .iter()
+                .map(move |&routing| Variant { multipath, routing })
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -147,6 +166,7 @@ pub fn load(path: &Path) -> Result<Experiment, SpecErrors> {
         load_topologies(&spec.topologies, spec.host.as_ref(), dir, &mut errors);
     let cluster = cluster::cluster(&spec.cluster, dir, &mut errors);
     let multipath_modes = multipath_modes(&spec.bonding, &spec.multipath, &topologies, &mut errors);
+    let (routings, multipath_hash) = routings(&spec.multipath, &topologies, &mut errors);
     let unbonded = unbonded_variants(
         &topologies,
         &files,
@@ -161,7 +181,7 @@ pub fn load(path: &Path) -> Result<Experiment, SpecErrors> {
     if errors.is_empty() {
         let configurations = topologies
             .iter()
-            .map(|t| variants(t, &multipath_modes).len())
+            .map(|t| variants(t, &multipath_modes, &routings).len())
             .sum();
         check_point_count(&spec, configurations, &workloads, &mut errors);
     }
@@ -177,6 +197,8 @@ pub fn load(path: &Path) -> Result<Experiment, SpecErrors> {
         unbonded,
         cluster,
         multipath_modes,
+        routings,
+        multipath_hash,
         workloads,
         baseline,
         formats: spec.report.formats,
@@ -401,6 +423,68 @@ fn multipath_modes(
         );
     }
     spans.into_iter().map(|(m, _)| m).collect()
+}
+
+/// The routings to sweep and, where one is ECMP, the hash policy (`l4` unless given). ECMP
+/// needs a topology with routes through a forwarding node, and one small enough for a route
+/// from every node to every other ([`MAX_ECMP_NODES`]).
+fn routings(
+    multipath: &MultipathSpec,
+    topologies: &[Topology],
+    errors: &mut ErrorList,
+) -> (Vec<Routing>, Option<MultipathHash>) {
+    let given = &multipath.routing;
+    for (i, r) in given.iter().enumerate() {
+        if given[..i].iter().any(|x| x.get_ref() == r.get_ref()) {
+            errors.push(
+                r.span(),
+                format!("routing `{}` is given twice", r.get_ref()),
+            );
+        }
+    }
+    let ecmp = given.iter().find(|r| *r.get_ref() == Routing::Ecmp);
+    if let Some(r) = ecmp {
+        if !topologies.iter().any(Topology::has_routes) {
+            errors.push_with_help(
+                r.span(),
+                "routing `ecmp` is given but no topology routes through a forwarding node",
+                Some(
+                    "ECMP spreads flows over equally short paths through forwarders, as on a \
+                     routed mesh; on buses and switched networks every node is one hop away"
+                        .into(),
+                ),
+            );
+        }
+        for t in topologies.iter().filter(|t| t.has_routes()) {
+            if t.nodes.len() > MAX_ECMP_NODES {
+                errors.push(
+                    r.span(),
+                    format!(
+                        "routing `ecmp` on {} ({} nodes): ECMP routes are computed for at most \
+                         {MAX_ECMP_NODES} nodes (a route from every node to every other)",
+                        t.name,
+                        t.nodes.len()
+                    ),
+                );
+            }
+        }
+    } else if let Some(h) = &multipath.hash {
+        errors.push_with_help(
+            h.span(),
+            "a multipath hash is given but no routing is `ecmp`",
+            Some(
+                "the hash picks among ECMP next hops: add `routing = [\"shortest\", \"ecmp\"]`"
+                    .into(),
+            ),
+        );
+    }
+    let hash = ecmp.map(|_| {
+        multipath
+            .hash
+            .as_ref()
+            .map_or(MultipathHash::default(), |h| *h.get_ref())
+    });
+    (given.iter().map(|r| *r.get_ref()).collect(), hash)
 }
 
 /// Per topology, the same file resolved without its bonds (with the experiment's host costs),

@@ -55,6 +55,7 @@ fn node(draft: &Draft, ni: usize, wiring: &Wiring, bonds: &Bonds, addressing: &A
         routes: Vec::new(),
         forwarding: false,
         mptcp: None,
+        ecmp: None,
         // The last host costs given for the node win; else the topology's.
         host: Host::from_spec(
             draft

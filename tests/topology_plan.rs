@@ -574,3 +574,93 @@ fn multipath_modes_give_a_bond_mptcp_and_plain_configuration_on_the_same_wires()
         at(plain, 64)
     );
 }
+
+#[test]
+fn ecmp_routing_gives_a_second_configuration_with_the_same_pairs_and_a_hashed_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let mesh = common::root().join("topologies/routed-mesh-4x4.toml");
+    let bus = common::root().join("topologies/single-net.toml");
+    let exp = dir.path().join("e.toml");
+    std::fs::write(
+        &exp,
+        format!(
+            "name = \"e\"\ntopologies = [{:?}, {:?}]\n\
+             [multipath]\nrouting = [\"shortest\", \"ecmp\"]\n\
+             [[workload]]\npattern = \"token\"\nsizes = [64, 8192]\npairs = [1, 7]\n\
+             placement = [\"remote-wire\", \"local-wire\"]\nexchanges = 10\n",
+            mesh.display().to_string(),
+            bus.display().to_string()
+        ),
+    )
+    .unwrap();
+    let e = orchestrate::plan::load(&exp).unwrap();
+    let plan = orchestrate::plan::expand(&e).unwrap();
+    let labels: Vec<(String, String)> = plan
+        .configurations
+        .iter()
+        .map(|c| (c.topology.name.to_string(), c.bonding_label()))
+        .collect();
+    // A bus has no forwarder, so no routing to choose: one configuration.
+    assert_eq!(
+        labels,
+        [
+            ("routed-mesh-4x4".into(), "none".into()),
+            ("routed-mesh-4x4".into(), "ecmp".into()),
+            ("single-net".into(), "none".into()),
+        ]
+    );
+    let (shortest, ecmp) = (&plan.configurations[0], &plan.configurations[1]);
+    for (s, e) in shortest.placements.iter().zip(&ecmp.placements) {
+        let pairs = |p: &orchestrate::plan::PlacementEntry| -> Vec<(String, String)> {
+            let p = &p.placement.pairs;
+            p.iter()
+                .map(|x| (x.client.to_string(), x.server.to_string()))
+                .collect()
+        };
+        assert_eq!(pairs(s), pairs(e), "both routings measure the same nodes");
+        for pair in &e.placement.pairs {
+            let server = ecmp.topology.node(&pair.server).unwrap();
+            assert_eq!(Some(pair.path.target), server.node_address());
+            let remote =
+                s.placement.kind == orchestrate::spec::experiment::PlacementKind::RemoteWire;
+            // Two ways there and two back through a forwarder; one straight on a shared bus.
+            assert_eq!(pair.path.ways().len(), if remote { 4 } else { 1 });
+        }
+    }
+    // Scripts: the node address on lo and multipath routes, each undone; none on the
+    // shortest-path configuration.
+    for s in &ecmp.scripts {
+        assert!(s.apply.contains(" dev lo; recorded"), "{}", s.node);
+        assert!(s.apply.contains("nexthop via"), "{}", s.node);
+        assert!(s.apply.contains("net.ipv4.fib_multipath_hash_policy=1"));
+        assert!(s.teardown.contains("ip route del") && s.teardown.contains(" src "));
+    }
+    assert!(
+        shortest
+            .scripts
+            .iter()
+            .all(|s| !s.apply.contains("nexthop"))
+    );
+    // The model: a pair alone is bound by its own round trip whichever way it is hashed;
+    // seven 8 KiB pairs placed so that no forwarder carries two of them can only lose when
+    // the hash picks for them (two pairs on one forwarder's bus by chance).
+    let at = |c: &orchestrate::plan::Configuration, pairs: u32, size: u64| {
+        c.placements
+            .iter()
+            .find(|p| {
+                p.pairs == pairs
+                    && p.placement.kind == orchestrate::spec::experiment::PlacementKind::RemoteWire
+            })
+            .unwrap()
+            .predictions
+            .iter()
+            .find(|p| p.size_bytes == size)
+            .unwrap()
+            .aggregate_mbit_s
+    };
+    let one = (at(shortest, 1, 8192), at(ecmp, 1, 8192));
+    assert!((one.0 - one.1).abs() < 1e-9, "{one:?}");
+    let seven = (at(shortest, 7, 8192), at(ecmp, 7, 8192));
+    assert!(seven.1 < seven.0, "{seven:?}");
+    assert!(seven.1 > 0.5 * seven.0, "{seven:?}");
+}

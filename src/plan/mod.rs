@@ -13,4 +13,4 @@ pub mod throughput_model;
 pub use experiment::{Experiment, load};
 pub use inventory::{CheckedInventory, check_inventory};
 pub use placement::{Placement, PlacementError, PlannedPair, place};
-pub use sweep::{Configuration, Plan, Point, expand};
+pub use sweep::{Configuration, PlacementEntry, Plan, Point, expand};

@@ -2,7 +2,9 @@
 //! node with balance-rr bonding, which stripes one flow's frames over both buses and reorders
 //! them. A run that also measures the same nodes and wires under Multipath TCP (one subflow per
 //! bus, reassembled above them) and with one bus per connection (`none`) can say whether
-//! today's answer removes the bond's penalty. Each question asked of the run gets its figures
+//! today's answer removes the bond's penalty; one that routes the mesh over every equal-cost
+//! path (ECMP, `ecmp`) beside the study's one shortest path per subnet (`none`) can say
+//! whether that changes remote-wire traffic. Each question asked of the run gets its figures
 //! and a verdict.
 
 use orchestrate_worker::record::Pattern;
@@ -47,9 +49,12 @@ impl Answer {
 const BOND: &str = "balance-rr";
 const MPTCP: &str = "mptcp";
 const ONE_BUS: &str = "none";
+/// A routed topology's label with its shortest-path routes, and with ECMP.
+const SHORTEST: &str = "none";
+const ECMP: &str = "ecmp";
 
-/// The section for a run's cells, or `None` when it measured no topology under both balance-rr
-/// and MPTCP.
+/// The section for a run's cells, or `None` when it measured neither a topology under both
+/// balance-rr and MPTCP nor one under both shortest-path routing and ECMP.
 pub fn what_the_study_would_find_today(
     cells: &[CellSummary],
     model: &[ModelRow],
@@ -64,6 +69,15 @@ pub fn what_the_study_would_find_today(
             topology: &t,
         };
         findings.push(q.does_mptcp_remove_the_bonds_penalty());
+    }
+    if let Some(t) = measured_under(cells, ECMP, SHORTEST) {
+        let q = Question {
+            cells,
+            model,
+            stat,
+            topology: &t,
+        };
+        findings.push(q.does_ecmp_change_remote_wire());
     }
     (!findings.is_empty()).then_some(Today { findings })
 }
@@ -140,6 +154,22 @@ impl Question<'_> {
                     && r.key.size_bytes == key.size_bytes
             })
             .map(ModelRow::ratio)
+    }
+
+    /// The model's aggregate for a token cell, where it gave one.
+    fn predicted(&self, bonding: &str, key: &CellKey) -> Option<f64> {
+        self.model
+            .iter()
+            .find(|r| {
+                r.key.config.run.is_none()
+                    && r.key.config.topology == self.topology
+                    && r.key.config.bonding == bonding
+                    && r.key.config.placement == key.config.placement
+                    && r.key.measure == key.measure
+                    && r.key.pairs == key.pairs
+                    && r.key.size_bytes == key.size_bytes
+            })
+            .map(|r| r.predicted_mbit_s)
     }
 
     /// The cells of `pattern` under `label` at `placement`, the one-flow ones (fewest pairs,
@@ -258,6 +288,99 @@ impl Question<'_> {
     }
 }
 
+impl Question<'_> {
+    /// ECMP against one shortest path per subnet, in the remote-wire cells (the only ones
+    /// whose pairs talk through a forwarder, so the only ones routing can change): the
+    /// one-flow and the heaviest cell of each pattern.
+    fn does_ecmp_change_remote_wire(&self) -> TodayFinding {
+        let mut figures = Vec::new();
+        let mut outcomes: Vec<(String, Outcome)> = Vec::new();
+        for pattern in [Pattern::Token, Pattern::Stream] {
+            for key in self.cells_of(ECMP, PlacementKind::RemoteWire, pattern) {
+                let (Some(e), Some(sp)) = (self.cell(ECMP, &key), self.cell(SHORTEST, &key)) else {
+                    continue;
+                };
+                let model = match (self.predicted(SHORTEST, &key), self.predicted(ECMP, &key)) {
+                    (Some(ps), Some(pe)) => {
+                        format!(" (model: {ps:.2} and {pe:.2} Mbit/s)")
+                    }
+                    _ => String::new(),
+                };
+                let cell = format!(
+                    "{}, {} pair(s), {}",
+                    key.measure.label(),
+                    key.pairs,
+                    super::format::size(key.size_bytes)
+                );
+                figures.push(format!(
+                    "{cell}, remote-wire: one shortest path {:.2} Mbit/s, ECMP {:.2} Mbit/s \
+                     ({:+.0}%){model}",
+                    sp.value,
+                    e.value,
+                    (e.value / sp.value - 1.0) * 100.0
+                ));
+                let outcome = if e.clearly_above(&sp) {
+                    Outcome::Ahead
+                } else if sp.clearly_above(&e) {
+                    Outcome::Behind
+                } else {
+                    Outcome::Level
+                };
+                outcomes.push((cell, outcome));
+            }
+        }
+        let list = |o: Outcome| {
+            outcomes
+                .iter()
+                .filter(|(_, x)| *x == o)
+                .map(|(c, _)| c.as_str())
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let (ahead, behind) = (list(Outcome::Ahead), list(Outcome::Behind));
+        let changed = outcomes
+            .iter()
+            .filter(|(_, o)| *o != Outcome::Level)
+            .count();
+        let apart = match (ahead.is_empty(), behind.is_empty()) {
+            (false, true) => format!("ECMP is ahead beyond both medians' intervals in {ahead}"),
+            (true, false) => format!("ECMP is behind beyond both medians' intervals in {behind}"),
+            _ => format!(
+                "ECMP is ahead beyond both medians' intervals in {ahead}, and behind in {behind}"
+            ),
+        };
+        let (verdict, why) = if outcomes.is_empty() {
+            (
+                Answer::No,
+                "no remote-wire cell was measured under both routings".to_owned(),
+            )
+        } else if changed == 0 {
+            (
+                Answer::No,
+                "in every compared cell the two routings are within the medians' intervals"
+                    .to_owned(),
+            )
+        } else if changed == outcomes.len() {
+            (Answer::Yes, format!("{apart}: every compared cell"))
+        } else {
+            (
+                Answer::InPart,
+                format!(
+                    "{apart}; {} of {} compared cells are within the intervals",
+                    outcomes.len() - changed,
+                    outcomes.len()
+                ),
+            )
+        };
+        TodayFinding {
+            question: "Does ECMP change remote-wire traffic on the routed mesh?",
+            figures,
+            verdict,
+            why,
+        }
+    }
+}
+
 /// Where one configuration's cell stands against another's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Outcome {
@@ -322,6 +445,57 @@ mod tests {
             .unwrap()
             .findings
             .remove(0)
+    }
+
+    fn mesh(label: &str, pattern: Pattern, pairs: u32, mbit_s: f64) -> CellSummary {
+        let mut c = cell(label, pattern, pairs, 8192, mbit_s);
+        c.key.config.topology = "routed-mesh-4x4".into();
+        c.key.config.placement = PlacementKind::RemoteWire;
+        c
+    }
+
+    #[test]
+    fn ecmp_is_asked_of_a_routed_mesh_measured_both_ways() {
+        // One pair level, seven pairs 20% ahead: in part.
+        let cells = [
+            mesh(SHORTEST, Pattern::Token, 1, 1.2),
+            mesh(ECMP, Pattern::Token, 1, 1.2),
+            mesh(SHORTEST, Pattern::Token, 7, 8.0),
+            mesh(ECMP, Pattern::Token, 7, 9.6),
+        ];
+        let today = what_the_study_would_find_today(&cells, &[], Statistic::Best).unwrap();
+        assert_eq!(today.findings.len(), 1, "no MPTCP question without MPTCP");
+        let f = &today.findings[0];
+        assert_eq!(f.verdict, Answer::InPart, "{}", f.why);
+        assert!(
+            f.why.contains("ahead") && f.why.contains("7 pair(s)"),
+            "{}",
+            f.why
+        );
+        assert_eq!(f.figures.len(), 2);
+        assert!(f.figures[1].contains("(+20%)"), "{}", f.figures[1]);
+
+        let behind = [
+            mesh(SHORTEST, Pattern::Token, 7, 16.0),
+            mesh(ECMP, Pattern::Token, 7, 12.5),
+        ];
+        let f = answer(&behind);
+        assert_eq!(f.verdict, Answer::Yes, "{}", f.why);
+        assert!(f.why.contains("behind"), "{}", f.why);
+
+        let same = [
+            mesh(SHORTEST, Pattern::Token, 7, 8.0),
+            mesh(ECMP, Pattern::Token, 7, 8.05),
+        ];
+        assert_eq!(answer(&same).verdict, Answer::No);
+
+        // Local-wire cells are not routed through anyone: nothing to compare.
+        let mut local = same.clone();
+        for c in &mut local {
+            c.key.config.placement = PlacementKind::LocalWire;
+        }
+        assert_eq!(answer(&local).verdict, Answer::No);
+        assert!(answer(&local).figures.is_empty());
     }
 
     #[test]

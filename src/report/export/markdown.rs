@@ -266,14 +266,31 @@ fn today(s: &mut String, report: &Report) {
     let Some(t) = &report.today else {
         return;
     };
-    s.push_str(
-        "## What the 1996 study would find today\n\n\
-         The study used its nodes' two NICs by bonding them (balance-rr), which stripes one \
-         flow's frames over both buses, and today's TCP takes the reordering that causes as \
-         loss. This run measured today's answers beside it on the same emulated wires: \
-         Multipath TCP (`mptcp`: one subflow per bus, reassembled above them) and one bus per \
-         connection (`none`).\n\n",
-    );
+    let bonds = t
+        .findings
+        .iter()
+        .any(|f| f.question.contains("Multipath TCP"));
+    let ecmp = t.findings.iter().any(|f| f.question.contains("ECMP"));
+    s.push_str("## What the 1996 study would find today\n\n");
+    if bonds {
+        s.push_str(
+            "The study used its nodes' two NICs by bonding them (balance-rr), which stripes one \
+             flow's frames over both buses, and today's TCP takes the reordering that causes as \
+             loss. This run measured today's answers beside it on the same emulated wires: \
+             Multipath TCP (`mptcp`: one subflow per bus, reassembled above them) and one bus \
+             per connection (`none`).",
+        );
+    }
+    if ecmp {
+        s.push_str(if bonds { " " } else { "" });
+        s.push_str(
+            "The study's routed mesh sent each subnet's traffic over one shortest path \
+             (`none`); this run also routed it with equal-cost multipath (`ecmp`: an address of \
+             each node's own, reached over every shortest next hop, each connection hashed onto \
+             one), with the same pairs on the same wires.",
+        );
+    }
+    s.push_str("\n\n");
     for f in &t.findings {
         let _ = writeln!(s, "### {} — {}\n", f.question, f.verdict.as_str());
         for line in &f.figures {

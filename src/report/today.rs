@@ -60,30 +60,24 @@ pub fn what_the_study_would_find_today(
     model: &[ModelRow],
     stat: Statistic,
 ) -> Option<Today> {
+    let question = |topology| Question {
+        cells,
+        model,
+        stat,
+        topology,
+    };
     let mut findings = Vec::new();
     if let Some(t) = measured_under(cells, MPTCP, BOND) {
-        let q = Question {
-            cells,
-            model,
-            stat,
-            topology: &t,
-        };
-        findings.push(q.does_mptcp_remove_the_bonds_penalty());
+        findings.push(question(t).does_mptcp_remove_the_bonds_penalty());
     }
     if let Some(t) = measured_under(cells, ECMP, SHORTEST) {
-        let q = Question {
-            cells,
-            model,
-            stat,
-            topology: &t,
-        };
-        findings.push(q.does_ecmp_change_remote_wire());
+        findings.push(question(t).does_ecmp_change_remote_wire());
     }
     (!findings.is_empty()).then_some(Today { findings })
 }
 
 /// The first topology this run measured under both labels.
-fn measured_under(cells: &[CellSummary], label: &str, other: &str) -> Option<String> {
+fn measured_under<'c>(cells: &'c [CellSummary], label: &str, other: &str) -> Option<&'c str> {
     let under = |t: &str, l: &str| {
         cells.iter().any(|c| {
             c.key.config.run.is_none() && c.key.config.topology == t && c.key.config.bonding == l
@@ -93,7 +87,6 @@ fn measured_under(cells: &[CellSummary], label: &str, other: &str) -> Option<Str
         .iter()
         .map(|c| c.key.config.topology.as_str())
         .find(|t| under(t, label) && under(t, other))
-        .map(str::to_owned)
 }
 
 struct Question<'a> {
@@ -140,36 +133,27 @@ impl Question<'_> {
         })
     }
 
+    /// The model's row for a token cell, where it gave one.
+    fn model_row(&self, bonding: &str, key: &CellKey) -> Option<&ModelRow> {
+        self.model.iter().find(|r| {
+            r.key.config.run.is_none()
+                && r.key.config.topology == self.topology
+                && r.key.config.bonding == bonding
+                && r.key.config.placement == key.config.placement
+                && r.key.measure == key.measure
+                && r.key.pairs == key.pairs
+                && r.key.size_bytes == key.size_bytes
+        })
+    }
+
     /// Measured over predicted for a token cell, where the model gave one.
     fn of_model(&self, bonding: &str, key: &CellKey) -> Option<f64> {
-        self.model
-            .iter()
-            .find(|r| {
-                r.key.config.run.is_none()
-                    && r.key.config.topology == self.topology
-                    && r.key.config.bonding == bonding
-                    && r.key.config.placement == key.config.placement
-                    && r.key.measure == key.measure
-                    && r.key.pairs == key.pairs
-                    && r.key.size_bytes == key.size_bytes
-            })
-            .map(ModelRow::ratio)
+        self.model_row(bonding, key).map(ModelRow::ratio)
     }
 
     /// The model's aggregate for a token cell, where it gave one.
     fn predicted(&self, bonding: &str, key: &CellKey) -> Option<f64> {
-        self.model
-            .iter()
-            .find(|r| {
-                r.key.config.run.is_none()
-                    && r.key.config.topology == self.topology
-                    && r.key.config.bonding == bonding
-                    && r.key.config.placement == key.config.placement
-                    && r.key.measure == key.measure
-                    && r.key.pairs == key.pairs
-                    && r.key.size_bytes == key.size_bytes
-            })
-            .map(|r| r.predicted_mbit_s)
+        self.model_row(bonding, key).map(|r| r.predicted_mbit_s)
     }
 
     /// The cells of `pattern` under `label` at `placement`, the one-flow ones (fewest pairs,
@@ -232,25 +216,13 @@ impl Question<'_> {
                     mp.value,
                     of_model(self.of_model(MPTCP, &key)),
                 ));
-                let outcome = if mp.clearly_above(&rr) {
-                    Outcome::Ahead
-                } else if rr.clearly_above(&mp) {
-                    Outcome::Behind
-                } else {
-                    Outcome::Level
-                };
-                outcomes.push((cell, outcome));
+                outcomes.push((cell, Outcome::of(&mp, &rr)));
             }
         }
-        let list = |o: Outcome| {
-            outcomes
-                .iter()
-                .filter(|(_, x)| *x == o)
-                .map(|(c, _)| c.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        };
-        let (ahead, behind) = (list(Outcome::Ahead), list(Outcome::Behind));
+        let (ahead, behind) = (
+            Outcome::cells(&outcomes, Outcome::Ahead),
+            Outcome::cells(&outcomes, Outcome::Behind),
+        );
         let (verdict, why) = match (ahead.is_empty(), behind.is_empty()) {
             _ if outcomes.is_empty() => (
                 Answer::No,
@@ -319,25 +291,13 @@ impl Question<'_> {
                     e.value,
                     (e.value / sp.value - 1.0) * 100.0
                 ));
-                let outcome = if e.clearly_above(&sp) {
-                    Outcome::Ahead
-                } else if sp.clearly_above(&e) {
-                    Outcome::Behind
-                } else {
-                    Outcome::Level
-                };
-                outcomes.push((cell, outcome));
+                outcomes.push((cell, Outcome::of(&e, &sp)));
             }
         }
-        let list = |o: Outcome| {
-            outcomes
-                .iter()
-                .filter(|(_, x)| *x == o)
-                .map(|(c, _)| c.as_str())
-                .collect::<Vec<_>>()
-                .join("; ")
-        };
-        let (ahead, behind) = (list(Outcome::Ahead), list(Outcome::Behind));
+        let (ahead, behind) = (
+            Outcome::cells(&outcomes, Outcome::Ahead),
+            Outcome::cells(&outcomes, Outcome::Behind),
+        );
         let changed = outcomes
             .iter()
             .filter(|(_, o)| *o != Outcome::Level)
@@ -387,6 +347,29 @@ enum Outcome {
     Ahead,
     Level,
     Behind,
+}
+
+impl Outcome {
+    /// Where `a` stands against `b`: apart only beyond both medians' intervals.
+    fn of(a: &Figure, b: &Figure) -> Outcome {
+        if a.clearly_above(b) {
+            Outcome::Ahead
+        } else if b.clearly_above(a) {
+            Outcome::Behind
+        } else {
+            Outcome::Level
+        }
+    }
+
+    /// The cells with outcome `o`, joined for a sentence.
+    fn cells(outcomes: &[(String, Outcome)], o: Outcome) -> String {
+        outcomes
+            .iter()
+            .filter(|(_, x)| *x == o)
+            .map(|(c, _)| c.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
 }
 
 #[cfg(test)]

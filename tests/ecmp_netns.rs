@@ -329,6 +329,19 @@ fn root_netns_ecmp_spreads_flows_over_both_paths_of_a_2x2_mesh_and_teardown_rest
                 .output()
                 .unwrap()
         };
+        // A node that already uses the node addresses' network is refused before any change.
+        let taken = format!(
+            "ip addr add {}/32 dev lo",
+            t.nodes[0].node_address().unwrap()
+        );
+        assert!(nss.sh(0, &taken).status.success());
+        let taken_state = nss.state(0);
+        let refused = run(0, &scripts[0].apply);
+        assert!(!refused.status.success());
+        let why = String::from_utf8_lossy(&refused.stderr);
+        assert!(why.contains("already uses"), "{why}");
+        assert_eq!(nss.state(0), taken_state, "a refused apply changed nothing");
+        assert!(nss.sh(0, &taken.replace(" add ", " del ")).status.success());
         for (n, s) in scripts.iter().enumerate() {
             let out = run(n, &s.apply);
             assert!(

@@ -214,8 +214,20 @@ done
     if node.mptcp.is_some() {
         s += MPTCP_CHECKS;
     }
-    if node.ecmp.is_some() {
+    if let Some(e) = &node.ecmp {
         s += "[ -e /proc/sys/net/ipv4/fib_multipath_hash_policy ] \\\n    || fail \"the kernel has no multipath routes (CONFIG_IP_ROUTE_MULTIPATH): ECMP needs them\"\n";
+        // The node addresses must be ours alone: on a machine that already uses the network
+        // they come from, routes to them would take over someone else's traffic.
+        let _ = writeln!(
+            s,
+            "[ -z \"$(ip -4 -o addr show to {p})$(ip -4 route show root {p})$(ip -4 route show match {p} | grep -v '^default')\" ] \\\n    || fail {msg}",
+            p = q(e.prefix.to_string()),
+            msg = q(format!(
+                "ECMP's node addresses come from {}, which this node already uses (an address \
+                 in it, or a route to or over it), so routes to them could take its traffic",
+                e.prefix
+            ))
+        );
     }
     s += "if [ -s \"$ledger\" ]; then\n    fail \"ledger $ledger is not empty: an earlier run was not torn down; run its teardown first\"\nfi\nmkdir -p \"$(dirname \"$ledger\")\"\n: >\"$ledger\"\n";
     for (i, step) in steps.iter().enumerate() {

@@ -53,6 +53,9 @@ pub struct Node {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Ecmp {
     pub address: Ipv4Addr,
+    /// The network every node's such address comes from; no subnet of the topology overlaps
+    /// it, and the apply script refuses a node that already uses it.
+    pub prefix: Ipv4Net,
     /// Set on the node: what the kernel hashes to pick a next hop.
     pub hash: MultipathHash,
     pub routes: Vec<MultipathRoute>,

@@ -130,6 +130,7 @@ pub fn ecmp(t: &Topology, hash: MultipathHash) -> Topology {
         node.forwarding |= next_hop_of[i];
         node.ecmp = Some(Ecmp {
             address: address(i),
+            prefix,
             hash,
             routes,
         });

@@ -69,10 +69,53 @@ fn create_network(project: &Project, n: &Network) -> Result<()> {
         cmd = cmd.arg("--opt").arg(format!("{k}={v}"));
     }
     let compose = [("com.docker.compose.network", n.key.clone())];
-    labelled(cmd, project, &n.labels, &compose)
+    match labelled(cmd, project, &n.labels, &compose)
         .arg(&n.name)
         .run()
-        .map(drop)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if stuck_but_ours(n) => {
+            tracing::warn!(
+                network = n.name,
+                "reusing the network an earlier `down` of this cluster could not remove (the \
+                 engine still counts an endpoint of a container that is gone): {e}"
+            );
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether the network named as `n` exists already as this very network of this cluster
+/// (same labels, same internal flag), with no container on it: what the docker engine leaves
+/// when it keeps counting an endpoint of a removed container ("has active endpoints") and
+/// refuses to remove the network until it restarts. Such a network carries nothing, so a new
+/// bring-up may use it instead of failing on its name.
+fn stuck_but_ours(n: &Network) -> bool {
+    Cmd::new("docker", format!("inspecting network {}", n.name))
+        .args(["network", "inspect", "--format", STUCK_FORMAT, &n.name])
+        .run()
+        .is_ok_and(|out| is_stuck_but_ours(n, &out))
+}
+
+/// What [`stuck_but_ours`] reads of a network: its labels, whether it is internal, and how
+/// many containers it has.
+const STUCK_FORMAT: &str = "{{json .Labels}}\t{{.Internal}}\t{{len .Containers}}";
+
+/// [`stuck_but_ours`] on `docker network inspect --format STUCK_FORMAT`'s output.
+fn is_stuck_but_ours(n: &Network, inspected: &str) -> bool {
+    let mut fields = inspected.trim().split('\t');
+    let labels: std::collections::BTreeMap<String, String> = fields
+        .next()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_default();
+    let internal = fields.next() == Some(if n.internal { "true" } else { "false" });
+    let empty = fields.next() == Some("0");
+    let ours = n
+        .labels
+        .iter()
+        .all(|(k, v)| labels.get(*k).is_some_and(|x| x == v));
+    ours && internal && empty
 }
 
 /// `docker create` on the service's first network, then `docker network connect` to each of
@@ -139,4 +182,49 @@ fn start(names: &[&str]) -> Result<()> {
         .timeout(Duration::from_secs(300))
         .run()
         .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vcluster::names::{LABEL_CLUSTER, LABEL_NAME, LABEL_ROLE};
+
+    fn segment() -> Network {
+        Network {
+            key: "seg-bus-b".into(),
+            name: "orchestrate-dual-seg-bus-b".into(),
+            comment: String::new(),
+            internal: false,
+            driver_opts: &[],
+            labels: [
+                (LABEL_CLUSTER, "dual".into()),
+                (LABEL_ROLE, "segment".into()),
+                (LABEL_NAME, "bus-b".into()),
+            ],
+            subnet: None,
+            stations: 16,
+        }
+    }
+
+    #[test]
+    fn only_an_empty_network_of_this_very_cluster_is_reused() {
+        let n = segment();
+        let labels = r#"{"org.orchestrate.cluster":"dual","org.orchestrate.name":"bus-b","org.orchestrate.role":"segment","com.docker.compose.network":"seg-bus-b"}"#;
+        assert!(is_stuck_but_ours(&n, &format!("{labels}\tfalse\t0\n")));
+        assert!(
+            !is_stuck_but_ours(&n, &format!("{labels}\tfalse\t2")),
+            "containers on it"
+        );
+        assert!(
+            !is_stuck_but_ours(&n, &format!("{labels}\ttrue\t0")),
+            "internal"
+        );
+        let other = labels.replace("\"dual\"", "\"mesh\"");
+        assert!(
+            !is_stuck_but_ours(&n, &format!("{other}\tfalse\t0")),
+            "another cluster's"
+        );
+        assert!(!is_stuck_but_ours(&n, "null\tfalse\t0"), "no labels");
+        assert!(!is_stuck_but_ours(&n, ""));
+    }
 }

@@ -49,6 +49,14 @@ pub enum PlacementError {
         wanted: usize,
         possible: usize,
     },
+    /// A placed pair whose ECMP routes do not carry it (a fault of the computed routes).
+    #[error("{topology}: ECMP routes do not carry {client} -> {server}: {why}")]
+    Unreachable {
+        topology: Name,
+        client: NodeName,
+        server: NodeName,
+        why: String,
+    },
     #[error("{topology}: explicit pair {client} -> {server}: {why}")]
     Explicit {
         topology: Name,
@@ -429,24 +437,38 @@ fn disjoint(
 }
 
 /// `placement`'s pairs on `ecmp`, a topology routed with ECMP: each server reached at its
-/// node address, over every way the multipath routes give. The pairs are those placed on the
-/// same wires with one shortest path each, so that the two routings are measured on the same
-/// nodes. None if a server has no node address or the routes do not reach it (the path
-/// checker refuses such a topology first).
-pub fn to_node_addresses(ecmp: &Topology, placement: Placement) -> Option<Placement> {
+/// node address, over every way the multipath routes give, every branch checked as the path
+/// checker checks it. The pairs are those placed on the same wires with one shortest path
+/// each, so that the two routings are measured on the same nodes.
+pub fn to_node_addresses(
+    ecmp: &Topology,
+    placement: Placement,
+) -> Result<Placement, PlacementError> {
     let f = Forwarding::new(ecmp);
     let mut load: BTreeMap<Name, usize> = BTreeMap::new();
     let mut pairs = Vec::with_capacity(placement.pairs.len());
     for pair in placement.pairs {
-        let client = f.node_index(&pair.client)?;
-        let server = ecmp.node(&pair.server)?.node_address()?;
-        let path = f.round_trip(client, server).ok()?;
+        let unreachable = |why: String| PlacementError::Unreachable {
+            topology: ecmp.name.clone(),
+            client: pair.client.clone(),
+            server: pair.server.clone(),
+            why,
+        };
+        let (Some(client), Some(server)) = (
+            f.node_index(&pair.client),
+            ecmp.node(&pair.server).and_then(|n| n.node_address()),
+        ) else {
+            return Err(unreachable("no ECMP node address".into()));
+        };
+        let path = f
+            .round_trip(client, server)
+            .map_err(|p| unreachable(p.message))?;
         for s in &path.segments {
             *load.entry(s.clone()).or_default() += 1;
         }
         pairs.push(PlannedPair { path, ..pair });
     }
-    Some(Placement {
+    Ok(Placement {
         kind: placement.kind,
         pairs,
         max_segment_load: load.values().copied().max().unwrap_or(0),

@@ -285,10 +285,9 @@ fn place_or_note(
         Routing::Ecmp => shortest,
     };
     match placement::place(placed_on, kind, pairs as usize, &w.explicit_pairs) {
-        Ok(p) if config.routing == Routing::Ecmp => Ok(Some(
-            placement::to_node_addresses(&config.topology, p)
-                .expect("the path checker proves every node address reachable before planning"),
-        )),
+        Ok(p) if config.routing == Routing::Ecmp => {
+            placement::to_node_addresses(&config.topology, p).map(Some)
+        }
         Ok(p) => Ok(Some(p)),
         Err(PlacementError::NotApplicable { .. }) => {
             let note = format!(

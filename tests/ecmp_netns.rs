@@ -5,6 +5,8 @@
 //! hash, and kept on one by the L3 hash. Which way each flow went is read from the
 //! forwarders' interface counters. Needs root and iproute2; says so and skips elsewhere.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
@@ -32,11 +34,7 @@ const FLOWS: usize = 16;
 const PORT: u16 = 7399;
 
 fn can_use_netns() -> bool {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
-    root && Command::new("ip").arg("-V").output().is_ok()
+    common::can_use_netns()
         && std::path::Path::new("/proc/sys/net/ipv4/fib_multipath_hash_policy").exists()
 }
 

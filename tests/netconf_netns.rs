@@ -55,15 +55,6 @@ impl Drop for Netns {
     }
 }
 
-fn can_use_netns() -> bool {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
-    let ip = Command::new("ip").arg("-V").output().is_ok();
-    root && ip
-}
-
 /// Sets up a namespace that looks like a node of `t` before a run, with state of its own
 /// that the run must not touch: an extra address, an extra route and a qdisc.
 fn node_namespace(name: &str, t: &Topology, node: &str) -> Netns {
@@ -111,7 +102,7 @@ fn kernel_has_bonding() -> bool {
 
 #[test]
 fn root_netns_apply_then_teardown_restores_every_shipped_topology() {
-    if !can_use_netns() {
+    if !common::can_use_netns() {
         eprintln!("SKIPPED: needs root and iproute2 to create network namespaces");
         return;
     }
@@ -182,7 +173,7 @@ fn root_netns_apply_then_teardown_restores_every_shipped_topology() {
 
 #[test]
 fn root_netns_failed_apply_is_undone_as_far_as_it_got() {
-    if !can_use_netns() {
+    if !common::can_use_netns() {
         eprintln!("SKIPPED: needs root and iproute2 to create network namespaces");
         return;
     }
@@ -227,7 +218,7 @@ fn kernel_has_mptcp() -> bool {
 
 #[test]
 fn root_netns_mptcp_announces_every_address_and_teardown_restores_limits_and_endpoints() {
-    if !can_use_netns() || !kernel_has_mptcp() {
+    if !common::can_use_netns() || !kernel_has_mptcp() {
         eprintln!("SKIPPED: needs root, iproute2 and a kernel with MPTCP");
         return;
     }

@@ -115,16 +115,20 @@ impl Figure {
 }
 
 impl Question<'_> {
+    /// Whether `candidate` is this run's cell `key` of the question's topology under
+    /// `bonding`.
+    fn is(&self, candidate: &CellKey, bonding: &str, key: &CellKey) -> bool {
+        candidate.config.run.is_none()
+            && candidate.config.topology == self.topology
+            && candidate.config.bonding == bonding
+            && candidate.config.placement == key.config.placement
+            && candidate.measure == key.measure
+            && candidate.pairs == key.pairs
+            && candidate.size_bytes == key.size_bytes
+    }
+
     fn cell(&self, bonding: &str, key: &CellKey) -> Option<Figure> {
-        let c = self.cells.iter().find(|c| {
-            c.key.config.run.is_none()
-                && c.key.config.topology == self.topology
-                && c.key.config.bonding == bonding
-                && c.key.config.placement == key.config.placement
-                && c.key.measure == key.measure
-                && c.key.pairs == key.pairs
-                && c.key.size_bytes == key.size_bytes
-        })?;
+        let c = self.cells.iter().find(|c| self.is(&c.key, bonding, key))?;
         let s = c.aggregate?;
         Some(Figure {
             value: c.value(self.stat)?,
@@ -135,15 +139,7 @@ impl Question<'_> {
 
     /// The model's row for a token cell, where it gave one.
     fn model_row(&self, bonding: &str, key: &CellKey) -> Option<&ModelRow> {
-        self.model.iter().find(|r| {
-            r.key.config.run.is_none()
-                && r.key.config.topology == self.topology
-                && r.key.config.bonding == bonding
-                && r.key.config.placement == key.config.placement
-                && r.key.measure == key.measure
-                && r.key.pairs == key.pairs
-                && r.key.size_bytes == key.size_bytes
-        })
+        self.model.iter().find(|r| self.is(&r.key, bonding, key))
     }
 
     /// Measured over predicted for a token cell, where the model gave one.

@@ -103,18 +103,7 @@ impl schemars::JsonSchema for NodeMultipath {
 /// How a routed topology's computed routes use the paths between two nodes, one
 /// configuration each (`[multipath] routing = ["shortest", "ecmp"]`).
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Routing {
@@ -146,18 +135,7 @@ impl fmt::Display for Routing {
 /// What the kernel hashes to choose among a multipath route's next hops
 /// (`net.ipv4.fib_multipath_hash_policy`).
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    schemars::JsonSchema,
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum MultipathHash {

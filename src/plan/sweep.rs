@@ -136,9 +136,8 @@ pub fn expand(e: &Experiment) -> Result<Plan, SpecErrors> {
     for (ti, topology) in e.topologies.iter().enumerate() {
         for variant in variants(topology, &e.multipath_modes, &e.routings) {
             let id = configurations.len();
-            let shortest = configured_mode(e, ti, variant);
-            let t = routed(e, &shortest, variant.routing);
-            let (config, mut config_points) = configuration(e, id, t, &shortest, variant)?;
+            let (t, shortest) = routed(e, configured_mode(e, ti, variant), variant.routing);
+            let (config, mut config_points) = configuration(e, id, t, shortest.as_ref(), variant)?;
             shuffle(&mut config_points, e.seed, id);
             points.extend(config_points);
             configurations.push(config);
@@ -183,14 +182,17 @@ fn estimate_overflow(e: &Experiment, w: &Workload) -> SpecError {
     )
 }
 
-/// `shortest` with the routes `routing` asks for: as it is, or with ECMP routes added.
-fn routed(e: &Experiment, shortest: &Topology, routing: Routing) -> Topology {
+/// `shortest` with the routes `routing` asks for: as it is, or with ECMP routes added, and
+/// then `shortest` itself too (ECMP configurations place their pairs on it).
+fn routed(e: &Experiment, shortest: Topology, routing: Routing) -> (Topology, Option<Topology>) {
     match routing {
-        Routing::Shortest => shortest.clone(),
-        Routing::Ecmp => shortest.with_ecmp(
-            e.multipath_hash
-                .expect("loading sets the hash wherever a routing is ECMP"),
-        ),
+        Routing::Shortest => (shortest, None),
+        Routing::Ecmp => {
+            let hash = e
+                .multipath_hash
+                .expect("loading sets the hash wherever a routing is ECMP");
+            (shortest.with_ecmp(hash), Some(shortest))
+        }
     }
 }
 
@@ -213,12 +215,12 @@ fn configured_mode(e: &Experiment, ti: usize, variant: Variant) -> Topology {
 
 /// Configuration `id`: `t` under `variant` with its scripts and every workload's placements,
 /// and its points in workload order (not yet shuffled or numbered); `shortest` is `t` before
-/// any ECMP routes.
+/// its ECMP routes, where it has them.
 fn configuration(
     e: &Experiment,
     id: usize,
     t: Topology,
-    shortest: &Topology,
+    shortest: Option<&Topology>,
     variant: Variant,
 ) -> Result<(Configuration, Vec<Point>), SpecErrors> {
     let mut config = Configuration {
@@ -275,19 +277,14 @@ fn configuration(
 /// the same nodes.
 fn place_or_note(
     config: &mut Configuration,
-    shortest: &Topology,
+    shortest: Option<&Topology>,
     w: &Workload,
     kind: PlacementKind,
     pairs: u32,
 ) -> Result<Option<Placement>, PlacementError> {
-    let placed_on = match config.routing {
-        Routing::Shortest => &config.topology,
-        Routing::Ecmp => shortest,
-    };
+    let placed_on = shortest.unwrap_or(&config.topology);
     match placement::place(placed_on, kind, pairs as usize, &w.explicit_pairs) {
-        Ok(p) if config.routing == Routing::Ecmp => {
-            placement::to_node_addresses(&config.topology, p).map(Some)
-        }
+        Ok(p) if shortest.is_some() => placement::to_node_addresses(&config.topology, p).map(Some),
         Ok(p) => Ok(Some(p)),
         Err(PlacementError::NotApplicable { .. }) => {
             let note = format!(

@@ -131,6 +131,8 @@ struct Walk<'t> {
     target: Ipv4Addr,
     steps: Vec<Step<'t>>,
     visited: Vec<usize>,
+    /// Multipath routes on the way so far whose other branches are still to walk.
+    open_splits: usize,
     ways: Vec<(Vec<Step<'t>>, Ipv4Addr)>,
 }
 
@@ -185,6 +187,7 @@ impl<'t> Forwarding<'t> {
             target,
             steps: Vec::new(),
             visited: Vec::new(),
+            open_splits: 0,
             ways: Vec::new(),
         };
         self.walk_on(&mut walk, from, None)?;
@@ -215,7 +218,13 @@ impl<'t> Forwarding<'t> {
                     ),
                 ));
             }
-            w.ways.push((w.steps.clone(), source.unwrap_or(target)));
+            // With no split open behind it, this is the walk's only way: no copy needed.
+            let steps = if w.open_splits == 0 {
+                std::mem::take(&mut w.steps)
+            } else {
+                w.steps.clone()
+            };
+            w.ways.push((steps, source.unwrap_or(target)));
             return Ok(());
         }
         if w.visited.contains(&cur) || w.steps.len() > MAX_HOPS {
@@ -232,9 +241,11 @@ impl<'t> Forwarding<'t> {
             Decision::Connected { dev } => self.hop(w, cur, dev, target, source)?,
             Decision::Via { dev, via } => self.hop(w, cur, dev, via, source)?,
             Decision::Split { route } => {
+                w.open_splits += 1;
                 for h in &route.nexthops {
                     self.hop(w, cur, &h.dev, h.via, source.or(Some(route.src)))?;
                 }
+                w.open_splits -= 1;
             }
             Decision::NoRoute => {
                 return Err(problem(

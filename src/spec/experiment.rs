@@ -118,10 +118,10 @@ pub struct MultipathSpec {
     #[serde(default)]
     #[schemars(with = "Vec<NodeMultipath>")]
     pub modes: Vec<Spanned<NodeMultipath>>,
-    /// How routed topologies' computed routes use equally short paths, one configuration
-    /// each: `"shortest"` (one route per subnet, as the study had) or `"ecmp"` (every node
-    /// gets an address on `lo`, reached over every equal-cost next hop). Empty means
-    /// `["shortest"]`.
+    /// How topologies that route through forwarding nodes use equally short paths, one
+    /// configuration each: `"shortest"` (their routes, one per subnet, as the study had) or
+    /// `"ecmp"` (every node also gets an address on `lo`, reached over every equal-cost next
+    /// hop). Empty means `["shortest"]`.
     #[serde(default)]
     #[schemars(with = "Vec<Routing>")]
     pub routing: Vec<Spanned<Routing>>,

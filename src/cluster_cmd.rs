@@ -8,7 +8,7 @@ use clap::{Args, Subcommand};
 use orchestrate::vcluster as vc;
 use orchestrate::{plan, topology};
 
-use crate::report_spec_errors;
+use crate::spec_errors::report_spec_errors;
 use crate::validate_cmd::{Kind, kind_of};
 
 /// `orchestrate cluster ...`: the virtual cluster's commands.

@@ -2,16 +2,17 @@
 
 mod cluster_cmd;
 mod medium_cmd;
+mod plan_cmd;
 mod run_cmd;
+mod spec_errors;
 mod validate_cmd;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
-use orchestrate::spec::{NodeName, SpecErrors};
-use orchestrate::{plan, topology};
+use orchestrate::spec::NodeName;
 
 /// Declarative experiments for interconnect topology studies.
 ///
@@ -185,28 +186,7 @@ fn run(command: Command, quiet: bool) -> anyhow::Result<ExitCode> {
             node,
             json,
             graph,
-        } => {
-            let Some(e) = report_spec_errors(plan::load(&experiment)) else {
-                return Ok(ExitCode::FAILURE);
-            };
-            if let Some(n) = &node
-                && !e.topologies.iter().any(|t| t.node(n).is_some())
-            {
-                anyhow::bail!("no topology of {} has a node `{n}`", experiment.display());
-            }
-            let Some(p) = report_spec_errors(plan::expand(&e)) else {
-                return Ok(ExitCode::FAILURE);
-            };
-            if let Some(dir) = graph {
-                write_drawings(&e.topologies, &dir)?;
-            }
-            if json {
-                println!("{}", serde_json::to_string_pretty(&p)?);
-            } else {
-                print!("{}", plan::render::text(&p, node.as_ref()));
-            }
-            Ok(ExitCode::SUCCESS)
-        }
+        } => plan_cmd::plan(&experiment, node.as_ref(), json, graph.as_deref()),
         Command::Report(args) => {
             let dir = args
                 .run_dir
@@ -249,34 +229,6 @@ fn run(command: Command, quiet: bool) -> anyhow::Result<ExitCode> {
                 &mut std::io::stdout(),
             );
             Ok(ExitCode::SUCCESS)
-        }
-    }
-}
-
-/// `<topology>.svg` and `<topology>.dot` for each topology.
-fn write_drawings(topologies: &[topology::Topology], dir: &Path) -> anyhow::Result<()> {
-    use anyhow::Context as _;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    for t in topologies {
-        for (ext, body) in [
-            ("svg", topology::draw::svg(t)),
-            ("dot", topology::draw::dot(t)),
-        ] {
-            let path = dir.join(format!("{}.{ext}", t.name));
-            std::fs::write(&path, body).with_context(|| format!("writing {}", path.display()))?;
-            tracing::info!("wrote {}", path.display());
-        }
-    }
-    Ok(())
-}
-
-/// Prints spec errors with their source snippets; `None` if there were any.
-fn report_spec_errors<T>(r: Result<T, SpecErrors>) -> Option<T> {
-    match r {
-        Ok(v) => Some(v),
-        Err(errors) => {
-            eprint!("{}", errors.render());
-            None
         }
     }
 }

@@ -9,8 +9,5 @@ mod script;
 mod steps;
 
 pub use drivers::settle_bond_drivers;
-pub use script::{NodeScripts, render};
+pub use script::{DEFAULT_LEDGER, NodeScripts, render};
 pub use steps::Step;
-
-/// Where scripts keep the ledger on a node unless told otherwise (their first argument).
-pub const DEFAULT_LEDGER: &str = "/run/orchestrate/ledger";

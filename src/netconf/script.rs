@@ -9,8 +9,10 @@ use ipnet::Ipv4Net;
 use crate::spec::{IfName, NodeName};
 use crate::topology::{Attachment, Bond, BondDriver, BondMode, DriverChoice, Node, Topology};
 
-use super::DEFAULT_LEDGER;
 use super::steps::{Step, q};
+
+/// Where scripts keep the ledger on a node unless told otherwise (their first argument).
+pub const DEFAULT_LEDGER: &str = "/run/orchestrate/ledger";
 
 /// A node's configuration for one topology.
 #[derive(Debug, Clone, Serialize)]

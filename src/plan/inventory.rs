@@ -7,8 +7,7 @@ use std::collections::BTreeMap;
 use crate::remote::inventory::LocatedInventory;
 use crate::spec::{Name, NodeName, SourceFile, SpecError, SpecErrors};
 
-use super::Experiment;
-use super::experiment::Cluster;
+use super::experiment::{Cluster, Experiment};
 
 /// At most this many node names in one message; the rest are counted.
 const NAMES_SHOWN: usize = 8;

@@ -708,7 +708,7 @@ fn fair_share(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::place;
+    use crate::plan::placement::place;
     use crate::spec::SourceFile;
     use crate::spec::experiment::PlacementKind;
 

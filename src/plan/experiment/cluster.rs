@@ -2,14 +2,35 @@
 //! them. Each setting belongs to one kind; given to another, it is an error where it is
 //! written rather than a value silently ignored.
 
-use std::path::Path;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
 
 use toml::Spanned;
 
 use crate::remote::inventory::{SettingsSpec, ssh_settings};
 use crate::spec::experiment::{ClusterKind, ClusterSpec};
 
-use super::{Cluster, ErrorList};
+use super::errors::ErrorList;
+
+/// Where an experiment's nodes come from.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Cluster {
+    Docker,
+    Inventory {
+        path: PathBuf,
+        /// Where the experiment names it, for messages about what it lacks.
+        #[serde(skip)]
+        named_at: Range<usize>,
+    },
+    /// The current Slurm allocation's hosts, reached as `ssh` says.
+    Slurm {
+        ssh: crate::remote::SshSettings,
+        sudo: bool,
+    },
+}
 
 /// Where the nodes run; an inventory file and SSH key files are relative to `dir`.
 pub(super) fn cluster(spec: &ClusterSpec, dir: &Path, errors: &mut ErrorList) -> Cluster {

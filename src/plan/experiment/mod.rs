@@ -2,23 +2,25 @@
 //! explicit pairs, pattern options), with sweeps expanded to concrete values.
 
 mod cluster;
+mod errors;
 mod references;
 mod workload;
 
+pub use cluster::Cluster;
+pub use workload::{Amount, Workload, WorkloadSpans};
+
+use errors::ErrorList;
+
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde::Serialize;
 use toml::Spanned;
 
-use crate::spec::experiment::{
-    BondingSpec, ExperimentSpec, MultipathSpec, Pattern, PlacementKind, Protocol, ReportFormat,
-    Statistic,
-};
+use crate::spec::experiment::{BondingSpec, ExperimentSpec, MultipathSpec, Protocol, ReportFormat};
 use crate::spec::limits::{MAX_POINTS, MAX_TOPOLOGIES};
 use crate::spec::multipath::{MultipathHash, NodeMultipath, Routing};
-use crate::spec::{HostSpec, Name, NodeName, Rate, SourceFile, SpecError, SpecErrors, best_match};
+use crate::spec::{HostSpec, Name, SourceFile, SpecErrors, best_match};
 use crate::topology::routing::MAX_ECMP_NODES;
 use crate::topology::{self, Topology};
 
@@ -88,69 +90,6 @@ pub fn variants(t: &Topology, modes: &[NodeMultipath], routings: &[Routing]) -> 
                 .map(move |&routing| Variant { multipath, routing })
         })
         .collect()
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(tag = "kind", rename_all = "lowercase")]
-pub enum Cluster {
-    Docker,
-    Inventory {
-        path: PathBuf,
-        /// Where the experiment names it, for messages about what it lacks.
-        #[serde(skip)]
-        named_at: Range<usize>,
-    },
-    /// The current Slurm allocation's hosts, reached as `ssh` says.
-    Slurm {
-        ssh: crate::remote::SshSettings,
-        sudo: bool,
-    },
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Workload {
-    pub pattern: Pattern,
-    pub protocol: Protocol,
-    pub sizes: Vec<u64>,
-    pub pairs: Vec<u32>,
-    pub placements: Vec<PlacementKind>,
-    pub explicit_pairs: Vec<(NodeName, NodeName)>,
-    pub amount: Amount,
-    pub warmup: u64,
-    pub repetitions: u32,
-    pub statistic: Statistic,
-    pub depth: Option<u32>,
-    pub rate: Option<Rate>,
-    pub drop_caches: bool,
-    /// Where the workload's keys are, for problems only the plan finds.
-    #[serde(skip)]
-    pub spans: WorkloadSpans,
-}
-
-/// Where a workload's keys are written.
-#[derive(Debug, Clone, Default)]
-pub struct WorkloadSpans {
-    /// `pairs`, where a count the topology cannot place is reported.
-    pub pairs: Range<usize>,
-    /// `exchanges` or `duration`, where an estimate too long to represent is reported.
-    pub amount: Range<usize>,
-}
-
-/// How much traffic one run carries.
-#[derive(Debug, Clone, Copy, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Amount {
-    Exchanges(u64),
-    Duration(#[serde(with = "humantime_serde_secs")] Duration),
-}
-
-mod humantime_serde_secs {
-    pub fn serialize<S: serde::Serializer>(
-        d: &std::time::Duration,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64())
-    }
 }
 
 /// Loads the experiment at `path` with its topologies, checking everything a run relies on.
@@ -255,52 +194,6 @@ fn check_point_count(
                 .into(),
         ),
     );
-}
-
-/// The errors found in one experiment file so far, in the order they were found.
-struct ErrorList<'a> {
-    source: &'a SourceFile,
-    errors: Vec<SpecError>,
-}
-
-impl<'a> ErrorList<'a> {
-    fn new(source: &'a SourceFile) -> Self {
-        ErrorList {
-            source,
-            errors: Vec::new(),
-        }
-    }
-
-    fn push(&mut self, span: Range<usize>, message: impl Into<String>) {
-        self.push_with_help(span, message, None);
-    }
-
-    fn push_with_help(
-        &mut self,
-        span: Range<usize>,
-        message: impl Into<String>,
-        help: Option<String>,
-    ) {
-        self.errors.push(self.source.error(span, message, help));
-    }
-
-    fn extend(&mut self, errors: Vec<SpecError>) {
-        self.errors.extend(errors);
-    }
-
-    /// Some checks run only on an otherwise clean file: after an earlier error they would
-    /// mostly repeat it (a baseline "missing" because its topology failed to load).
-    fn is_empty(&self) -> bool {
-        self.errors.is_empty()
-    }
-
-    fn into_result(self) -> Result<(), SpecErrors> {
-        if self.errors.is_empty() {
-            Ok(())
-        } else {
-            Err(SpecErrors::new(self.errors))
-        }
-    }
 }
 
 /// The `name` given, or else the file name without `.toml`.

@@ -5,7 +5,8 @@ use crate::spec::best_match;
 use crate::spec::reference::ReferenceSpec;
 use crate::topology::Topology;
 
-use super::{ErrorList, Workload};
+use super::errors::ErrorList;
+use super::workload::Workload;
 
 /// Checks every reference against the topologies and the workloads' sweeps.
 pub(super) fn check(

@@ -2,22 +2,73 @@
 //! against each other and the topologies, the amount of traffic per run settled, and each
 //! pattern's own options checked against the pattern.
 
+use std::ops::Range;
+use std::time::Duration;
+
+use serde::Serialize;
 use toml::Spanned;
 
 use crate::spec::experiment::{
-    Pattern, PlacementKind, Protocol, SizeRange, Sizes, SpannedPair, WorkloadSpec,
+    Pattern, PlacementKind, Protocol, SizeRange, Sizes, SpannedPair, Statistic, WorkloadSpec,
 };
 use crate::spec::limits::{
     MAX_DEPTH, MAX_DURATION, MAX_EXCHANGES, MAX_PAIR_COUNTS, MAX_REPETITIONS, MAX_SIZES,
     MAX_WORKLOADS, MIN_RATE,
 };
-use crate::spec::{ByteSize, NodeName, best_match};
+use crate::spec::{ByteSize, NodeName, Rate, best_match};
 use crate::topology::Topology;
 use orchestrate_worker::protocol::{
     LOAD_HEADER, MAX_FILE, MAX_PIPELINE_BYTES, MAX_SIZE, MAX_UDP_SIZE,
 };
 
-use super::{Amount, ErrorList, Workload, WorkloadSpans};
+use super::errors::ErrorList;
+
+/// One `[[workload]]`, resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct Workload {
+    pub pattern: Pattern,
+    pub protocol: Protocol,
+    pub sizes: Vec<u64>,
+    pub pairs: Vec<u32>,
+    pub placements: Vec<PlacementKind>,
+    pub explicit_pairs: Vec<(NodeName, NodeName)>,
+    pub amount: Amount,
+    pub warmup: u64,
+    pub repetitions: u32,
+    pub statistic: Statistic,
+    pub depth: Option<u32>,
+    pub rate: Option<Rate>,
+    pub drop_caches: bool,
+    /// Where the workload's keys are, for problems only the plan finds.
+    #[serde(skip)]
+    pub spans: WorkloadSpans,
+}
+
+/// Where a workload's keys are written.
+#[derive(Debug, Clone, Default)]
+pub struct WorkloadSpans {
+    /// `pairs`, where a count the topology cannot place is reported.
+    pub pairs: Range<usize>,
+    /// `exchanges` or `duration`, where an estimate too long to represent is reported.
+    pub amount: Range<usize>,
+}
+
+/// How much traffic one run carries.
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Amount {
+    Exchanges(u64),
+    Duration(#[serde(with = "humantime_serde_secs")] Duration),
+}
+
+mod humantime_serde_secs {
+    pub fn serialize<S: serde::Serializer>(
+        d: &std::time::Duration,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64())
+    }
+}
 
 /// Every workload, in the order given; there must be at least one.
 pub(super) fn workloads(

@@ -60,7 +60,7 @@
 mod error;
 mod manifest;
 pub mod media;
-mod run_dir;
+pub mod run_dir;
 pub mod schema;
 mod store;
 

@@ -1,6 +1,6 @@
 //! One configuration (a topology under one bonding mode) on the nodes a source gave for it, in
 //! stages: connect, [prepare](super::prepare), ledger and [apply](super::apply),
-//! [path checks](super::paths), [measure](super::measure), [teardown](super::teardown). Teardown
+//! [path checks](super::path_proofs), [measure](super::measure), [teardown](super::teardown). Teardown
 //! runs whatever happened after the ledger was written.
 
 use crate::plan::{Configuration, Experiment, Point};
@@ -9,16 +9,16 @@ use crate::spec::NodeName;
 
 use super::RunOptions;
 use super::apply::{self, NODE_LEDGER};
-use super::events::Event;
 use super::measure::Measurement;
-use super::paths::verify_paths;
+use super::node::connect::connect;
+use super::node::worker_binary::WorkerBuild;
+use super::path_proofs::verify_paths;
 use super::prepare::{self, Prepared};
 use super::programs;
-use super::rundir::Ledger;
-use super::session::connect;
+use super::show::events::Event;
 use super::state::RunState;
 use super::teardown::teardown;
-use super::worker_binary::WorkerBuild;
+use crate::results::run_dir::Ledger;
 
 pub struct ConfigurationRun<'a> {
     pub exp: &'a Experiment,

@@ -21,29 +21,20 @@
 //!   another user could have written it ([`run_dir_trust`]), its teardown scripts run only if
 //!   they are what this controller renders ([`verified_teardown`]).
 
-mod agent;
 mod apply;
 mod configuration;
-mod drawings;
-mod eta;
-pub mod events;
-mod fanout;
 mod measure;
-mod media;
-mod paths;
+mod medium_stats;
+mod node;
+mod path_proofs;
 mod point;
 mod prepare;
 mod programs;
-mod progress;
-mod run_dir_trust;
-mod rundir;
-mod session;
+mod show;
 mod start;
 mod state;
 mod teardown;
 mod verified_teardown;
-mod worker_binary;
-mod worker_install;
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -53,15 +44,17 @@ use tokio::sync::watch;
 use crate::plan::{self, Point};
 use crate::remote::NodeSource;
 
+use crate::results::run_dir::read_ledger;
 use configuration::ConfigurationRun;
-use events::{Event, EventLog};
+use node::worker_binary::WorkerBuild;
+use show::events::{self, Event, EventLog};
+use show::progress;
 use state::RunState;
-use worker_binary::WorkerBuild;
 
-pub use agent::Agent;
-pub use drawings::{RunDrawings, RunModel};
-pub use progress::LogWriter;
-pub use rundir::{Ledger, RunWriter, read_ledger};
+pub use node::agent::Agent;
+pub use show::drawings::{RunDrawings, RunModel};
+pub use show::events::EventsTo;
+pub use show::progress::LogWriter;
 pub use start::{OpenRun, RunStart};
 pub use teardown::teardown_from_ledger;
 
@@ -265,7 +258,7 @@ impl Configurations<'_> {
 /// Closes the run: the manifest's end time, then the report.
 fn finish(mut state: RunState) -> anyhow::Result<Summary> {
     state.finished(None);
-    state.manifest.finished_unix_ns = Some(agent::now_ns());
+    state.manifest.finished_unix_ns = Some(node::agent::now_ns());
     state.writer.write_manifest(&state.manifest)?;
     let root = state.writer.root();
     let drawer = RunDrawings::new(root);

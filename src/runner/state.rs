@@ -5,10 +5,10 @@ use tokio::sync::watch;
 
 use crate::results::Manifest;
 
-use super::events::{self, Event, EventLog};
-use super::progress::Progress;
-use super::rundir::RunWriter;
+use super::show::events::{self, Event, EventLog};
+use super::show::progress::Progress;
 use super::{Stopped, Summary};
+use crate::results::run_dir::RunWriter;
 
 pub struct RunState {
     pub writer: RunWriter,

@@ -13,14 +13,14 @@ use crate::results::RunDir;
 use crate::spec::NodeName;
 
 use super::apply::NODE_LEDGER;
-use super::events::Event;
-use super::fanout::{listed, run_scripts};
+use super::node::connect::connect;
+use super::node::fanout::{listed, run_scripts};
 use super::prepare::Prepared;
-use super::run_dir_trust;
-use super::rundir::{Ledger, read_ledger};
-use super::session::connect;
+use super::show::events::Event;
 use super::state::RunState;
 use super::verified_teardown::verified_teardowns;
+use crate::results::run_dir::trust;
+use crate::results::run_dir::{Ledger, read_ledger};
 
 /// Tears the configuration down on every node and updates the ledger.
 pub async fn teardown(
@@ -95,7 +95,7 @@ fn userspace_bond_counters(
 /// teardown scripts this controller renders itself ([`verified_teardowns`]).
 pub async fn teardown_from_ledger(dir: &Path, source: &dyn NodeSource) -> anyhow::Result<()> {
     let run = RunDir::new(dir);
-    run_dir_trust::check(&run)?;
+    trust::check(&run)?;
     let Some(l) = read_ledger(&run)? else {
         eprintln!("{}: no ledger, nothing to undo", dir.display());
         return Ok(());

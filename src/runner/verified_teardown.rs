@@ -16,7 +16,7 @@ use crate::spec::NodeName;
 use crate::topology::{Node, Topology};
 
 use super::apply::NODE_LEDGER;
-use super::rundir::Ledger;
+use crate::results::run_dir::Ledger;
 
 /// Each of the ledger's nodes and its teardown script, every one verified as described above.
 pub fn verified_teardowns(

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 
-use crate::results::RunDir;
+use super::layout::RunDir;
 
 /// Refuses `run` when another user could have changed what `teardown` or `--resume` reads,
 /// naming every fault and how to fix it.

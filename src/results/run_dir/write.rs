@@ -16,10 +16,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::netconf::NodeScripts;
 use crate::plan::{Experiment, Plan};
-use crate::results::{
-    HostRow, Manifest, MediaRow, MediaTotal, PointRow, PointStatus, RecordRow, RunDir,
-};
+use crate::results::manifest::Manifest;
+use crate::results::media::{HostRow, MediaRow, MediaTotal};
+use crate::results::schema::{PointRow, PointStatus, RecordRow};
 use crate::spec::NodeName;
+
+use super::layout::RunDir;
 
 /// The controller's ledger: which nodes have a configuration applied and not yet torn down.
 /// Written before anything is applied and removed once teardown succeeded everywhere, so

@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 
 use polars::prelude::DataFrame;
 
-use super::media::{self, HostRow, MediaRow, MediaTotal};
-use super::schema::PointRow;
-use super::{Manifest, ResultsError};
+use crate::results::error::ResultsError;
+use crate::results::manifest::Manifest;
+use crate::results::media::{self, HostRow, MediaRow, MediaTotal};
+use crate::results::schema::PointRow;
 
 /// A run directory (see the [module docs](super) for its files).
 #[derive(Debug, Clone)]
@@ -97,7 +98,7 @@ impl RunDir {
     }
 
     /// The medium's statistics per (point, rep, segment), the last line of each (see
-    /// [`media`](super::media)); `None` when the run has no `media.jsonl` (no emulator, or a
+    /// [`media`](crate::results::media)); `None` when the run has no `media.jsonl` (no emulator, or a
     /// run from before it).
     pub fn media(&self) -> Result<Option<Vec<MediaRow>>, ResultsError> {
         Ok(media::read_jsonl(&self.media_jsonl())?.map(media::last_per_segment))

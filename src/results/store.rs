@@ -9,9 +9,10 @@ use polars::io::csv::write::BatchedWriter as CsvBatched;
 use polars::io::parquet::write::{BatchedWriter as ParquetBatched, KeyValueMetadata};
 use polars::prelude::*;
 
+use super::error::ResultsError;
+use super::manifest::Manifest;
 use super::run_dir::RunDir;
 use super::schema::{RecordColumns, RecordRow};
-use super::{Manifest, ResultsError};
 
 /// Rows per Parquet row group and per CSV batch.
 const BATCH_ROWS: usize = 1 << 20;

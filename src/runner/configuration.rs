@@ -5,20 +5,19 @@
 
 use crate::plan::{Configuration, Experiment, Point};
 use crate::remote::{Cluster, Nodes};
+use crate::results::run_dir::Ledger;
 use crate::spec::NodeName;
 
-use super::RunOptions;
 use super::apply::{self, NODE_LEDGER};
-use super::measure::Measurement;
 use super::node::connect::connect;
 use super::node::worker_binary::WorkerBuild;
+use super::options::RunOptions;
 use super::path_proofs::verify_paths;
 use super::prepare::{self, Prepared};
 use super::programs;
 use super::show::events::Event;
 use super::state::RunState;
 use super::teardown::teardown;
-use crate::results::run_dir::Ledger;
 
 pub struct ConfigurationRun<'a> {
     pub exp: &'a Experiment,
@@ -117,7 +116,7 @@ impl ConfigurationRun<'_> {
             bonding: self.config.bonding_label(),
             nodes: t.nodes.len(),
         });
-        let measurement = Measurement {
+        let measurement = super::measure::Measurement {
             exp: self.exp,
             config: self.config,
             todo: &self.todo,

@@ -24,10 +24,11 @@ use super::medium_stats::Sampler;
 use super::node::agent::Agent;
 use super::node::fanout::{listed, on_all};
 use super::node::worker_install::InstalledWorker;
+use super::options::{OnError, RunOptions};
 use super::point::{self, Outcome, PointContext};
 use super::show::events::{self, Event as RunEvent, Figures};
 use super::state::RunState;
-use super::{OnError, RunOptions, Stopped};
+use super::state::Stopped;
 
 /// What measuring a configuration needs beyond the nodes.
 pub struct Measurement<'a> {

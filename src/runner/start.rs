@@ -9,11 +9,9 @@ use anyhow::{Context, bail};
 use crate::plan::experiment::Cluster;
 use crate::plan::{self, Experiment, Plan};
 use crate::remote::slurm::Allocation;
-use crate::results::{Manifest, RunDir, ToolInfo};
+use crate::results::run_dir::{RunDir, RunWriter, trust};
+use crate::results::{Manifest, ToolInfo};
 use crate::spec::SpecErrors;
-
-use crate::results::run_dir::RunWriter;
-use crate::results::run_dir::trust;
 
 /// A run directory ready to take points.
 pub struct OpenRun {

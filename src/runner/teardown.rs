@@ -9,7 +9,7 @@ use anyhow::bail;
 
 use crate::plan::Configuration;
 use crate::remote::{Cluster, NodeSource};
-use crate::results::RunDir;
+use crate::results::run_dir::{Ledger, RunDir, read_ledger, trust};
 use crate::spec::NodeName;
 
 use super::apply::NODE_LEDGER;
@@ -19,8 +19,6 @@ use super::prepare::Prepared;
 use super::show::events::Event;
 use super::state::RunState;
 use super::verified_teardown::verified_teardowns;
-use crate::results::run_dir::trust;
-use crate::results::run_dir::{Ledger, read_ledger};
 
 /// Tears the configuration down on every node and updates the ledger.
 pub async fn teardown(

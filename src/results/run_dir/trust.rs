@@ -32,7 +32,7 @@ pub fn check(run: &RunDir) -> anyhow::Result<()> {
         visit(&path, euid, false, &mut faults)?;
     }
     visit(&run.topologies_dir(), euid, true, &mut faults)?;
-    visit(&root.join("scripts"), euid, true, &mut faults)?;
+    visit(&run.scripts_root(), euid, true, &mut faults)?;
     if faults.is_empty() {
         return Ok(());
     }

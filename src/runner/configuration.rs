@@ -1,7 +1,7 @@
 //! One configuration (a topology under one bonding mode) on the nodes a source gave for it, in
-//! stages: connect, [prepare](super::prepare), ledger and [apply](super::apply),
-//! [path checks](super::path_proofs), [measure](super::measure), [teardown](super::teardown). Teardown
-//! runs whatever happened after the ledger was written.
+//! stages: connect, [prepare](super::prepare), [programs](super::programs), ledger and
+//! [apply](super::apply), [path proofs](super::path_proofs), [measure](super::measure),
+//! [teardown](super::teardown). Teardown runs whatever happened after the ledger was written.
 
 use crate::plan::{Configuration, Experiment, Point};
 use crate::remote::{Cluster, Nodes};

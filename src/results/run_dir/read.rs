@@ -17,8 +17,8 @@ use super::layout::RunDir;
 
 impl RunDir {
     /// The medium's statistics per (point, rep, segment), the last line of each (see
-    /// [`media`](crate::results::media)); `None` when the run has no `media.jsonl` (no emulator, or a
-    /// run from before it).
+    /// [`media`](crate::results::media)); `None` when the run has no `media.jsonl` (no
+    /// emulator, or a run from before it).
     pub fn media(&self) -> Result<Option<Vec<MediaRow>>, ResultsError> {
         Ok(media::read_jsonl(&self.media_jsonl())?.map(media::last_per_segment))
     }

@@ -9,7 +9,7 @@ use orchestrate::plan;
 use orchestrate::remote::slurm::Allocation;
 use orchestrate::remote::{InventoryFile, NodeSource, SlurmAllocation};
 use orchestrate::results::RunDir;
-use orchestrate::runner::events::EventsTo;
+use orchestrate::runner::EventsTo;
 use orchestrate::runner::{self, OnError, OpenRun, RunOptions, RunStart, Stopped};
 use orchestrate::vcluster::{self, VirtualClusters};
 

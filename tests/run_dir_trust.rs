@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 
 use orchestrate::netconf;
 use orchestrate::remote::InventoryFile;
-use orchestrate::runner::{Ledger, OpenRun, RunStart, teardown_from_ledger};
+use orchestrate::results::run_dir::Ledger;
+use orchestrate::runner::{OpenRun, RunStart, teardown_from_ledger};
 use orchestrate::spec::NodeName;
 
 mod common;

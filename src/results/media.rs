@@ -17,7 +17,7 @@ use polars::prelude::*;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use super::ResultsError;
+use super::error::ResultsError;
 use super::schema::PlacementKind;
 
 /// The point a line belongs to, with the keys `records.jsonl` and `points.jsonl` join on.

@@ -1,21 +1,7 @@
 //! Results: the run directory's files, their schema, and loading them into Polars.
 //!
-//! # Run directory
-//!
-//! | file | written by | what |
-//! |---|---|---|
-//! | `manifest.json` | runner | tool, experiment, seed, statistic, baseline, node probes, topologies ([`Manifest`]) |
-//! | `records.jsonl` | runner | one [`RecordRow`] per line: run context + the worker's flattened record |
-//! | `points.jsonl` | runner | one [`PointRow`] per point attempt, with its status and overlap window |
-//! | `records.parquet`, `records.csv` | [`ingest`] | the same records, typed columns, for Polars and for people; the Parquet file names the experiment, seed and tool version in its key-value metadata ([`RecordsMetadata`]) |
-//! | `bonds.jsonl` | runner | userspace bonds' final counters, one line per bond and configuration: per slave, per flow (which wire each flow took), failovers |
-//! | `media.jsonl` | runner | the medium emulator's statistics of one segment during one point's traffic ([`MediaRow`]): the point's keys, frames, bytes, utilisation, collisions, drops, deferrals, lateness percentiles and flag; only on emulated media |
-//! | `hosts.jsonl` | runner | the emulator's host costs of one node during one point ([`HostRow`]): frames sent, received, forwarded, backlog drops, CPU busy time; only nodes with a host profile |
-//! | `media-total.jsonl` | runner | per configuration, every segment and host from the emulator's start to the configuration's end, or why statistics are missing ([`MediaTotal`]) |
-//!
-//! A point measured again (`--resume` after a failure) appends new lines to the media files;
-//! readers keep the last line per (point, segment) and (point, node). [`RunDir::media_frame`]
-//! gives the `media` Polars frame.
+//! The run directory (every file's name, reading it back, writing it as a run goes, whether
+//! to trust it) is [`run_dir`], the one place that knows its layout.
 //!
 //! # Record columns
 //!
@@ -60,7 +46,7 @@
 mod error;
 mod manifest;
 pub mod media;
-mod run_dir;
+pub mod run_dir;
 pub mod schema;
 mod store;
 

@@ -9,9 +9,10 @@ use polars::io::csv::write::BatchedWriter as CsvBatched;
 use polars::io::parquet::write::{BatchedWriter as ParquetBatched, KeyValueMetadata};
 use polars::prelude::*;
 
+use super::error::ResultsError;
+use super::manifest::Manifest;
 use super::run_dir::RunDir;
 use super::schema::{RecordColumns, RecordRow};
-use super::{Manifest, ResultsError};
 
 /// Rows per Parquet row group and per CSV batch.
 const BATCH_ROWS: usize = 1 << 20;
@@ -177,33 +178,4 @@ pub fn ingest(run: &RunDir) -> Result<u64, ResultsError> {
         writer.push(row)?;
     }
     writer.finish()
-}
-
-impl RunDir {
-    /// Makes sure `records.parquet` reflects `records.jsonl`, converting when the Parquet file
-    /// is missing or older. Returns whether it converted.
-    pub fn ensure_store(&self) -> Result<bool, ResultsError> {
-        let jsonl = self.records_jsonl();
-        let parquet = self.records_parquet();
-        let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-        match (modified(&jsonl), modified(&parquet)) {
-            (None, None) => Err(ResultsError::NoRecords {
-                path: self.root().to_path_buf(),
-            }),
-            (Some(src), Some(dst)) if dst >= src => Ok(false),
-            (None, Some(_)) => Ok(false),
-            (Some(_), _) => ingest(self).map(|_| true),
-        }
-    }
-
-    /// All records as a lazy Polars frame over `records.parquet`, converting first if needed.
-    pub fn scan_records(&self) -> Result<LazyFrame, ResultsError> {
-        self.ensure_store()?;
-        let path = self.records_parquet();
-        let path = path.to_string_lossy();
-        Ok(LazyFrame::scan_parquet(
-            path.as_ref().into(),
-            ScanArgsParquet::default(),
-        )?)
-    }
 }

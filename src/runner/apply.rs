@@ -9,7 +9,7 @@ use crate::netconf;
 use crate::remote::Cluster;
 use crate::spec::NodeName;
 
-use super::fanout::{listed, run_scripts};
+use super::node::fanout::{listed, run_scripts};
 use super::prepare::Prepared;
 
 /// Where scripts keep their ledger on the nodes.

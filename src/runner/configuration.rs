@@ -1,24 +1,23 @@
 //! One configuration (a topology under one bonding mode) on the nodes a source gave for it, in
-//! stages: connect, [prepare](super::prepare), ledger and [apply](super::apply),
-//! [path checks](super::paths), [measure](super::measure), [teardown](super::teardown). Teardown
-//! runs whatever happened after the ledger was written.
+//! stages: connect, [prepare](super::prepare), [programs](super::programs), ledger and
+//! [apply](super::apply), [path proofs](super::path_proofs), [measure](super::measure),
+//! [teardown](super::teardown). Teardown runs whatever happened after the ledger was written.
 
 use crate::plan::{Configuration, Experiment, Point};
 use crate::remote::{Cluster, Nodes};
+use crate::results::run_dir::Ledger;
 use crate::spec::NodeName;
 
-use super::RunOptions;
 use super::apply::{self, NODE_LEDGER};
-use super::events::Event;
-use super::measure::Measurement;
-use super::paths::verify_paths;
+use super::node::connect::connect;
+use super::node::worker_binary::WorkerBuild;
+use super::options::RunOptions;
+use super::path_proofs::verify_paths;
 use super::prepare::{self, Prepared};
 use super::programs;
-use super::rundir::Ledger;
-use super::session::connect;
+use super::show::events::Event;
 use super::state::RunState;
 use super::teardown::teardown;
-use super::worker_binary::WorkerBuild;
 
 pub struct ConfigurationRun<'a> {
     pub exp: &'a Experiment,
@@ -117,7 +116,7 @@ impl ConfigurationRun<'_> {
             bonding: self.config.bonding_label(),
             nodes: t.nodes.len(),
         });
-        let measurement = Measurement {
+        let measurement = super::measure::Measurement {
             exp: self.exp,
             config: self.config,
             todo: &self.todo,

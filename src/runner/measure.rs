@@ -20,14 +20,15 @@ use crate::results::{BondDriver, MediaContext, PointRow, PointStatus};
 use crate::spec::NodeName;
 use crate::topology::Topology;
 
-use super::agent::Agent;
-use super::events::{self, Event as RunEvent, Figures};
-use super::fanout::{listed, on_all};
-use super::media::Sampler;
+use super::medium_stats::Sampler;
+use super::node::agent::Agent;
+use super::node::fanout::{listed, on_all};
+use super::node::worker_install::InstalledWorker;
+use super::options::{OnError, RunOptions};
 use super::point::{self, Outcome, PointContext};
+use super::show::events::{self, Event as RunEvent, Figures};
 use super::state::RunState;
-use super::worker_install::InstalledWorker;
-use super::{OnError, RunOptions, Stopped};
+use super::state::Stopped;
 
 /// What measuring a configuration needs beyond the nodes.
 pub struct Measurement<'a> {

@@ -1,290 +1,71 @@
 //! `orchestrate run`: reaches every node, configures it, runs each point through the nodes'
 //! agents, stores every record as it arrives, and leaves every node as it found it — on real
 //! machines from an inventory, or on the virtual cluster, through the same path: nodes come
-//! from a [`NodeSource`], and nothing here knows whether a node is a container.
+//! from a [`NodeSource`](crate::remote::NodeSource), and nothing here knows whether a node is
+//! a container.
 //!
-//! Where each stage lives:
-//! - [`start`]: open a new run directory, or the one of a run to resume (same plan, earlier
-//!   attempt's ledger undone first);
-//! - per configuration (a topology under one bonding mode), [`configuration`] drives, in order:
-//!   obtain nodes from the source, connect ([`session`]); [`prepare`]: install the worker in
-//!   a private directory checked on the node ([`worker_install`]; no upload when the node has
-//!   that build, [`worker_binary`]), probe, settle bond drivers, render scripts; check that
-//!   every program the run calls is on each node ([`programs`]); write the ledger and
-//!   [`apply`] every node's script; prove every planned path's hop count ([`paths`]);
-//!   [`measure`]: one agent and one server per node, clock offsets, then each [`point`] with
-//!   the medium's statistics ([`media`]); [`teardown`] — on success, failure and Ctrl-C alike;
-//! - [`rundir`] writes the run directory, [`state`] is what every stage writes to,
-//!   [`progress`] shows it (with the time left from [`eta`]), and [`events`] reports it to
-//!   programs;
-//! - a run directory read back (`orchestrate teardown`, `--resume`) is data: refused when
-//!   another user could have written it ([`run_dir_trust`]), its teardown scripts run only if
-//!   they are what this controller renders ([`verified_teardown`]).
+//! Read it in the order a run goes:
+//! 1. [`start`]: open a new run directory, or the one of a run to resume (same plan, read back
+//!    only when nobody else could have written it);
+//! 2. [`run`]: the run as a whole — an earlier attempt's ledger undone, each configuration in
+//!    plan order, then the report — with the user's [`options`]; [`state`] is what every stage
+//!    writes to, and ends as the run's summary;
+//! 3. per configuration (a topology under one bonding mode), [`configuration`] drives, in
+//!    order: obtain nodes from the source and connect; [`prepare`]: install the worker, probe,
+//!    settle bond drivers, render scripts; [`programs`]: every program the run calls is on each
+//!    node; write the ledger and [`apply`] every node's script; [`path_proofs`]: prove every
+//!    planned path's hop count; [`measure`]: one agent and one server per node, clock offsets,
+//!    then each [`point`], with the medium emulator's statistics ([`medium_stats`]);
+//!    [`teardown`] — on success, failure and Ctrl-C alike;
+//! 4. `orchestrate teardown <run-dir>` finishes what a run left in its ledger
+//!    ([`teardown_from_ledger`]), running only the teardown scripts this controller renders
+//!    itself ([`verified_teardown`]).
+//!
+//! Beside the stages: [`node`] is what runs on or reaches a node (sessions, fan-out, the
+//! worker's install, the agents), [`show`] what a run shows (progress, time left, events, the
+//! report's drawings). The run directory — every file's name, reading it, writing it, whether
+//! to trust it — is [`crate::results::run_dir`], shared with the report that reads it.
 
-mod agent;
-mod apply;
-mod configuration;
-mod drawings;
-mod eta;
-pub mod events;
-mod fanout;
-mod measure;
-mod media;
-mod paths;
-mod point;
-mod prepare;
-mod programs;
-mod progress;
-mod run_dir_trust;
-mod rundir;
-mod session;
+// The stages, in the order a run goes through them.
+// Opening the run directory: new, or resumed.
 mod start;
+// The run as a whole: an earlier attempt's ledger undone, each configuration, the report.
+mod run;
+// What the user chose beyond the experiment.
+mod options;
+// What every stage writes to, and the summary it ends as.
 mod state;
+// One configuration, driving the stages below in turn.
+mod configuration;
+// Worker installed, nodes probed, scripts rendered.
+mod prepare;
+// Every program the run calls is on each node.
+mod programs;
+// The ledger written, every node's apply script run.
+mod apply;
+// Every planned path's hop count proven.
+mod path_proofs;
+// Agents, servers and clock offsets, then each point.
+mod measure;
+// One point.
+mod point;
+// The medium emulator's statistics around each point.
+mod medium_stats;
+// Every node's teardown script; the ledger keeps what failed.
 mod teardown;
+// Only teardown scripts this controller renders run from a run directory.
 mod verified_teardown;
-mod worker_binary;
-mod worker_install;
 
-use std::collections::BTreeSet;
-use std::path::PathBuf;
+// Beside the stages: what runs on or reaches a node, and what a run shows.
+mod node;
+mod show;
 
-use tokio::sync::watch;
-
-use crate::plan::{self, Point};
-use crate::remote::NodeSource;
-
-use configuration::ConfigurationRun;
-use events::{Event, EventLog};
-use state::RunState;
-use worker_binary::WorkerBuild;
-
-pub use agent::Agent;
-pub use drawings::{RunDrawings, RunModel};
-pub use progress::LogWriter;
-pub use rundir::{Ledger, RunWriter, read_ledger};
+pub use node::agent::Agent;
+pub use options::{OnError, RunOptions};
+pub use run::run;
+pub use show::drawings::{RunDrawings, RunModel};
+pub use show::events::EventsTo;
+pub use show::progress::LogWriter;
 pub use start::{OpenRun, RunStart};
+pub use state::{Stopped, Summary};
 pub use teardown::teardown_from_ledger;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum OnError {
-    /// Stop at the first failed point (after tearing down every reachable node).
-    Stop,
-    /// Record the failure and go on with the next point.
-    Continue,
-}
-
-#[derive(Debug, Clone)]
-pub struct RunOptions {
-    pub on_error: OnError,
-    /// Port the worker servers listen on.
-    pub port: u16,
-    /// The worker binary to install on nodes.
-    pub worker: PathBuf,
-    /// No progress on stderr (`-q`): warnings and errors only.
-    pub quiet: bool,
-    /// Where to write the run's events as JSON lines, if anywhere.
-    pub events: Option<events::EventsTo>,
-}
-
-/// What a run did.
-#[derive(Debug)]
-pub struct Summary {
-    pub dir: PathBuf,
-    pub ok: usize,
-    pub failed: usize,
-    pub skipped: usize,
-    /// Why the run stopped early, if it did.
-    pub stopped: Option<Stopped>,
-}
-
-/// Why a run stopped before its last point.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Stopped {
-    /// Ctrl-C.
-    Interrupted,
-    /// A point failed under `--on-error stop`: which, and why.
-    PointFailed(String),
-}
-
-/// Runs the points of `run` not done yet, on nodes from `source`, then writes the report.
-pub async fn run(
-    run: OpenRun,
-    source: &dyn NodeSource,
-    opts: &RunOptions,
-    interrupted: watch::Receiver<bool>,
-) -> anyhow::Result<Summary> {
-    let manifest = run.initial_manifest();
-    let OpenRun {
-        experiment,
-        plan,
-        writer,
-    } = run;
-    let events = EventLog::open(opts.events.as_ref())?;
-    let done = writer.done_points()?;
-    if !opts.quiet {
-        eprintln!("run directory: {}", writer.root().display());
-    }
-    writer.log(&format!(
-        "run of {} ({} points, {} already done)",
-        experiment.name,
-        plan.points.len(),
-        done.len()
-    ));
-    // A ledger left by an earlier attempt is undone first: apply refuses to stack on it.
-    if let Some(l) = read_ledger(&writer.dir)? {
-        if !opts.quiet {
-            eprintln!(
-                "undoing the configuration an earlier attempt left on {} node(s)",
-                l.nodes.len()
-            );
-        }
-        teardown_from_ledger(writer.root(), source).await?;
-    }
-    let worker = WorkerBuild::read(&opts.worker)?;
-    let progress = progress::Progress::start(&plan, &done, opts.quiet);
-    events.emit(Event::RunStarted {
-        experiment: experiment.name.to_string(),
-        run_dir: writer.root().to_owned(),
-        points: plan.points.len(),
-        done_before: done.len(),
-        configurations: plan.configurations.len(),
-        estimate_s: events::secs(progress.left()),
-    });
-    let mut state = RunState {
-        summary: Summary {
-            dir: writer.root().to_owned(),
-            ok: 0,
-            failed: 0,
-            skipped: done.len(),
-            stopped: None,
-        },
-        progress,
-        events,
-        writer,
-        manifest,
-        interrupted,
-    };
-    state.save_manifest()?;
-    let measured = Configurations {
-        experiment: &experiment,
-        plan: &plan,
-        done: &done,
-        source,
-        worker: &worker,
-        opts,
-    }
-    .run(&mut state)
-    .await;
-    match measured {
-        Ok(()) => finish(state),
-        Err(e) => {
-            state.finished(Some(format!("{e:#}")));
-            Err(e)
-        }
-    }
-}
-
-/// The configurations of a run, each on nodes from `source`, in plan order.
-struct Configurations<'a> {
-    experiment: &'a plan::Experiment,
-    plan: &'a plan::Plan,
-    /// Points finished by an earlier attempt.
-    done: &'a BTreeSet<u32>,
-    source: &'a dyn NodeSource,
-    worker: &'a WorkerBuild,
-    opts: &'a RunOptions,
-}
-
-impl Configurations<'_> {
-    async fn run(&self, state: &mut RunState) -> anyhow::Result<()> {
-        for config in &self.plan.configurations {
-            let todo: Vec<&Point> = self
-                .plan
-                .points
-                .iter()
-                .filter(|p| p.configuration == config.id && !self.done.contains(&(p.id as u32)))
-                .collect();
-            if todo.is_empty() {
-                continue;
-            }
-            if state.is_interrupted() {
-                state.stop(Stopped::Interrupted);
-                break;
-            }
-            state
-                .progress
-                .configuration_started(config, config.topology.nodes.len());
-            let result = self.one(config, todo, state).await;
-            if let Err(e) = &result {
-                state.events.emit(Event::Failure {
-                    configuration: Some(config.id),
-                    point: None,
-                    message: format!("{e:#}"),
-                });
-            }
-            result?;
-            if state.summary.stopped.is_some() {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    /// One configuration: nodes obtained, measured, given back.
-    async fn one(
-        &self,
-        config: &plan::Configuration,
-        todo: Vec<&Point>,
-        state: &mut RunState,
-    ) -> anyhow::Result<()> {
-        let nodes = self.source.obtain(&config.topology).await?;
-        let configuration = ConfigurationRun {
-            exp: self.experiment,
-            config,
-            todo,
-            nodes: &nodes,
-            worker: self.worker,
-            opts: self.opts,
-        };
-        let result = configuration.execute(state).await;
-        let released = self.source.release(nodes).await;
-        state.save_manifest()?;
-        result?;
-        // The points are measured and on disk: nodes that would not go back are reported,
-        // not allowed to cost the remaining configurations and the report.
-        if let Err(e) = released {
-            state.warn(&format!(
-                "giving back the nodes of {} failed: {e:#}",
-                config.topology.name
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// Closes the run: the manifest's end time, then the report.
-fn finish(mut state: RunState) -> anyhow::Result<Summary> {
-    state.finished(None);
-    state.manifest.finished_unix_ns = Some(agent::now_ns());
-    state.writer.write_manifest(&state.manifest)?;
-    let root = state.writer.root();
-    let drawer = RunDrawings::new(root);
-    let model = RunModel::new(root);
-    let report_opts = crate::report::ReportOptions {
-        topology: Some(&drawer),
-        model: Some(&model),
-        ..Default::default()
-    };
-    match crate::report::report_run(root, &report_opts) {
-        Ok(files) => state.progress.note(&format!(
-            "report: {} file(s) in {}",
-            files.len(),
-            root.display()
-        )),
-        Err(e) => eprintln!(
-            "report: {e} (rerun `orchestrate report {}`)",
-            root.display()
-        ),
-    }
-    Ok(state.summary)
-}

@@ -15,8 +15,8 @@ use crate::results::{BondDriver, PointRow, PointStatus, RecordRow};
 use crate::spec::NodeName;
 use crate::spec::multipath::NodeMultipath;
 
-use super::agent::{Agent, Task};
-use super::media::Sampler;
+use super::medium_stats::Sampler;
+use super::node::agent::{Agent, Task};
 
 /// How long a client may take to connect and say it is ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,6 +1,6 @@
 //! Preparing a configuration's nodes before anything on them changes: install the worker where
 //! a node lacks this build, in a directory checked on the node
-//! ([`worker_install`](super::worker_install)), probe every node, take the kernel's bonding
+//! ([`worker_install`](super::node::worker_install)), probe every node, take the kernel's bonding
 //! driver where the probe found it (`driver = "auto"`), and render each node's scripts for
 //! what the node turned out to be.
 
@@ -15,9 +15,9 @@ use crate::results::BondDriver;
 use crate::spec::NodeName;
 use crate::topology::Node;
 
-use super::fanout::{EXEC_TIMEOUT, listed, on_all};
-use super::worker_binary::WorkerBuild;
-use super::worker_install::{self, InstalledWorker, NODE_PARENT, OnNode};
+use super::node::fanout::{EXEC_TIMEOUT, listed, on_all};
+use super::node::worker_binary::WorkerBuild;
+use super::node::worker_install::{self, InstalledWorker, NODE_PARENT, OnNode};
 
 /// The worker's probe of each node, as JSON.
 pub type Probes = BTreeMap<NodeName, serde_json::Value>;

@@ -10,21 +10,21 @@ use crate::plan::Configuration;
 use crate::remote::Cluster;
 use crate::spec::NodeName;
 
-use super::fanout::{EXEC_TIMEOUT, listed, on_all};
-use super::paths;
+use super::node::fanout::{EXEC_TIMEOUT, listed, on_all};
+use super::path_proofs;
 use super::prepare::Prepared;
 
 /// What each node of `config` needs: its scripts' programs, and the path checks' on the
 /// pairs' clients.
 pub fn needed(config: &Configuration, prepared: &Prepared) -> Vec<(NodeName, Vec<&'static str>)> {
-    let checking = paths::checking_nodes(config);
+    let checking = path_proofs::checking_nodes(config);
     prepared
         .scripts
         .iter()
         .map(|(n, s)| {
             let mut programs = s.tools.clone();
             if checking.contains(n) {
-                programs.extend(paths::PROGRAMS);
+                programs.extend(path_proofs::PROGRAMS);
             }
             programs.sort_unstable();
             programs.dedup();
@@ -104,7 +104,7 @@ mod tests {
                 .map(|n| (n.name.clone(), crate::netconf::render(&config.topology, n)))
                 .collect(),
         };
-        let clients = paths::checking_nodes(config);
+        let clients = path_proofs::checking_nodes(config);
         assert!(!clients.is_empty() && clients.len() < config.topology.nodes.len());
         for (n, programs) in needed(config, &prepared) {
             assert_eq!(programs.contains(&"ping"), clients.contains(&n), "{n}");

@@ -9,11 +9,9 @@ use anyhow::{Context, bail};
 use crate::plan::experiment::Cluster;
 use crate::plan::{self, Experiment, Plan};
 use crate::remote::slurm::Allocation;
-use crate::results::{Manifest, RunDir, ToolInfo};
+use crate::results::run_dir::{RunDir, RunWriter, trust};
+use crate::results::{Manifest, ToolInfo};
 use crate::spec::SpecErrors;
-
-use super::run_dir_trust;
-use super::rundir::RunWriter;
 
 /// A run directory ready to take points.
 pub struct OpenRun {
@@ -68,7 +66,8 @@ impl OpenRun {
         m.seed = Some(e.seed);
         m.statistic = e.workloads.first().map(|w| w.statistic);
         m.baseline = e.baseline.as_ref().map(|b| b.to_string());
-        m.started_unix_ns.get_or_insert_with(super::agent::now_ns);
+        m.started_unix_ns
+            .get_or_insert_with(super::node::agent::now_ns);
         m.topologies = self
             .plan
             .configurations
@@ -83,7 +82,7 @@ impl OpenRun {
 
 fn resume(dir: &Path) -> anyhow::Result<OpenRun> {
     let run = RunDir::new(dir);
-    run_dir_trust::check(&run)?;
+    trust::check(&run)?;
     let experiment = load(&run.experiment_toml())?;
     let plan = plan::expand(&experiment)?;
     let old: serde_json::Value = serde_json::from_str(

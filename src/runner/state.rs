@@ -1,14 +1,16 @@
 //! What every configuration of a run writes to: the run directory, the manifest, the tally of
-//! points, the progress display and the events, and whether the user asked to stop.
+//! points ([`Summary`], what the run did in the end), the progress display and the events, and
+//! whether the user asked to stop.
+
+use std::path::PathBuf;
 
 use tokio::sync::watch;
 
 use crate::results::Manifest;
+use crate::results::run_dir::RunWriter;
 
-use super::events::{self, Event, EventLog};
-use super::progress::Progress;
-use super::rundir::RunWriter;
-use super::{Stopped, Summary};
+use super::show::events::{self, Event, EventLog};
+use super::show::progress::Progress;
 
 pub struct RunState {
     pub writer: RunWriter,
@@ -62,4 +64,24 @@ impl RunState {
     pub fn save_manifest(&self) -> anyhow::Result<()> {
         self.writer.write_manifest(&self.manifest)
     }
+}
+
+/// What a run did.
+#[derive(Debug)]
+pub struct Summary {
+    pub dir: PathBuf,
+    pub ok: usize,
+    pub failed: usize,
+    pub skipped: usize,
+    /// Why the run stopped early, if it did.
+    pub stopped: Option<Stopped>,
+}
+
+/// Why a run stopped before its last point.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stopped {
+    /// Ctrl-C.
+    Interrupted,
+    /// A point failed under `--on-error stop`: which, and why.
+    PointFailed(String),
 }

@@ -9,16 +9,14 @@ use anyhow::bail;
 
 use crate::plan::Configuration;
 use crate::remote::{Cluster, NodeSource};
-use crate::results::RunDir;
+use crate::results::run_dir::{Ledger, RunDir, read_ledger, trust};
 use crate::spec::NodeName;
 
 use super::apply::NODE_LEDGER;
-use super::events::Event;
-use super::fanout::{listed, run_scripts};
+use super::node::connect::connect;
+use super::node::fanout::{listed, run_scripts};
 use super::prepare::Prepared;
-use super::run_dir_trust;
-use super::rundir::{Ledger, read_ledger};
-use super::session::connect;
+use super::show::events::Event;
 use super::state::RunState;
 use super::verified_teardown::verified_teardowns;
 
@@ -95,7 +93,7 @@ fn userspace_bond_counters(
 /// teardown scripts this controller renders itself ([`verified_teardowns`]).
 pub async fn teardown_from_ledger(dir: &Path, source: &dyn NodeSource) -> anyhow::Result<()> {
     let run = RunDir::new(dir);
-    run_dir_trust::check(&run)?;
+    trust::check(&run)?;
     let Some(l) = read_ledger(&run)? else {
         eprintln!("{}: no ledger, nothing to undo", dir.display());
         return Ok(());

@@ -11,12 +11,11 @@ use anyhow::{Context, bail};
 
 use crate::netconf;
 use crate::plan::{self, Configuration};
-use crate::results::RunDir;
+use crate::results::run_dir::{Ledger, RunDir};
 use crate::spec::NodeName;
 use crate::topology::{Node, Topology};
 
 use super::apply::NODE_LEDGER;
-use super::rundir::Ledger;
 
 /// Each of the ledger's nodes and its teardown script, every one verified as described above.
 pub fn verified_teardowns(

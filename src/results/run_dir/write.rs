@@ -1,6 +1,6 @@
 //! Writing a run directory: the resolved specs and rendered scripts up front, then records and
 //! point outcomes appended and synced point by point, so a killed run loses at most the point
-//! in flight. Layout and schemas: [`crate::results`].
+//! in flight. Layout: [`super`]; schemas: [`crate::results`].
 //!
 //! Whatever the umask, what the run writes is writable by its owner alone (directories 0755,
 //! files 0644 at most), so that `teardown` and `--resume` accept it; and the run's directory
@@ -12,33 +12,16 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::netconf::NodeScripts;
 use crate::plan::{Experiment, Plan};
-use crate::results::{
-    HostRow, Manifest, MediaRow, MediaTotal, PointRow, PointStatus, RecordRow, RunDir,
-};
-use crate::spec::NodeName;
+use crate::results::manifest::Manifest;
+use crate::results::media::{HostRow, MediaRow, MediaTotal};
+use crate::results::schema::{PointRow, PointStatus, RecordRow};
 
-/// The controller's ledger: which nodes have a configuration applied and not yet torn down.
-/// Written before anything is applied and removed once teardown succeeded everywhere, so
-/// `orchestrate teardown <run-dir>` can finish what a crashed controller left.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Ledger {
-    pub configuration: usize,
-    pub topology: String,
-    /// The inventory the nodes were reached through.
-    pub inventory: PathBuf,
-    /// Where the node-side ledger lives on each node.
-    pub node_ledger: String,
-    /// Nodes that may still hold changes.
-    pub nodes: Vec<NodeName>,
-    /// What the nodes vanish with, if they do (see [`crate::remote::Nodes::owner`]): when it
-    /// is gone, so are the changes. Ledgers of earlier versions call it `virtual_cluster`.
-    #[serde(default, alias = "virtual_cluster")]
-    pub owner: Option<String>,
-}
+use super::layout::RunDir;
+use super::ledger::Ledger;
 
 pub struct RunWriter {
     pub dir: RunDir,
@@ -263,14 +246,6 @@ fn append_lines<T: Serialize>(path: &Path, rows: &[T]) -> anyhow::Result<()> {
     f.write_all(buf.as_bytes()).map_err(|e| io(path, e))?;
     f.sync_data().map_err(|e| io(path, e))?;
     Ok(())
-}
-
-pub fn read_ledger(run: &RunDir) -> anyhow::Result<Option<Ledger>> {
-    match std::fs::read_to_string(run.ledger_json()) {
-        Ok(t) => Ok(Some(serde_json::from_str(&t)?)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// The experiment's TOML as the run keeps it: topologies copied into the run directory and

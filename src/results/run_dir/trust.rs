@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::bail;
 
-use crate::results::RunDir;
+use super::layout::RunDir;
 
 /// Refuses `run` when another user could have changed what `teardown` or `--resume` reads,
 /// naming every fault and how to fix it.
@@ -32,7 +32,7 @@ pub fn check(run: &RunDir) -> anyhow::Result<()> {
         visit(&path, euid, false, &mut faults)?;
     }
     visit(&run.topologies_dir(), euid, true, &mut faults)?;
-    visit(&root.join("scripts"), euid, true, &mut faults)?;
+    visit(&run.scripts_root(), euid, true, &mut faults)?;
     if faults.is_empty() {
         return Ok(());
     }

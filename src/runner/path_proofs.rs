@@ -10,7 +10,7 @@ use crate::plan::Configuration;
 use crate::remote::Cluster;
 use crate::spec::NodeName;
 
-use super::fanout::{EXEC_TIMEOUT, listed};
+use super::node::fanout::{EXEC_TIMEOUT, listed};
 
 /// The program the checks run on each pair's client.
 const PING: &str = "ping";

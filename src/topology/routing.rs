@@ -20,6 +20,15 @@ use crate::spec::NodeName;
 /// node's address, n² routes in all (65 280 at this size).
 pub const MAX_ECMP_NODES: usize = 256;
 
+impl Topology {
+    /// The same topology with equal-cost multipath routing to an address of every node's
+    /// own (see [`ecmp`]); its subnet routes stay as they are. Here rather than beside the
+    /// graph's other `with_*` so that the graph does not import its routing.
+    pub fn with_ecmp(&self, hash: MultipathHash) -> Topology {
+        ecmp(self, hash)
+    }
+}
+
 /// Fills every node's `routes`. Existing routes are replaced.
 pub fn compute_routes(t: &mut Topology) {
     let n = t.nodes.len();

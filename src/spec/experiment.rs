@@ -204,32 +204,7 @@ fn default_repetitions() -> Spanned<u32> {
     Spanned::new(0..0, 3)
 }
 
-// The worker's types: what a workload asks for is what the records say was measured.
-pub use orchestrate_worker::record::{Pattern, Protocol};
-
-/// How the pairs of a point are placed on the topology.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize, Serialize, JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum PlacementKind {
-    /// Both ends of every pair share a wire (bus, segment or bond).
-    LocalWire,
-    /// No pair shares a wire: its traffic crosses at least one forwarding node or switch.
-    RemoteWire,
-    /// Pairs named one by one in the workload's `explicit_pairs`.
-    Explicit,
-}
-
-impl PlacementKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PlacementKind::LocalWire => "local-wire",
-            PlacementKind::RemoteWire => "remote-wire",
-            PlacementKind::Explicit => "explicit",
-        }
-    }
-}
+pub use super::traffic::{Pattern, PlacementKind, Protocol};
 
 /// The statistic a run reports as its headline figure.
 #[derive(

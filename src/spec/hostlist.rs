@@ -4,8 +4,8 @@
 //! expansion itself; what it would quietly do (skip whitespace, drop repeated names) is an
 //! error here instead. Topologies' node lists and inventories' host lists both come here.
 
-use super::InvalidValue;
 use super::limits::{MAX_HOSTLIST_CHARS, MAX_NODES};
+use super::names::InvalidValue;
 
 /// How large a host list may be.
 #[derive(Debug, Clone, Copy)]
@@ -130,7 +130,7 @@ fn bracket_size(inner: &str) -> u128 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::NodeName;
+    use crate::spec::names::NodeName;
 
     fn nodes(text: &str) -> Result<Vec<String>, String> {
         expand_nodes::<NodeName>(text).map(|v| v.into_iter().map(|n| n.to_string()).collect())

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use super::Rate;
+use super::names::Rate;
 
 /// Nodes in one topology, listed or generated: a 64×64 mesh. The virtual cluster brings up
 /// fewer on one host (see the README's sizes); real clusters through an inventory may use all.

@@ -5,16 +5,17 @@ pub mod experiment;
 pub mod host;
 pub mod hostlist;
 pub mod limits;
+pub mod located;
 pub mod multipath;
 pub mod names;
 pub mod reference;
-pub mod source;
 pub mod topology;
+pub mod traffic;
 
 pub use experiment::ExperimentSpec;
 pub use host::{HostProfile, HostSpec};
+pub use located::{Location, SourceFile, SpecError, SpecErrors, best_match, escape_control};
 pub use names::{ByteSize, IfName, InvalidValue, Name, NodeName, Rate};
-pub use source::{Location, SourceFile, SpecError, SpecErrors, best_match, escape_control};
 pub use topology::TopologySpec;
 
 /// Whether a spec's text is an experiment (it names `topologies` or has a `workload`) rather

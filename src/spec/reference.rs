@@ -24,8 +24,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use toml::Spanned;
 
-use super::experiment::{Pattern, PlacementKind, Protocol};
 use super::names::{ByteSize, InvalidValue, Name};
+use super::traffic::{Pattern, PlacementKind, Protocol};
 
 /// One expected value, as written.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]

@@ -36,7 +36,7 @@ pub struct Node {
     /// Whether the node forwards packets between its networks (some route goes through it).
     pub forwarding: bool,
     /// What the node's CPU spends per frame, as the medium emulator charges it.
-    pub host: Host,
+    pub host: NamedHostCosts,
     /// Multipath TCP's addresses, where the configuration runs it (see
     /// [`Topology::with_mptcp`]); None where TCP stays on one path.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -110,17 +110,18 @@ impl MptcpEndpoints {
     }
 }
 
-/// A node's host costs and the name they go by.
+/// A node's host costs and the name they go by (the profile's, or `custom`): the CPU side of
+/// an emulated node, not a machine to log in to (that is `remote::Host`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Host {
+pub struct NamedHostCosts {
     /// The profile (`none`, `486dx4`), or `custom` for costs given by hand.
     pub profile: String,
     pub costs: HostCosts,
 }
 
-impl Host {
-    pub fn from_spec(spec: &crate::spec::HostSpec) -> Host {
-        Host {
+impl NamedHostCosts {
+    pub fn from_spec(spec: &crate::spec::HostSpec) -> NamedHostCosts {
+        NamedHostCosts {
             profile: spec.name().to_owned(),
             costs: spec.costs(),
         }
@@ -149,9 +150,9 @@ impl Host {
     }
 }
 
-impl Default for Host {
+impl Default for NamedHostCosts {
     fn default() -> Self {
-        Host::from_spec(&crate::spec::HostSpec::default())
+        NamedHostCosts::from_spec(&crate::spec::HostSpec::default())
     }
 }
 
@@ -286,12 +287,6 @@ impl Topology {
     /// choose among.
     pub fn has_routes(&self) -> bool {
         self.nodes.iter().any(|n| !n.routes.is_empty())
-    }
-
-    /// The same topology with equal-cost multipath routing to an address of every node's
-    /// own (see [`super::routing::ecmp`]); its subnet routes stay as they are.
-    pub fn with_ecmp(&self, hash: MultipathHash) -> Topology {
-        super::routing::ecmp(self, hash)
     }
 
     /// The same topology with every bond switched to `mode`; options that the new mode does

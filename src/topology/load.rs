@@ -12,17 +12,18 @@ use crate::spec::{IfName, Name, NodeName, SourceFile, SpecError, SpecErrors};
 use super::draft::{
     Draft, DraftAddress, DraftBond, DraftPort, DraftRoute, DraftSegment, DraftSwitch, Span,
 };
+use super::graph::Topology;
 use super::{checks, generators};
 
 /// Reads, expands and resolves a topology file.
-pub fn load(path: &Path) -> Result<super::Topology, SpecErrors> {
+pub fn load(path: &Path) -> Result<Topology, SpecErrors> {
     from_source(&SourceFile::read(path)?)
 }
 
 /// Reads a topology file and resolves it without its bonds: each interface a bond would join
 /// keeps its own address, on its own network's subnet. What the multipath modes other than
 /// bonding (`mptcp`, `none`) run on, so they use the same wires as the bond.
-pub fn load_unbonded(path: &Path) -> Result<super::Topology, SpecErrors> {
+pub fn load_unbonded(path: &Path) -> Result<Topology, SpecErrors> {
     let source = SourceFile::read(path)?;
     let mut draft = draft(&source)?;
     draft.bonds.clear();
@@ -30,7 +31,7 @@ pub fn load_unbonded(path: &Path) -> Result<super::Topology, SpecErrors> {
 }
 
 /// Expands and resolves a topology from text already read.
-pub fn from_source(source: &SourceFile) -> Result<super::Topology, SpecErrors> {
+pub fn from_source(source: &SourceFile) -> Result<Topology, SpecErrors> {
     let draft = draft(source)?;
     super::resolve::resolve(draft, source)
 }

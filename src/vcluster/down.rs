@@ -4,14 +4,12 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::cluster_dir::ClusterDir;
 use super::docker::{ContainerInfo, Docker};
-use super::emulation;
 use super::error::{Error, Result};
-use super::medium;
 use super::names::ClusterName;
-use super::netns::{self, Ns};
-use super::paths::ClusterDir;
 use super::state::State;
+use super::wires::{Ns, find_emulators, find_ifbs, ns_links, remove_ifbs, stop_emulators};
 
 /// What `down` removed.
 #[derive(Debug, Default)]
@@ -36,7 +34,7 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
     });
     let mut report = DownReport {
         // The emulator first: it holds the ports the containers' removal takes away.
-        media: medium::stop(&medium::find(
+        media: stop_emulators(&find_emulators(
             &dir,
             state.as_ref().and_then(|s| s.medium_pid),
         )),
@@ -79,9 +77,9 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
         }
     };
     let mut ifbs: BTreeSet<String> = state.iter().flat_map(|s| s.ifbs.iter().cloned()).collect();
-    ifbs.extend(emulation::find_ifbs(&name.ifb_prefix())?);
+    ifbs.extend(find_ifbs(&name.ifb_prefix())?);
     let ifbs: Vec<String> = ifbs.into_iter().collect();
-    report.ifbs = emulation::remove_ifbs(&ifbs)?;
+    report.ifbs = remove_ifbs(&ifbs)?;
     // A network the engine will not let go of even after its stale endpoints were detached is
     // the only thing left; the cluster's files stay, so that `cluster down` can retry it.
     networks_removed?;
@@ -121,7 +119,7 @@ fn host_side_of(containers: &[ContainerInfo]) -> BTreeSet<u32> {
     containers
         .iter()
         .filter(|c| c.state.running && c.state.pid != 0)
-        .filter_map(|c| netns::links(Ns::Pid(c.state.pid)).ok())
+        .filter_map(|c| ns_links(Ns::Pid(c.state.pid)).ok())
         .flatten()
         .filter_map(|l| l.link_index)
         .collect()
@@ -132,7 +130,7 @@ fn host_side_of(containers: &[ContainerInfo]) -> BTreeSet<u32> {
 fn wait_gone(ifindexes: &BTreeSet<u32>, limit: Duration) {
     let start = Instant::now();
     while start.elapsed() < limit {
-        let Ok(links) = netns::links(Ns::Host) else {
+        let Ok(links) = ns_links(Ns::Host) else {
             return;
         };
         let left = links

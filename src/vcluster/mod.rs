@@ -1,12 +1,21 @@
 //! The virtual cluster: any topology as a cluster of docker containers on one machine, with the
 //! topology's wires emulated at their rates, reached over SSH like real machines.
 //!
-//! `up` builds (once) the node image, writes the cluster's directory (compose file, keys,
-//! known_hosts, inventory: see [`paths`]), starts the containers, names their interfaces as the
-//! topology does, emulates the wires on the host ([`emulation`] for token buckets, [`medium`]
-//! for the frame-by-frame medium emulator) and waits until every node
-//! answers over SSH. `down` removes all of it, and nothing else. The SSH controller only ever
-//! sees the inventory: nothing after `up` needs to know the nodes are containers.
+//! Start at [`up`] (`up.rs`): it reads in order, each step recorded in the cluster's state file
+//! (`state.rs`) so that [`down`] can undo it. `status` and `verify` look at a running cluster, and
+//! [`VirtualClusters`] (`node_source.rs`) is the runner's way in: nodes for a topology, from a
+//! cluster already up or one brought up for the run. Below the commands, three groups:
+//! - `wires/`: the tool's own wires: what the cluster needs to know about a topology
+//!   ([`Wiring`]), their emulation on the host (token buckets, or the medium emulator's
+//!   process, which clocks every frame across), the links in the nodes' namespaces, and the
+//!   goodput meter `verify` uses;
+//! - `docker/`: the node image and the containers and networks, described once as a project,
+//!   rendered as a compose file for people and created through the engine;
+//! - `ssh/`: keys, known_hosts and the `ssh` command line, as on a real cluster.
+//!
+//! Shared by all of them: the cluster's name and the names derived from it (`names`), where
+//! its files live ([`ClusterDir`]), running host programs (`cmd`), doing a thing for many
+//! containers a few at a time (`parallel`), and the error type.
 //!
 //! Design in brief:
 //! - one docker bridge network per segment, one internal management network for SSH;
@@ -19,54 +28,38 @@
 //!   default the medium emulator (`orchestrate_medium`) owns a segment's host-side ports and
 //!   clocks every frame across (CSMA/CD on shared segments); `emulation = "rate"` shapes them
 //!   with ifb + tbf instead.
+//!
+//! The SSH controller only ever sees the inventory `up` writes: nothing after `up` needs to
+//! know the nodes are containers.
 
+mod cluster_dir;
 mod cmd;
-mod compose;
-mod create;
 mod docker;
 mod down;
-mod emulation;
 mod error;
-mod image;
-mod kernel;
-mod keys;
-mod medium;
-mod meter;
 mod names;
-mod netns;
+mod node_source;
 mod parallel;
-pub mod paths;
-mod project;
-mod source;
 mod ssh;
 mod state;
 mod status;
 mod up;
 mod verify;
-mod wiring;
+mod wires;
 
-pub use docker::Docker;
-pub use down::{DownReport, down};
-pub use emulation::WIRE_OVERHEAD_BYTES;
-pub use error::{Error, Result};
-pub use image::{
-    BaseSource, ImageOptions, NodeImage, ensure as ensure_image, locate_worker, offline_base_tag,
+pub use cluster_dir::{ClusterDir, DEFAULT_STATE_DIR};
+pub use docker::{
+    BaseSource, Docker, ImageOptions, NodeImage, ensure_image, locate_worker, offline_base_tag,
 };
-pub use meter::Flow;
+pub use down::{DownReport, down};
+pub use error::{Error, Result};
 pub use names::{ClusterName, LABEL_CLUSTER, MGMT_IFNAME};
-pub use paths::ClusterDir;
-pub use source::VirtualClusters;
+pub use node_source::VirtualClusters;
 pub use ssh::command as ssh_command;
 pub use status::{MemberStatus, Status, list_clusters, status};
-pub use up::{NODE_USER, UpOptions, UpReport, up};
+pub use up::{DEFAULT_MEDIUM_SEED, NODE_USER, UpOptions, UpReport, up};
 pub use verify::{Check, TCP_GOODPUT_RATIO, VerifyOptions, table as verify_table, verify};
-pub use wiring::{
-    Emulation, HostCosts, Medium, Node, Port, Segment, SegmentId, Switch, Wiring, WiringBuilder,
+pub use wires::{
+    Emulation, Flow, HostCosts, Medium, Node, Port, Segment, SegmentId, Switch,
+    WIRE_OVERHEAD_BYTES, Wiring, WiringBuilder,
 };
-
-/// Seeds the medium emulator's backoff draws (the study's year): the same seed, the same
-/// sequence of draws for the same sequence of contentions.
-pub const DEFAULT_MEDIUM_SEED: u64 = 1996;
-
-/// The default root of the clusters' directories, relative to the working directory.
-pub const DEFAULT_STATE_DIR: &str = ".orchestrate";

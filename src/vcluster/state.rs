@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};
-use super::wiring::Wiring;
+use super::wires::Wiring;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -66,7 +66,7 @@ impl State {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vcluster::wiring::tests::mesh;
+    use crate::vcluster::wires::mesh;
 
     #[test]
     fn round_trips() {

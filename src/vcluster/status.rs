@@ -3,14 +3,13 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use super::cluster_dir::ClusterDir;
 use super::cmd::Cmd;
-use super::docker::Docker;
-use super::emulation;
+use super::docker::{Docker, MGMT_NETWORK_KEY};
 use super::error::Result;
 use super::names::{ClusterName, LABEL_CLUSTER, LABEL_NAME, LABEL_ROLE};
-use super::paths::ClusterDir;
-use super::project::MGMT_NETWORK_KEY;
 use super::state::State;
+use super::wires::{Wiring, find_ifbs};
 
 /// One container of a cluster, as `status` shows it.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -33,7 +32,7 @@ pub struct Status {
     pub networks: usize,
     pub ifbs: Vec<String>,
     /// The wires the cluster was built with, if its state file is readable.
-    pub wiring: Option<super::wiring::Wiring>,
+    pub wiring: Option<Wiring>,
     /// The medium emulator, when the cluster has one.
     pub medium: Option<MediumStatus>,
 }
@@ -108,7 +107,7 @@ pub fn status(name: &ClusterName, state_dir: &Path) -> Result<Status> {
         image: state.as_ref().map(|s| s.image.clone()),
         members,
         networks: docker.cluster_networks(name)?.len(),
-        ifbs: emulation::find_ifbs(&name.ifb_prefix())?,
+        ifbs: find_ifbs(&name.ifb_prefix())?,
     })
 }
 

@@ -4,23 +4,22 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::cluster_dir::ClusterDir;
 use super::cmd::Cmd;
-use super::compose;
-use super::create;
-use super::docker::{ContainerInfo, Docker};
-use super::emulation;
+use super::docker::{
+    ContainerInfo, Docker, ImageOptions, MGMT_NETWORK_KEY, NodeImage, Project, create_project,
+    ensure_image, render_compose, segment_network_key,
+};
+use super::down::down;
 use super::error::{Error, Result};
-use super::image::{self, ImageOptions, NodeImage};
-use super::keys;
-use super::medium;
 use super::names::{ClusterName, LABEL_NAME, LABEL_ROLE, MGMT_IFNAME};
-use super::netns::{self, Ns, Wanted};
 use super::parallel;
-use super::paths::ClusterDir;
-use super::project::{MGMT_NETWORK_KEY, Project, segment_network_key};
 use super::ssh;
 use super::state::State;
-use super::wiring::{Node, SegmentId, Switch, Wiring, switch_service};
+use super::wires::{
+    Node, Ns, SegmentId, Switch, Wanted, Wiring, apply_emulation, check_kernel, emulation_setup,
+    emulator_config, ip_batch, ns_links, offloads_off, rename_plan, start_emulator, switch_service,
+};
 use crate::remote::{Host, Inventory};
 use crate::spec::NodeName;
 
@@ -32,6 +31,10 @@ const NAMING_WIDTH: usize = 8;
 
 /// The user nodes are logged into (experiment scripts change interfaces, routes and qdiscs).
 pub const NODE_USER: &str = "root";
+
+/// Seeds the medium emulator's backoff draws (the study's year): the same seed, the same
+/// sequence of draws for the same sequence of contentions.
+pub const DEFAULT_MEDIUM_SEED: u64 = 1996;
 
 #[derive(Debug, Clone)]
 pub struct UpOptions {
@@ -67,7 +70,7 @@ pub struct UpReport {
 pub fn up(wiring: &Wiring, opts: &UpOptions) -> Result<UpReport> {
     let start = Instant::now();
     check_host()?;
-    emulation::check_kernel(wiring)?;
+    check_kernel(wiring)?;
     let docker = Docker::connect()?;
     let existing = docker.cluster_containers(&opts.name)?;
     if !existing.is_empty() {
@@ -89,7 +92,7 @@ pub fn up(wiring: &Wiring, opts: &UpOptions) -> Result<UpReport> {
         steps.push((name, t.elapsed()));
         *t = Instant::now();
     };
-    let image = image::ensure(&docker, &opts.image)?;
+    let image = ensure_image(&docker, &opts.image)?;
     step("image", &mut t);
     let dir = ClusterDir::new(&opts.state_dir, &opts.name);
     let result = bring_up(&docker, wiring, opts, &dir, &image, &mut |n| {
@@ -109,7 +112,7 @@ pub fn up(wiring: &Wiring, opts: &UpOptions) -> Result<UpReport> {
         Err(e) if opts.keep_on_failure => Err(e),
         Err(e) => {
             tracing::warn!("up failed; removing what it made: {e}");
-            if let Err(e2) = super::down::down(&opts.name, &opts.state_dir) {
+            if let Err(e2) = down(&opts.name, &opts.state_dir) {
                 tracing::warn!("cleaning up after the failed up also failed: {e2}");
             }
             Err(e)
@@ -139,8 +142,8 @@ fn bring_up(
             problem,
             what_to_do: "remove networks you no longer need (`docker network ls`)".into(),
         })?;
-    write(&dir.compose_file(), &compose::render(&project))?;
-    create::create(&project, dir.root())?;
+    write(&dir.compose_file(), &render_compose(&project))?;
+    create_project(&project, dir.root())?;
     step("containers");
 
     let wires = name_interfaces(docker, c, wiring)?;
@@ -191,11 +194,11 @@ fn generate_keys(
     wiring: &Wiring,
     dir: &ClusterDir,
 ) -> Result<BTreeMap<String, String>> {
-    let user_key = keys::generate(&dir.identity(), &format!("orchestrate cluster {c}"))?;
+    let user_key = ssh::generate_key(&dir.identity(), &format!("orchestrate cluster {c}"))?;
     write(&dir.authorized_keys(), &format!("{user_key}\n"))?;
     let mut host_keys = BTreeMap::new();
     for n in &wiring.nodes {
-        let k = keys::generate(&dir.host_key(&n.name), &format!("root@{}", n.name))?;
+        let k = ssh::generate_key(&dir.host_key(&n.name), &format!("root@{}", n.name))?;
         host_keys.insert(n.name.clone(), k);
     }
     Ok(host_keys)
@@ -264,7 +267,7 @@ fn name_interfaces(docker: &Docker, c: &ClusterName, wiring: &Wiring) -> Result<
     let attached = Attached {
         cluster: c,
         containers: docker.inspect_containers(&docker.cluster_containers(c)?)?,
-        host_ifnames: netns::links(Ns::Host)?
+        host_ifnames: ns_links(Ns::Host)?
             .into_iter()
             .map(|l| (l.ifindex, l.ifname))
             .collect(),
@@ -318,7 +321,7 @@ fn name_node_interfaces(
     }
     let peers = rename(ci, &wanted, &format!("naming node {}'s interfaces", n.name))?;
     let ifnames: Vec<&str> = n.ports.iter().map(|p| p.interface.as_str()).collect();
-    netns::offloads_off(
+    offloads_off(
         ci.state.pid,
         &ifnames,
         &format!("turning segmentation offloads off on node {}", n.name),
@@ -366,12 +369,12 @@ fn emulate_wires(
     ports: &BTreeMap<SegmentId, Vec<String>>,
     state: &mut State,
 ) -> Result<usize> {
-    let setup = emulation::setup(&opts.name, wiring, ports);
+    let setup = emulation_setup(&opts.name, wiring, ports);
     state.ifbs = setup.ifbs.clone();
     state.save(&dir.state_file())?;
-    emulation::apply(&setup)?;
-    if let Some(config) = medium::config(wiring, ports, opts.medium_seed) {
-        state.medium_pid = Some(medium::start(dir, &config)?);
+    apply_emulation(&setup)?;
+    if let Some(config) = emulator_config(wiring, ports, opts.medium_seed) {
+        state.medium_pid = Some(start_emulator(dir, &config)?);
         state.save(&dir.state_file())?;
     }
     Ok(setup.ifbs.len())
@@ -389,7 +392,7 @@ fn write_access_files(
     let mut inventory = Inventory::default();
     for n in &wiring.nodes {
         let addr = &mgmt_addr[&n.name];
-        known_hosts.push_str(&keys::known_hosts_line(addr, 22, &host_keys[&n.name]));
+        known_hosts.push_str(&ssh::known_hosts_line(addr, 22, &host_keys[&n.name]));
         known_hosts.push('\n');
         let node = n
             .name
@@ -423,8 +426,8 @@ fn rename(ci: &ContainerInfo, wanted: &[Wanted], what: &str) -> Result<Vec<u32>>
         });
     }
     let ns = Ns::Pid(ci.state.pid);
-    let (lines, peers) = netns::rename_plan(&netns::links(ns)?, wanted)?;
-    netns::ip_batch(ns, what, &lines)?;
+    let (lines, peers) = rename_plan(&ns_links(ns)?, wanted)?;
+    ip_batch(ns, what, &lines)?;
     Ok(peers)
 }
 

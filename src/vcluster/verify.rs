@@ -1,7 +1,7 @@
 //! `cluster verify`: measures every segment over SSH, as the controller would, and checks the
 //! figures against the segment's rate and medium.
 //!
-//! The traffic comes from [`super::meter`] (iperf3 standing in for the worker's streaming
+//! The traffic comes from the goodput meter (`super::wires`) (iperf3 standing in for the worker's streaming
 //! pattern until the worker has one). Each tested node gets a temporary address from 198.18.0.0/15 (the block
 //! reserved for benchmarking) on the tested interface; it is removed again afterwards.
 //!
@@ -31,13 +31,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::cluster_dir::ClusterDir;
 use super::error::{Error, Result};
-use super::meter::{Flow, Station, measure};
 use super::names::ClusterName;
-use super::paths::ClusterDir;
 use super::ssh;
 use super::state::State;
-use super::wiring::{Emulation, Medium, Segment, SegmentId, Wiring};
+use super::wires::{Emulation, Flow, Medium, Segment, SegmentId, Station, Wiring, measure_goodput};
 use crate::remote::{Host, Inventory};
 
 /// TCP payload per frame over the bytes the frame takes on Ethernet (with timestamps on:
@@ -180,7 +179,7 @@ fn verify_segment(
     with_addresses(&stations, || {
         let mut out = Vec::new();
         out.push(retried(|| {
-            let single = measure(&[(&stations[0], &stations[1], 5201)], opts.seconds)?;
+            let single = measure_goodput(&[(&stations[0], &stations[1], 5201)], opts.seconds)?;
             let x = single[0].mbit_s;
             Ok(check(
                 "1 stream",
@@ -225,7 +224,7 @@ fn verify_segment(
         }
         out.push(retried(|| {
             let before = emulator.map(|e| collisions(e, &seg.name)).transpose()?;
-            let two = measure(&pairs, opts.seconds)?;
+            let two = measure_goodput(&pairs, opts.seconds)?;
             let after = emulator.map(|e| collisions(e, &seg.name)).transpose()?;
             let collided = before.zip(after).map(|(b, a)| a.saturating_sub(b));
             let (expected, pass) = two_pairs_verdict(seg, full, &two, collided);
@@ -346,7 +345,7 @@ fn verify_switch(
     with_addresses(&stations, || {
         let mut out = Vec::new();
         out.push(retried(|| {
-            let single = measure(&[(&stations[0], &stations[1], 5201)], opts.seconds)?;
+            let single = measure_goodput(&[(&stations[0], &stations[1], 5201)], opts.seconds)?;
             let x = single[0].mbit_s;
             Ok(check(
                 "1 stream across",
@@ -357,7 +356,7 @@ fn verify_switch(
         })?);
         if stations.len() >= 4 {
             out.push(retried(|| {
-                let two = measure(
+                let two = measure_goodput(
                     &[
                         (&stations[0], &stations[1], 5201),
                         (&stations[2], &stations[3], 5202),
@@ -539,7 +538,7 @@ mod tests {
 
     #[test]
     fn two_pairs_on_a_bus_share_its_rate_and_collide() {
-        let w = crate::vcluster::wiring::tests::mesh(false);
+        let w = crate::vcluster::wires::mesh(false);
         let seg = w.segment(SegmentId::for_test(0));
         let flow = |mbit_s| Flow {
             from: "a".into(),

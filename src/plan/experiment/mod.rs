@@ -263,7 +263,7 @@ fn load_topologies(
 /// Gives every node the experiment's host costs, where it sets them.
 fn with_host(topology: &mut Topology, host: Option<&HostSpec>) {
     if let Some(host) = host {
-        let host = topology::Host::from_spec(host);
+        let host = topology::NamedHostCosts::from_spec(host);
         for n in &mut topology.nodes {
             n.host = host.clone();
         }

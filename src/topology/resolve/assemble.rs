@@ -1,7 +1,9 @@
 //! The checked and addressed pieces put together as a [`Topology`], its routes still to come.
 
 use crate::topology::draft::{Draft, DraftSegment};
-use crate::topology::graph::{Attachment, Bond, Host, Interface, Node, Port, Segment, Topology};
+use crate::topology::graph::{
+    Attachment, Bond, Interface, NamedHostCosts, Node, Port, Segment, Topology,
+};
 
 use super::bonds::Bonds;
 use super::hosts::Addressing;
@@ -57,7 +59,7 @@ fn node(draft: &Draft, ni: usize, wiring: &Wiring, bonds: &Bonds, addressing: &A
         mptcp: None,
         ecmp: None,
         // The last host costs given for the node win; else the topology's.
-        host: Host::from_spec(
+        host: NamedHostCosts::from_spec(
             draft
                 .node_hosts
                 .iter()

@@ -10,7 +10,7 @@ use crate::spec::{IfName, Name, SpecErrors};
 use crate::topology::draft::{Draft, DraftBond};
 use crate::topology::graph::Bond;
 
-use super::Errors;
+use super::errors::Errors;
 use super::nodes::NodeIndex;
 use super::wiring::Wiring;
 

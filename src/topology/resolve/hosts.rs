@@ -13,7 +13,7 @@ use crate::spec::{IfName, SpecErrors};
 use crate::topology::draft::Draft;
 use crate::topology::graph::{Link, Subnet};
 
-use super::Errors;
+use super::errors::Errors;
 use super::links::{LinkGroup, LinkRef};
 use super::overrides::Overrides;
 

@@ -8,6 +8,7 @@
 
 mod assemble;
 mod bonds;
+mod errors;
 mod hosts;
 mod links;
 mod nodes;
@@ -17,10 +18,11 @@ mod reachability;
 mod routes;
 mod wiring;
 
-use crate::spec::{SourceFile, SpecError, SpecErrors, best_match};
+use crate::spec::{SourceFile, SpecErrors};
 
-use super::draft::{Draft, Span};
+use super::draft::Draft;
 use super::graph::Topology;
+use errors::Errors;
 
 pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors> {
     let mut errs = Errors::new(source);
@@ -36,42 +38,4 @@ pub fn resolve(draft: Draft, source: &SourceFile) -> Result<Topology, SpecErrors
     let route_spans = routes::route(&draft, &nodes, &mut topology, &mut errs)?;
     reachability::check_paths(&draft, &topology, &route_spans, &mut errs)?;
     Ok(topology)
-}
-
-/// The problems found so far, each located in the topology file's text.
-struct Errors<'a> {
-    source: &'a SourceFile,
-    list: Vec<SpecError>,
-}
-
-impl<'a> Errors<'a> {
-    fn new(source: &'a SourceFile) -> Self {
-        Errors {
-            source,
-            list: Vec::new(),
-        }
-    }
-    fn push(&mut self, span: &Span, message: impl Into<String>) {
-        self.list
-            .push(self.source.error(span.clone(), message, None));
-    }
-    fn push_help(&mut self, span: &Span, message: impl Into<String>, help: String) {
-        self.list
-            .push(self.source.error(span.clone(), message, Some(help)));
-    }
-    /// Ends a stage: later stages assume earlier ones held.
-    fn check(&mut self) -> Result<(), SpecErrors> {
-        if self.list.is_empty() {
-            Ok(())
-        } else {
-            Err(SpecErrors::new(std::mem::take(&mut self.list)))
-        }
-    }
-}
-
-fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
-    match best_match(word, candidates) {
-        Some(m) => format!("did you mean `{m}`?"),
-        None => "check the spelling against the names defined in this file".into(),
-    }
 }

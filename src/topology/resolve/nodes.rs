@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::spec::NodeName;
 
-use super::{Errors, suggest};
+use super::errors::{Errors, suggest};
 use crate::topology::draft::{Draft, Span};
 
 pub(super) struct NodeIndex<'d> {

@@ -8,10 +8,10 @@ use crate::spec::{IfName, SpecErrors};
 use crate::topology::draft::{Draft, DraftAddress, Span};
 
 use super::bonds::Bonds;
+use super::errors::{Errors, suggest};
 use super::links::LinkRef;
 use super::nodes::NodeIndex;
 use super::wiring::Wiring;
-use super::{Errors, suggest};
 
 /// The address given to each link, with where it was given.
 pub(super) struct Overrides {

@@ -6,7 +6,7 @@ use ipnet::Ipv4Net;
 use crate::spec::SpecErrors;
 use crate::topology::draft::Draft;
 
-use super::Errors;
+use super::errors::Errors;
 use super::links::LinkGroup;
 use super::overrides::Overrides;
 

@@ -6,7 +6,7 @@ use crate::topology::draft::Draft;
 use crate::topology::graph::Topology;
 use crate::topology::paths;
 
-use super::Errors;
+use super::errors::Errors;
 use super::routes::RouteSpans;
 
 /// How many unreachable pairs are reported one by one; the rest are counted.

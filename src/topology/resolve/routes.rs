@@ -12,7 +12,7 @@ use crate::topology::draft::{Draft, DraftRoute, Span};
 use crate::topology::graph::{Node, Route, Subnet, Topology};
 use crate::topology::routing;
 
-use super::Errors;
+use super::errors::Errors;
 use super::nodes::NodeIndex;
 
 /// Per node, where its first route was given: path-check errors point there.

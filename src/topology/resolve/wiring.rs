@@ -7,8 +7,8 @@ use crate::spec::{IfName, Name, NodeName, SpecErrors};
 use crate::topology::draft::Draft;
 use crate::topology::graph::Network;
 
+use super::errors::{Errors, suggest};
 use super::nodes::NodeIndex;
-use super::{Errors, suggest};
 
 /// The checked layer-2 layout.
 pub(super) struct Wiring<'d> {

@@ -4,8 +4,8 @@
 
 use serde::Deserialize;
 
-use super::cmd::Cmd;
-use super::error::{Error, Result};
+use crate::vcluster::cmd::Cmd;
+use crate::vcluster::error::{Error, Result};
 
 /// One link as `ip -j link show` reports it.
 #[derive(Debug, Clone, Deserialize)]

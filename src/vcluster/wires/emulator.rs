@@ -19,9 +19,9 @@ use std::time::{Duration, Instant};
 use orchestrate_medium::config::{MediumConfig, NodeSpec, PortSpec, SegmentSpec};
 use orchestrate_medium::realtime::control;
 
-use super::error::{Error, Result};
-use super::paths::ClusterDir;
 use super::wiring::{SegmentId, Wiring};
+use crate::vcluster::cluster_dir::ClusterDir;
+use crate::vcluster::error::{Error, Result};
 
 /// The emulator's configuration for `wiring`, given each segment's host-side ports (nodes in
 /// wiring order, then switches' ports, as `up` lists them). `None` when no segment is
@@ -290,8 +290,8 @@ fn reap(pid: u32) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::wiring::{Emulation, HostCosts, Medium};
     use super::*;
-    use crate::vcluster::wiring::{Emulation, HostCosts, Medium};
 
     #[test]
     fn only_frame_emulated_segments_and_their_ports_go_to_the_emulator() {

@@ -16,13 +16,13 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use super::cmd::{Cmd, on_path};
-use super::docker::Docker;
-use super::error::{Error, Result};
+use super::engine::Docker;
+use crate::vcluster::cmd::{Cmd, on_path};
+use crate::vcluster::error::{Error, Result};
 
-const DOCKERFILE: &str = include_str!("../../docker/Dockerfile");
-const PACKAGES: &str = include_str!("../../docker/packages.txt");
-const SSHD_CONFIG: &str = include_str!("../../docker/sshd_config");
+const DOCKERFILE: &str = include_str!("../../../docker/Dockerfile");
+const PACKAGES: &str = include_str!("../../../docker/packages.txt");
+const SSHD_CONFIG: &str = include_str!("../../../docker/sshd_config");
 
 pub const SUITE: &str = "bookworm";
 pub const REGISTRY_BASE: &str = "debian:bookworm-slim";

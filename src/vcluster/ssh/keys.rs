@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use super::cmd::{Cmd, on_path};
-use super::error::{Error, Result};
-use super::paths::with_pub;
+use crate::vcluster::cluster_dir::with_pub;
+use crate::vcluster::cmd::{Cmd, on_path};
+use crate::vcluster::error::{Error, Result};
 
 /// Generates an ed25519 key pair at `path` (and `path.pub`); returns the public key line.
 pub fn generate(path: &Path, comment: &str) -> Result<String> {

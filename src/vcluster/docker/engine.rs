@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::cmd::{Cmd, on_path};
-use super::error::{Error, Result};
-use super::names::{ClusterName, LABEL_CLUSTER};
+use crate::vcluster::cmd::{Cmd, on_path};
+use crate::vcluster::error::{Error, Result};
+use crate::vcluster::names::{ClusterName, LABEL_CLUSTER};
 
 /// Containers per `docker kill` and `docker rm` call.
 const REMOVE_BATCH: usize = 32;

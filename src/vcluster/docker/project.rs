@@ -8,8 +8,8 @@ use std::path::PathBuf;
 
 use ipnet::Ipv4Net;
 
-use super::names::{ClusterName, LABEL_CLUSTER, LABEL_NAME, LABEL_ROLE};
-use super::wiring::{Medium, Node, SegmentId, Switch, Wiring, switch_service};
+use crate::vcluster::names::{ClusterName, LABEL_CLUSTER, LABEL_NAME, LABEL_ROLE};
+use crate::vcluster::wires::{Medium, Node, SegmentId, Switch, Wiring, switch_service};
 
 /// The compose key of a segment's network.
 pub fn segment_network_key(segment: &str) -> String {
@@ -288,7 +288,7 @@ fn segment_network(c: &ClusterName, w: &Wiring, id: SegmentId) -> Network {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::vcluster::wiring::tests::mesh;
+    use crate::vcluster::wires::mesh;
 
     fn project() -> Project {
         let c = ClusterName::parse("sw").unwrap();

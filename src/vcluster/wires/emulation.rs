@@ -23,12 +23,12 @@
 
 use std::collections::BTreeMap;
 
-use super::cmd::Cmd;
-use super::error::Result;
 use super::kernel::KernelConfig;
-use super::names::ClusterName;
 use super::netns::{self, Ns};
 use super::wiring::{Emulation, Medium, SegmentId, Wiring};
+use crate::vcluster::cmd::Cmd;
+use crate::vcluster::error::{Error, Result};
+use crate::vcluster::names::ClusterName;
 
 /// Bytes Ethernet spends per frame beyond the kernel's frame length.
 pub const WIRE_OVERHEAD_BYTES: u32 = 24;
@@ -196,9 +196,8 @@ pub fn apply(setup: &EmulationSetup) -> Result<()> {
         // frame on an emulated wire is a node's.
         let knob = format!("/proc/sys/net/ipv6/conf/{port}/disable_ipv6");
         if std::path::Path::new(&knob).exists() {
-            std::fs::write(&knob, "1").map_err(|e| {
-                super::error::Error::io("turning IPv6 off on an emulated port", &knob, e)
-            })?;
+            std::fs::write(&knob, "1")
+                .map_err(|e| Error::io("turning IPv6 off on an emulated port", &knob, e))?;
         }
     }
     if setup.tc.is_empty() {
@@ -218,12 +217,11 @@ pub fn find_ifbs(prefix: &str) -> Result<Vec<String>> {
     let cmd = Cmd::new("ip", "listing the host's ifb devices")
         .args(["-j", "link", "show", "type", "ifb"]);
     let out = cmd.run()?;
-    let links: Vec<netns::Link> =
-        serde_json::from_str(&out).map_err(|e| super::error::Error::Unexpected {
-            what: "listing the host's ifb devices".into(),
-            command: cmd.display(),
-            detail: e.to_string(),
-        })?;
+    let links: Vec<netns::Link> = serde_json::from_str(&out).map_err(|e| Error::Unexpected {
+        what: "listing the host's ifb devices".into(),
+        command: cmd.display(),
+        detail: e.to_string(),
+    })?;
     Ok(links
         .into_iter()
         .map(|l| l.ifname)
@@ -248,8 +246,8 @@ pub fn remove_ifbs(names: &[String]) -> Result<usize> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::wiring::{Emulation, tests::mesh};
     use super::*;
-    use crate::vcluster::wiring::{Emulation, tests::mesh};
 
     /// The token-bucket path: every segment `rate`.
     fn rate(mut w: Wiring) -> Wiring {

@@ -9,7 +9,13 @@ use futures_util::future::BoxFuture;
 use crate::remote::{MediumFiles, NodeSource, Nodes};
 use crate::topology::Topology;
 
-use super::{ClusterDir, ClusterName, ImageOptions, UpOptions, Wiring};
+use super::cluster_dir::ClusterDir;
+use super::docker::ImageOptions;
+use super::down::down;
+use super::names::ClusterName;
+use super::status::{list_clusters, status};
+use super::up::{DEFAULT_MEDIUM_SEED, UpOptions, up};
+use super::wires::Wiring;
 
 /// Virtual clusters under one state directory.
 pub struct VirtualClusters {
@@ -37,7 +43,7 @@ impl VirtualClusters {
     /// The cluster `name`, up already (`cluster up` by hand, or an earlier --keep-cluster):
     /// usable as it is only when every member runs and its wires are the planned ones.
     fn reuse(&self, t: &Topology, name: ClusterName, wiring: &Wiring) -> anyhow::Result<Nodes> {
-        let status = super::status(&name, &self.state_dir)?;
+        let status = status(&name, &self.state_dir)?;
         let down_hint = format!(
             "`orchestrate cluster down --name {name} --state-dir {}`",
             self.state_dir.display()
@@ -82,10 +88,10 @@ impl VirtualClusters {
             image: ImageOptions::default(),
             source: self.source.display().to_string(),
             keep_on_failure: false,
-            medium_seed: super::DEFAULT_MEDIUM_SEED,
+            medium_seed: DEFAULT_MEDIUM_SEED,
         };
         tracing::info!("bringing up virtual cluster {name} for {}", t.name);
-        let report = tokio::task::spawn_blocking(move || super::up(&wiring, &opts)).await??;
+        let report = tokio::task::spawn_blocking(move || up(&wiring, &opts)).await??;
         tracing::info!(
             "virtual cluster {name} up in {:.1} s",
             report.elapsed.as_secs_f64()
@@ -114,8 +120,8 @@ impl NodeSource for VirtualClusters {
             };
             let name = ClusterName::parse(&owner)?;
             let state = self.state_dir.clone();
-            let down = name.clone();
-            tokio::task::spawn_blocking(move || super::down(&down, &state))
+            let gone = name.clone();
+            tokio::task::spawn_blocking(move || down(&gone, &state))
                 .await?
                 .with_context(|| {
                     format!(
@@ -127,6 +133,6 @@ impl NodeSource for VirtualClusters {
     }
 
     fn still_exists(&self, owner: &str) -> anyhow::Result<bool> {
-        Ok(super::list_clusters()?.iter().any(|c| c == owner))
+        Ok(list_clusters()?.iter().any(|c| c == owner))
     }
 }

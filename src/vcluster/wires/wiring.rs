@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::error::{Error, Result};
-use super::names::MGMT_IFNAME;
+use crate::vcluster::error::{Error, Result};
+use crate::vcluster::names::MGMT_IFNAME;
 
 pub use crate::topology::Medium;
 pub use orchestrate_medium::host::HostCosts;

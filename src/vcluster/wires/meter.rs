@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::error::{Error, Result};
-use super::ssh;
 use crate::remote::Host;
+use crate::vcluster::error::{Error, Result};
+use crate::vcluster::ssh;
 
 /// One measured flow.
 #[derive(Debug, Clone, Serialize)]

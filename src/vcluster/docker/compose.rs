@@ -118,7 +118,7 @@ fn labels(y: &mut String, labels: &Labels) {
 mod tests {
     use super::*;
     use crate::vcluster::names::ClusterName;
-    use crate::vcluster::wiring::tests::mesh;
+    use crate::vcluster::wires::mesh;
 
     fn rendered() -> String {
         let c = ClusterName::parse("sw").unwrap();

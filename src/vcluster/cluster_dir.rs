@@ -27,6 +27,9 @@ use std::path::{Path, PathBuf};
 
 use super::names::ClusterName;
 
+/// The default root of the clusters' directories, relative to the working directory.
+pub const DEFAULT_STATE_DIR: &str = ".orchestrate";
+
 /// Where root-only runtime files of the clusters live.
 pub const RUNTIME_ROOT: &str = "/run/orchestrate";
 

@@ -2,8 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use super::cmd::Cmd;
-use super::error::{Error, Result};
+use crate::vcluster::cmd::Cmd;
+use crate::vcluster::error::{Error, Result};
 
 /// The kernel's `CONFIG_*` settings, when the kernel publishes them.
 #[derive(Debug, Clone, Default)]

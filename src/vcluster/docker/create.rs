@@ -8,10 +8,10 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::cmd::Cmd;
-use super::error::{Error, Result};
-use super::parallel;
 use super::project::{CAPABILITIES, DEVICES, Network, Project, Service};
+use crate::vcluster::cmd::Cmd;
+use crate::vcluster::error::{Error, Result};
+use crate::vcluster::parallel;
 
 /// docker CLI calls in flight at once while creating. Each is mostly the daemon's work; more
 /// than this only queues behind its locks on two cores.

@@ -3,9 +3,9 @@
 
 use std::time::{Duration, Instant};
 
-use super::cmd::Cmd;
-use super::error::Result;
 use crate::remote::Host;
+use crate::vcluster::cmd::Cmd;
+use crate::vcluster::error::Result;
 
 /// An `ssh` invocation of `remote` (one shell command line) on `host`. The user's own ssh
 /// config is not read (`-F /dev/null`): the inventory says everything (a cluster's inventory

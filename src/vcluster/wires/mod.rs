@@ -1,0 +1,34 @@
+//! The cluster's wires, which the tool owns rather than the docker engine: what the cluster
+//! needs to know about a topology's wires ([`Wiring`]), the host side of each segment's ports
+//! (`emulation`: a token bucket per segment or port for `emulation = "rate"`, ports taken off
+//! their bridge for `"frames"`), the medium emulator's process that carries the latter
+//! (`emulator`), the links inside the containers' namespaces (`netns`), the kernel features
+//! all of it needs (`kernel`), and the goodput meter that checks the result (`meter`).
+//!
+//! Nothing here knows about containers beyond a namespace's pid: the docker side builds on
+//! these wires, never the other way round.
+
+mod emulation;
+mod emulator;
+mod kernel;
+mod meter;
+mod netns;
+mod wiring;
+
+pub use emulation::{
+    WIRE_OVERHEAD_BYTES, apply as apply_emulation, check_kernel, find_ifbs, remove_ifbs,
+    setup as emulation_setup,
+};
+pub use emulator::{
+    config as emulator_config, find as find_emulators, start as start_emulator,
+    stop as stop_emulators,
+};
+pub use meter::{Flow, Station, measure as measure_goodput};
+pub use netns::{Ns, Wanted, ip_batch, links as ns_links, offloads_off, rename_plan};
+pub use wiring::{
+    Emulation, HostCosts, Medium, Node, Port, Segment, SegmentId, Switch, Wiring, WiringBuilder,
+    switch_service,
+};
+
+#[cfg(test)]
+pub(crate) use wiring::tests::mesh;

@@ -5,7 +5,7 @@
 //! |---|---|
 //! | `summary.csv` | one row per cell (measure × configuration × pairs × size): n, failures, best, median, mean, the median's CI and its coverage, per-pair mean and minimum, latency percentiles |
 //! | `model.csv` | token-test cells beside the analytic model: measured, predicted, their ratio, what limits the pairs |
-//! | `media.csv` | only for runs on the medium emulator: one row per cell with the medium during its points — collisions per frame, the busiest segment and its utilisation, excess-collision and queue drops, the emulator's lateness p99 and flagged points ([`media`]) |
+//! | `media.csv` | only for runs on the medium emulator: one row per cell with the medium during its points — collisions per frame, the busiest segment and its utilisation, excess-collision and queue drops, the emulator's lateness p99 and flagged points ([`emulator_stats`]) |
 //! | `summary.json` | the cells of `summary.csv` with typed numbers, the units and the run(s) they come from |
 //! | `comparison.csv` | long form: a row per (measure, pairs, size) × configuration with its value, CI, n, baseline, ratio to it, rank in its row and whether the row's win is clear ([`export::ComparisonCsv`]) |
 //! | `report.md` | findings and the pivot tables first, then the 1996 study beside the run and the figures; after them method, setup, the model beside each token-test cell (its causes named once), "The medium", latency, failed points, NetPIPE baselines and the environment (facts equal on every node once) |
@@ -29,13 +29,13 @@ pub mod cli;
 pub mod compare;
 pub mod data;
 pub mod document;
+pub mod emulator_stats;
 pub mod error;
 pub mod export;
 pub mod figures;
 pub mod findings;
 pub mod format;
 pub mod intervals;
-pub mod media;
 pub mod netpipe;
 pub mod paper;
 pub mod predicted;
@@ -81,14 +81,14 @@ pub struct ReportOptions<'a> {
 
 /// Builds the report of one run without writing anything.
 pub fn build(run: &RunDir, opts: &ReportOptions<'_>) -> Result<Report, ReportError> {
-    build_with(run, opts, &media::load(run)?)
+    build_with(run, opts, &emulator_stats::load(run)?)
 }
 
 /// [`build`] with the run's medium statistics already loaded.
 fn build_with(
     run: &RunDir,
     opts: &ReportOptions<'_>,
-    media: &media::MediaReport,
+    media: &emulator_stats::MediaReport,
 ) -> Result<Report, ReportError> {
     let one = load_run(run, None, opts)?;
     let statistic = opts
@@ -164,7 +164,7 @@ pub struct Written {
 pub fn report_and_check(dir: &Path, opts: &ReportOptions<'_>) -> Result<Written, ReportError> {
     let run = RunDir::new(dir);
     let exporters = export::standard(opts.png)?;
-    let media = media::load(&run)?;
+    let media = emulator_stats::load(&run)?;
     let report = build_with(&run, opts, &media)?;
     let files = export::write_all(dir, &report, &media, &exporters)?;
     Ok(Written {
@@ -231,7 +231,12 @@ pub fn compare(
         references: Vec::new(),
     };
     // The medium's statistics are per run; a comparison across runs leaves them out.
-    export::write_all(out, &report, &media::MediaReport::default(), &exporters)
+    export::write_all(
+        out,
+        &report,
+        &emulator_stats::MediaReport::default(),
+        &exporters,
+    )
 }
 
 struct LoadedRun {

@@ -9,8 +9,8 @@
 //! the paper's absolute figure only fits if both directions were counted, the text says so.
 
 use super::data::CellSummary;
+use super::emulator_stats::{CellMedia, MediaReport};
 use super::format::{human, percent, ratio, size};
-use super::media::{CellMedia, MediaReport};
 use super::predicted::ModelRow;
 use crate::results::{PlacementKind, Statistic};
 use orchestrate_worker::record::Pattern;
@@ -780,7 +780,7 @@ mod tests {
 
     #[test]
     fn the_disk_finding_names_the_collisions_behind_a_degrading_bonded_net() {
-        use crate::report::media::{CellMedia, MediaCellKey};
+        use crate::report::emulator_stats::{CellMedia, MediaCellKey};
         let mb = 2 << 20;
         let cells = vec![
             token(BONDED_DUAL_NET, L, 7, 8192, 8.0),

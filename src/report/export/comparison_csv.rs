@@ -24,9 +24,9 @@ use super::exporter::{Exporter, RenderedFile};
 use crate::report::compare::{ComparisonRow, ComparisonTable};
 use crate::report::data::Config;
 use crate::report::document::Report;
+use crate::report::emulator_stats::MediaReport;
 use crate::report::error::ReportError;
 use crate::report::format::{csv_f64, csv_field};
-use crate::report::media::MediaReport;
 use crate::results::Statistic;
 
 pub struct ComparisonCsv;

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use crate::report::document::Report;
+use crate::report::emulator_stats::MediaReport;
 use crate::report::error::ReportError;
-use crate::report::media::MediaReport;
 
 /// One file an exporter rendered: its bytes and where they go, relative to the output
 /// directory ([`super::write_all`] writes them).

@@ -5,9 +5,9 @@ use std::fmt::Write;
 
 use super::exporter::{Exporter, RenderedFile};
 use crate::report::document::Report;
+use crate::report::emulator_stats::MediaReport;
 use crate::report::error::ReportError;
 use crate::report::format::{csv_f64, csv_field};
-use crate::report::media::MediaReport;
 
 pub struct MediaCsv;
 

@@ -15,8 +15,8 @@ pub mod svg;
 use std::path::{Path, PathBuf};
 
 use super::document::Report;
+use super::emulator_stats::MediaReport;
 use super::error::ReportError;
-use super::media::MediaReport;
 
 pub use comparison_csv::ComparisonCsv;
 pub use exporter::{Exporter, RenderedFile};

@@ -12,8 +12,8 @@ use std::fmt::Write;
 
 use super::exporter::{Exporter, RenderedFile};
 use crate::report::document::Report;
+use crate::report::emulator_stats::MediaReport;
 use crate::report::error::ReportError;
-use crate::report::media::MediaReport;
 use orchestrate_worker::record::Pattern;
 
 pub struct Netpipe;

@@ -10,9 +10,9 @@ use resvg::usvg::{Options, Tree};
 use super::exporter::{Exporter, RenderedFile};
 use super::svg;
 use crate::report::document::Report;
+use crate::report::emulator_stats::MediaReport;
 use crate::report::error::ReportError;
 use crate::report::figures::figures;
-use crate::report::media::MediaReport;
 
 /// Pixels per SVG unit: print-friendly without huge files.
 const SCALE: f32 = 2.0;

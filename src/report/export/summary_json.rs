@@ -7,9 +7,9 @@ use serde::Serialize;
 use super::exporter::{Exporter, RenderedFile};
 use crate::report::data::CellSummary;
 use crate::report::document::{Report, RunInfo};
+use crate::report::emulator_stats::MediaReport;
 use crate::report::error::ReportError;
 use crate::report::format::csv_f64;
-use crate::report::media::MediaReport;
 
 pub struct SummaryJson;
 

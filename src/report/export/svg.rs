@@ -18,10 +18,10 @@ use plotters::prelude::*;
 
 use super::exporter::{Exporter, RenderedFile};
 use crate::report::document::Report;
+use crate::report::emulator_stats::MediaReport;
 use crate::report::error::ReportError;
 use crate::report::figures::{Chart, Figure, Panel, Style, figures};
 use crate::report::format::{human, size_tick};
-use crate::report::media::MediaReport;
 use overlay::{Overlay, esc};
 
 pub struct Svg;

@@ -4,18 +4,13 @@ use std::fmt::Write;
 
 use super::exporter::{Exporter, RenderedFile};
 use crate::report::document::Report;
-use crate::report::emulator_stats::MediaReport;
 use crate::report::error::ReportError;
 use crate::report::format::{csv_f64, csv_field};
 
 pub struct ModelCsv;
 
 impl Exporter for ModelCsv {
-    fn export(
-        &self,
-        report: &Report,
-        _media: &MediaReport,
-    ) -> Result<Vec<RenderedFile>, ReportError> {
+    fn export(&self, report: &Report) -> Result<Vec<RenderedFile>, ReportError> {
         if report.model.is_empty() {
             return Ok(Vec::new());
         }

@@ -7,7 +7,6 @@ use serde::Serialize;
 use super::exporter::{Exporter, RenderedFile};
 use crate::report::data::CellSummary;
 use crate::report::document::{Report, RunInfo};
-use crate::report::emulator_stats::MediaReport;
 use crate::report::error::ReportError;
 use crate::report::format::csv_f64;
 
@@ -131,11 +130,7 @@ impl<'a> Cell<'a> {
 }
 
 impl Exporter for SummaryJson {
-    fn export(
-        &self,
-        report: &Report,
-        _media: &MediaReport,
-    ) -> Result<Vec<RenderedFile>, ReportError> {
+    fn export(&self, report: &Report) -> Result<Vec<RenderedFile>, ReportError> {
         let summary = Summary {
             format_version: FORMAT_VERSION,
             statistic: report.statistic.as_str(),

@@ -81,7 +81,7 @@ enum Command {
     ///
     /// Exit status: 0 when written (and every check passed), 3 when a regression check finds
     /// a cell worse or missing or a reference value fails, 1 on any other error.
-    Report(orchestrate::report::cli::ReportArgs),
+    Report(orchestrate::report::ReportArgs),
     /// The virtual cluster: a topology as docker containers with emulated wires, reached
     /// over SSH like real machines (image, up, status, verify, down).
     Cluster {
@@ -195,8 +195,8 @@ fn run(command: Command, quiet: bool) -> anyhow::Result<ExitCode> {
                 .unwrap_or_default();
             let drawer = orchestrate::runner::RunDrawings::new(&dir);
             let model = orchestrate::runner::RunModel::new(&dir);
-            use orchestrate::report::cli::{CHECK_FAILED, Outcome};
-            match orchestrate::report::cli::run(args, Some(&drawer), Some(&model))? {
+            use orchestrate::report::{CHECK_FAILED, Outcome};
+            match orchestrate::report::run_command(args, Some(&drawer), Some(&model))? {
                 Outcome::Passed => Ok(ExitCode::SUCCESS),
                 Outcome::ChecksFailed => Ok(ExitCode::from(CHECK_FAILED)),
             }

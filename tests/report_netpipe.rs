@@ -5,7 +5,7 @@ mod synthetic;
 
 use std::path::{Path, PathBuf};
 
-use orchestrate::report::netpipe::import;
+use orchestrate::report::import_netpipe as import;
 use orchestrate::report::{NetpipeSource, ReportOptions, report_run};
 use synthetic::{SynthSpec, write_run};
 

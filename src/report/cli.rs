@@ -4,7 +4,12 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{NetpipeSource, ReportError, ReportOptions};
+use super::build::{Written, check_regression, compare, report_and_check};
+use super::error::ReportError;
+use super::options::{NetpipeSource, ReportOptions};
+use super::predicted::PredictThroughput;
+use super::terminal;
+use super::topology::DrawTopology;
 use crate::results::Statistic;
 use crate::spec::reference::Percent;
 
@@ -93,8 +98,8 @@ fn parse_netpipe(s: &str) -> Result<NetpipeSource, String> {
 /// `model` gives the analytic model's predictions, when known.
 pub fn run(
     args: ReportArgs,
-    drawer: Option<&dyn super::DrawTopology>,
-    model: Option<&dyn super::PredictThroughput>,
+    drawer: Option<&dyn DrawTopology>,
+    model: Option<&dyn PredictThroughput>,
 ) -> Result<Outcome, ReportError> {
     let opts = ReportOptions {
         statistic: args.statistic,
@@ -108,9 +113,9 @@ pub fn run(
         return regression_check(&args.compare, threshold, &opts, args.json);
     }
     let written = match &args.run_dir {
-        Some(dir) => super::report_and_check(dir, &opts)?,
-        None => super::Written {
-            files: super::compare(&args.compare, &args.out, &opts)?,
+        Some(dir) => report_and_check(dir, &opts)?,
+        None => Written {
+            files: compare(&args.compare, &args.out, &opts)?,
             statistic: opts.statistic.unwrap_or_default(),
             references: Vec::new(),
         },
@@ -129,7 +134,7 @@ pub fn run(
         }
         print!(
             "{}",
-            super::references::text(&written.references, written.statistic)
+            terminal::references(&written.references, written.statistic)
         );
     }
     Ok(if written.references.iter().all(|r| r.passed()) {
@@ -149,13 +154,13 @@ fn regression_check(
     let [old, new] = dirs else {
         return Err(ReportError::CheckNeedsTwoRuns(dirs.len()));
     };
-    let check = super::regression::check(old, new, threshold, opts)?;
+    let check = check_regression(old, new, threshold, opts)?;
     if json {
         let v = serde_json::to_string_pretty(&check)
             .map_err(|e| ReportError::Internal(e.to_string()))?;
         println!("{v}");
     } else {
-        print!("{}", check.text());
+        print!("{}", terminal::regression(&check));
     }
     Ok(if check.passed() {
         Outcome::Passed

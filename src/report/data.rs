@@ -19,8 +19,8 @@ pub struct Config {
 }
 
 impl Config {
-    /// Human label, e.g. `routed-mesh-4x4 local-wire` or
-    /// `bonded-dual-net balance-rr (userspace bond) local-wire`. A userspace bond is named as
+    /// Human label, e.g. `<topology> local-wire` or
+    /// `<topology> balance-rr (userspace bond) local-wire`. A userspace bond is named as
     /// such: it is a stand-in and readers must know.
     pub fn label(&self) -> String {
         let mut s = String::new();

@@ -3,11 +3,11 @@
 
 use super::compare::ComparisonTable;
 use super::data::{CellSummary, Failure};
+use super::emulator_stats::MediaReport;
 use super::netpipe::NetpipeBaseline;
-use super::paper::PaperComparison;
 use super::predicted::ModelRow;
 use super::references::ReferenceCheck;
-use super::today::Today;
+use super::study::StudyFindings;
 use crate::results::{Manifest, Statistic};
 
 /// A complete report for one run (or several runs compared).
@@ -22,12 +22,11 @@ pub struct Report {
     pub findings: Vec<String>,
     /// Token-test cells beside the analytic model's prediction.
     pub model: Vec<ModelRow>,
-    /// The 1996 study's findings against this run, when it measured the study's
-    /// configurations.
-    pub paper: Option<PaperComparison>,
-    /// Whether today's answers to two NICs per node remove the bonded dual net's penalty, when
-    /// the run measured them beside it.
-    pub today: Option<Today>,
+    /// The section of each study whose questions this run can answer ([`super::study`]).
+    pub studies: Vec<StudyFindings>,
+    /// What the emulated wires did; empty (`present` false) for a run on token buckets or
+    /// real machines, and for a comparison across runs.
+    pub media: MediaReport,
     /// Sorted.
     pub failures: Vec<Failure>,
     pub netpipe: Vec<NetpipeBaseline>,

@@ -519,11 +519,17 @@ mod tests {
     fn compared_runs_differ_in_colour_and_share_shapes_per_configuration() {
         let mut book = StyleBook::default();
         let a = book.config(
-            &config("mesh", PlacementKind::LocalWire, Some("before")),
+            &config("topology-a", PlacementKind::LocalWire, Some("before")),
             "",
         );
-        let b = book.config(&config("bus", PlacementKind::LocalWire, Some("before")), "");
-        let c = book.config(&config("mesh", PlacementKind::LocalWire, Some("after")), "");
+        let b = book.config(
+            &config("topology-b", PlacementKind::LocalWire, Some("before")),
+            "",
+        );
+        let c = book.config(
+            &config("topology-a", PlacementKind::LocalWire, Some("after")),
+            "",
+        );
         assert_eq!(a.shape, c.shape);
         assert_ne!(a.colour, c.colour);
         assert_ne!(a.shape, b.shape);

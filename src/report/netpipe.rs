@@ -9,7 +9,7 @@ use super::error::ReportError;
 
 use orchestrate_worker::netpipe as np;
 
-pub use np::{NetpipeRow, NetpipeTable};
+pub use np::NetpipeTable;
 
 /// A named set of NetPIPE tables, e.g. "1999 cluster, 100 Mbit/s switch".
 #[derive(Debug, Clone, PartialEq)]

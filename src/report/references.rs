@@ -2,25 +2,24 @@
 //! run: each reference is the "old" side of the rule in [`super::verdict`], an interval of one
 //! point, and its tolerance is the threshold. So a reference fails when the measured value is
 //! more than the tolerance below it and the measured interval lies wholly below it, or when the
-//! run has no value for its cell.
+//! run has no value for its cell. report.md shows the checks (`export::markdown`), the
+//! terminal too ([`super::terminal`]).
 
-use std::fmt::Write;
+use std::path::Path;
 
 use serde::Serialize;
 
-use super::ReportError;
 use super::data::CellSummary;
-use super::format::{human, md_cell};
-use super::regression::{interval_text, verdict_text};
+use super::error::ReportError;
 use super::verdict::{Estimate, Verdict, judge};
-use crate::results::{RunDir, Statistic};
+use crate::results::Statistic;
 use crate::spec::SourceFile;
 use crate::spec::reference::{ReferenceSpec, ReferencesOnly};
 
 /// One reference and what the run measured for it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReferenceCheck {
-    /// The reference in words: `routed-mesh-4x4 token/tcp 7 pairs 8KiB local-wire`.
+    /// The reference in words: `<topology> token/tcp 7 pairs 8KiB local-wire`.
     pub reference: String,
     pub expected_mbit_s: f64,
     pub tolerance_percent: f64,
@@ -35,16 +34,21 @@ impl ReferenceCheck {
     pub fn passed(&self) -> bool {
         !self.verdict.fails()
     }
+
+    /// The tolerance as written in the experiment: `10`, `12.5` (percent).
+    pub fn tolerance_text(&self) -> String {
+        format!("{}", (self.tolerance_percent * 1e4).round() / 1e4)
+    }
 }
 
-/// The references of the experiment a run directory holds; none when the run has no copy of
-/// its experiment (older runs, synthetic ones). A malformed entry is a located error.
-pub fn load(run: &RunDir) -> Result<Vec<ReferenceSpec>, ReportError> {
-    let path = run.experiment_toml();
+/// The references of the experiment file at `path` (a run directory's copy of its
+/// experiment); none when there is no such file (older runs, synthetic ones). A malformed
+/// entry is a located error.
+pub fn read(path: &Path) -> Result<Vec<ReferenceSpec>, ReportError> {
     if !path.is_file() {
         return Ok(Vec::new());
     }
-    let source = SourceFile::read(&path).map_err(ReportError::Spec)?;
+    let source = SourceFile::read(path).map_err(ReportError::Spec)?;
     let only: ReferencesOnly = source.parse().map_err(ReportError::Spec)?;
     Ok(only.reference)
 }
@@ -109,87 +113,4 @@ fn matches(r: &ReferenceSpec, c: &CellSummary) -> bool {
         && k.config.placement == *r.placement.get_ref()
         && k.pairs == *r.pairs.get_ref()
         && k.size_bytes == r.size.get_ref().0
-}
-
-/// The checks as lines for the terminal; empty when there are none.
-pub fn text(checks: &[ReferenceCheck], statistic: Statistic) -> String {
-    if checks.is_empty() {
-        return String::new();
-    }
-    let failed = checks.iter().filter(|c| !c.passed()).count();
-    let mut s = format!(
-        "references ({} throughput): {} of {} pass\n",
-        statistic.as_str(),
-        checks.len() - failed,
-        checks.len()
-    );
-    for c in checks {
-        let _ = writeln!(
-            s,
-            "  {:<7} {}: expected {} Mbit/s, tolerance {}%, {}",
-            verdict_text(c.verdict),
-            c.reference,
-            human(c.expected_mbit_s),
-            plain(c.tolerance_percent),
-            measured_text(c)
-        );
-    }
-    s
-}
-
-/// A percentage as written in the experiment: `10`, `12.5`.
-fn plain(percent: f64) -> String {
-    format!("{}", (percent * 1e4).round() / 1e4)
-}
-
-fn measured_text(c: &ReferenceCheck) -> String {
-    match (&c.measured, c.change_percent) {
-        (Some(m), Some(p)) => format!(
-            "measured {} Mbit/s [{}] ({p:+.1}%)",
-            human(m.value_mbit_s),
-            interval_text(m)
-        ),
-        _ => c.note.clone().unwrap_or_default(),
-    }
-}
-
-/// The "Reference values" section of report.md; empty when the experiment has none.
-pub fn markdown(checks: &[ReferenceCheck], statistic: Statistic) -> String {
-    if checks.is_empty() {
-        return String::new();
-    }
-    let failed = checks.iter().filter(|c| !c.passed()).count();
-    let mut s = String::from("## Reference values\n\n");
-    let _ = writeln!(
-        s,
-        "The experiment's `[[reference]]` values against the measured {} (Mbit/s): a \
-         reference fails when the measurement is more than its tolerance below it and the \
-         measured interval lies wholly below it, or when the run has no value for it. \
-         {} of {} pass.\n",
-        statistic.as_str(),
-        checks.len() - failed,
-        checks.len()
-    );
-    s.push_str("| reference | expected | tolerance | measured | interval | change | verdict |\n");
-    s.push_str("|---|---:|---:|---:|---|---:|---|\n");
-    for c in checks {
-        let (measured, interval, change) = match (&c.measured, c.change_percent) {
-            (Some(m), Some(p)) => (human(m.value_mbit_s), interval_text(m), format!("{p:+.1}%")),
-            _ => (
-                "-".into(),
-                md_cell(c.note.as_deref().unwrap_or("")),
-                "-".into(),
-            ),
-        };
-        let _ = writeln!(
-            s,
-            "| {} | {} | {}% | {measured} | {interval} | {change} | {} |",
-            md_cell(&c.reference),
-            human(c.expected_mbit_s),
-            plain(c.tolerance_percent),
-            verdict_text(c.verdict)
-        );
-    }
-    s.push('\n');
-    s
 }

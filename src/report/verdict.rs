@@ -1,5 +1,6 @@
-//! One rule for "did this get worse?", shared by the regression check between two runs
-//! ([`super::regression`]) and by an experiment's reference values ([`super::references`]).
+//! The report's one judgement type, [`Verdict`], and one rule for "did this get worse?",
+//! shared by the regression check between two runs ([`super::regression`]) and by an
+//! experiment's reference values ([`super::references`]).
 //!
 //! A measurement is its headline value and the interval for its median ([`super::stats`]).
 //! Against an earlier measurement (or a reference value, an interval of one point) it is
@@ -16,6 +17,7 @@
 use serde::Serialize;
 
 use super::data::CellSummary;
+use super::format::{human, percent};
 use crate::results::Statistic;
 use crate::spec::reference::Percent;
 
@@ -67,22 +69,64 @@ impl Estimate {
         }
     }
 
+    /// `66.76–67.14 (97%)`; a single repetition has no interval.
+    pub fn interval_text(&self) -> String {
+        match self.ci_coverage {
+            Some(cov) => format!(
+                "{}–{} ({})",
+                human(self.ci_low_mbit_s),
+                human(self.ci_high_mbit_s),
+                percent(cov)
+            ),
+            None => "n=1".into(),
+        }
+    }
+
     fn overlaps(&self, other: &Estimate) -> bool {
         self.ci_low_mbit_s <= other.ci_high_mbit_s && other.ci_low_mbit_s <= self.ci_high_mbit_s
     }
 }
 
-/// What a check says about one cell.
+/// The report's one judgement type. Three kinds of question get one:
+///
+/// - a measurement against an earlier one or a reference value, by the rule above
+///   ([`Better`](Self::Better) … [`New`](Self::New));
+/// - a study's published finding against this run ([`Agrees`](Self::Agrees) …
+///   [`NotMeasured`](Self::NotMeasured));
+/// - a study's question asked of this run ([`Yes`](Self::Yes), [`InPart`](Self::InPart),
+///   [`No`](Self::No)).
+///
+/// Each variant has its own words ([`Verdict::as_str`]), which are also its JSON form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
 pub enum Verdict {
+    #[serde(rename = "better")]
     Better,
+    #[serde(rename = "same")]
     Same,
+    #[serde(rename = "worse")]
     Worse,
     /// Expected (measured before, or named by a reference) but without a value now.
+    #[serde(rename = "missing")]
     Missing,
     /// Measured now but not before: nothing to compare with.
+    #[serde(rename = "new")]
     New,
+    #[serde(rename = "agrees")]
+    Agrees,
+    /// The direction holds, the size of the effect does not (or only one half holds).
+    #[serde(rename = "agrees in part")]
+    AgreesInPart,
+    #[serde(rename = "disagrees")]
+    Disagrees,
+    /// The run lacks the cells the finding needs.
+    #[serde(rename = "not measured in this run")]
+    NotMeasured,
+    #[serde(rename = "yes")]
+    Yes,
+    #[serde(rename = "in part")]
+    InPart,
+    #[serde(rename = "no")]
+    No,
 }
 
 impl Verdict {
@@ -93,6 +137,13 @@ impl Verdict {
             Self::Worse => "worse",
             Self::Missing => "missing",
             Self::New => "new",
+            Self::Agrees => "agrees",
+            Self::AgreesInPart => "agrees in part",
+            Self::Disagrees => "disagrees",
+            Self::NotMeasured => "not measured in this run",
+            Self::Yes => "yes",
+            Self::InPart => "in part",
+            Self::No => "no",
         }
     }
 
@@ -100,6 +151,16 @@ impl Verdict {
     /// check that passes when the measurement stopped working would check nothing).
     pub fn fails(self) -> bool {
         matches!(self, Self::Worse | Self::Missing)
+    }
+
+    /// As a check's table shows it: failing verdicts in capitals, so they stand out in a long
+    /// table.
+    pub fn check_text(self) -> String {
+        if self.fails() {
+            self.as_str().to_uppercase()
+        } else {
+            self.as_str().to_owned()
+        }
     }
 }
 

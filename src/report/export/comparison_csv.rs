@@ -26,7 +26,6 @@ use crate::report::data::Config;
 use crate::report::document::Report;
 use crate::report::error::ReportError;
 use crate::report::format::{csv_f64, csv_field};
-use crate::report::media::MediaReport;
 use crate::results::Statistic;
 
 pub struct ComparisonCsv;
@@ -36,11 +35,7 @@ const COLUMNS: &str = "pattern,protocol,pairs,size_bytes,configuration,topology,
                        ci_coverage,n,baseline,ratio_to_baseline,rank,winner_significance";
 
 impl Exporter for ComparisonCsv {
-    fn export(
-        &self,
-        report: &Report,
-        _media: &MediaReport,
-    ) -> Result<Vec<RenderedFile>, ReportError> {
+    fn export(&self, report: &Report) -> Result<Vec<RenderedFile>, ReportError> {
         let with_run = report.cells.iter().any(|c| c.key.config.run.is_some());
         let mut s = String::new();
         if with_run {

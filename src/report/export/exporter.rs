@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use crate::report::document::Report;
 use crate::report::error::ReportError;
-use crate::report::media::MediaReport;
 
 /// One file an exporter rendered: its bytes and where they go, relative to the output
 /// directory ([`super::write_all`] writes them).
@@ -15,14 +14,9 @@ pub struct RenderedFile {
     pub bytes: Vec<u8>,
 }
 
-/// Turns a report, and the medium's statistics beside it, into files. Implementations must be
-/// deterministic: the same report gives the same bytes, so re-running a report changes
-/// nothing on disk. A report without medium statistics (`media.present` false) must come out
-/// exactly as it would without them.
+/// Turns a report into files. Implementations must be deterministic: the same report gives
+/// the same bytes, so re-running a report changes nothing on disk. A report without medium
+/// statistics (`report.media.present` false) must come out exactly as it would without them.
 pub trait Exporter {
-    fn export(
-        &self,
-        report: &Report,
-        media: &MediaReport,
-    ) -> Result<Vec<RenderedFile>, ReportError>;
+    fn export(&self, report: &Report) -> Result<Vec<RenderedFile>, ReportError>;
 }

@@ -1,10 +1,12 @@
 //! `report.md`, ordered as a paper's evaluation reads: findings and the main tables first,
-//! then the 1996 study beside this run and the figures, then the details a reader checks
+//! then each study's section ([`crate::report::study`]) and the figures, then the details a reader checks
 //! (method, setup, the model, the medium, latency, failed points, environment).
 
 mod environment;
 mod medium;
 mod model;
+mod references;
+mod study;
 mod table;
 
 use std::fmt::Write;
@@ -17,19 +19,14 @@ use crate::report::error::ReportError;
 use crate::report::figures::figures;
 use crate::report::format::{human, md_cell, ratio, size, unix_ns};
 use crate::report::intervals::IntervalNames;
-use crate::report::media::MediaReport;
-use crate::report::references;
+use crate::report::netpipe_curves::curves;
 use crate::results::Statistic;
 use table::table;
 
 pub struct Markdown;
 
 impl Exporter for Markdown {
-    fn export(
-        &self,
-        report: &Report,
-        media: &MediaReport,
-    ) -> Result<Vec<RenderedFile>, ReportError> {
+    fn export(&self, report: &Report) -> Result<Vec<RenderedFile>, ReportError> {
         let mut s = String::new();
         let title = match report.runs.as_slice() {
             [one] => one.label.clone(),
@@ -41,17 +38,18 @@ impl Exporter for Markdown {
             let _ = writeln!(s, "- {f}");
         }
         s.push('\n');
-        s.push_str(&references::markdown(&report.references, report.statistic));
+        references::references(&mut s, &report.references, report.statistic);
         for t in &report.comparison {
             comparison(&mut s, t, report.statistic);
         }
-        against_paper(&mut s, report);
-        today(&mut s, report);
+        for st in &report.studies {
+            study::study(&mut s, st);
+        }
         figures_section(&mut s, report);
         method(&mut s, report.statistic);
         setup(&mut s, report);
-        model::against_model(&mut s, report, media);
-        medium::the_medium(&mut s, report, media);
+        model::against_model(&mut s, report, &report.media);
+        medium::the_medium(&mut s, report, &report.media);
         latency(&mut s, report);
         failures(&mut s, report);
         netpipe(&mut s, report);
@@ -237,69 +235,6 @@ fn comparison(s: &mut String, t: &ComparisonTable, stat: Statistic) {
     }
 }
 
-/// The 1996 study's findings beside this run's.
-fn against_paper(s: &mut String, report: &Report) {
-    let Some(p) = &report.paper else {
-        return;
-    };
-    s.push_str(
-        "## Against the 1996 paper\n\n\
-         Reschke, Sterling, Ridge, Savarese, Becker and Merkey, \"A Design Study of Alternative \
-         Network Topologies for the Beowulf Parallel Workstation\", HPDC-5, 1996: 16 nodes \
-         (486 DX4-100) with two 10 Mbit/s Ethernet NICs each. Each finding with this run's \
-         figure beside it. Throughput counts the producer's tokens (tokens written × size / \
-         elapsed), in MB/s (10^6 bytes) as the paper gives it.\n\n",
-    );
-    for f in &p.findings {
-        let _ = writeln!(s, "### {} — {}\n", f.title, f.verdict.as_str());
-        let _ = writeln!(s, "- 1996: {}", f.paper);
-        let _ = writeln!(s, "- Here: {}", f.measured);
-        if !f.why.is_empty() {
-            let _ = writeln!(s, "- Why: {}", f.why);
-        }
-        s.push('\n');
-    }
-}
-
-/// The study's question asked of today's answers, each with its figures and verdict.
-fn today(s: &mut String, report: &Report) {
-    let Some(t) = &report.today else {
-        return;
-    };
-    let bonds = t
-        .findings
-        .iter()
-        .any(|f| f.question.contains("Multipath TCP"));
-    let ecmp = t.findings.iter().any(|f| f.question.contains("ECMP"));
-    s.push_str("## What the 1996 study would find today\n\n");
-    if bonds {
-        s.push_str(
-            "The study used its nodes' two NICs by bonding them (balance-rr), which stripes one \
-             flow's frames over both buses, and today's TCP takes the reordering that causes as \
-             loss. This run measured today's answers beside it on the same emulated wires: \
-             Multipath TCP (`mptcp`: one subflow per bus, reassembled above them) and one bus \
-             per connection (`none`).",
-        );
-    }
-    if ecmp {
-        s.push_str(if bonds { " " } else { "" });
-        s.push_str(
-            "The study's routed mesh sent each subnet's traffic over one shortest path \
-             (`none`); this run also routed it with equal-cost multipath (`ecmp`: an address of \
-             each node's own, reached over every shortest next hop, each connection hashed onto \
-             one), with the same pairs on the same wires.",
-        );
-    }
-    s.push_str("\n\n");
-    for f in &t.findings {
-        let _ = writeln!(s, "### {} — {}\n", f.question, f.verdict.as_str());
-        for line in &f.figures {
-            let _ = writeln!(s, "- {line}");
-        }
-        let _ = writeln!(s, "- Verdict: {}.\n", f.why);
-    }
-}
-
 fn capitalised(s: &str) -> String {
     let mut c = s.chars();
     match c.next() {
@@ -370,14 +305,12 @@ fn figures_section(s: &mut String, report: &Report) {
             .collect();
         let _ = writeln!(s, "Topologies: {}\n", drawings.join(" "));
     }
-    // Listing what the NetPIPE exporter writes keeps the two from drifting apart.
-    let curves = super::netpipe::Netpipe
-        .export(report, &MediaReport::default())
-        .unwrap_or_default();
+    // The same curves the NetPIPE exporter writes.
+    let curves = curves(report);
     if !curves.is_empty() {
         let links: Vec<String> = curves
             .iter()
-            .map(|c| format!("[{0}]({0})", c.path.display()))
+            .map(|c| format!("[{0}]({0})", c.path))
             .collect();
         let _ = writeln!(
             s,

@@ -7,16 +7,12 @@ use super::exporter::{Exporter, RenderedFile};
 use crate::report::document::Report;
 use crate::report::error::ReportError;
 use crate::report::format::{csv_f64, csv_field};
-use crate::report::media::MediaReport;
 
 pub struct MediaCsv;
 
 impl Exporter for MediaCsv {
-    fn export(
-        &self,
-        _report: &Report,
-        media: &MediaReport,
-    ) -> Result<Vec<RenderedFile>, ReportError> {
+    fn export(&self, report: &Report) -> Result<Vec<RenderedFile>, ReportError> {
+        let media = &report.media;
         if !media.present {
             return Ok(Vec::new());
         }

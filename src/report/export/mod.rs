@@ -10,16 +10,15 @@ mod netpipe;
 mod png;
 mod summary_csv;
 mod summary_json;
-pub mod svg;
+mod svg;
 
 use std::path::{Path, PathBuf};
 
 use super::document::Report;
 use super::error::ReportError;
-use super::media::MediaReport;
 
 pub use comparison_csv::ComparisonCsv;
-pub use exporter::{Exporter, RenderedFile};
+pub use exporter::Exporter;
 pub use markdown::Markdown;
 pub use media_csv::MediaCsv;
 pub use model_csv::ModelCsv;
@@ -65,12 +64,11 @@ fn png_exporter() -> Result<Box<dyn Exporter>, ReportError> {
 pub fn write_all(
     dir: &Path,
     report: &Report,
-    media: &MediaReport,
     exporters: &[Box<dyn Exporter>],
 ) -> Result<Vec<PathBuf>, ReportError> {
     let mut written = Vec::new();
     for e in exporters {
-        for file in e.export(report, media)? {
+        for file in e.export(report)? {
             let path = dir.join(&file.path);
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent).map_err(|e| ReportError::Io {

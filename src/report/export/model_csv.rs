@@ -6,16 +6,11 @@ use super::exporter::{Exporter, RenderedFile};
 use crate::report::document::Report;
 use crate::report::error::ReportError;
 use crate::report::format::{csv_f64, csv_field};
-use crate::report::media::MediaReport;
 
 pub struct ModelCsv;
 
 impl Exporter for ModelCsv {
-    fn export(
-        &self,
-        report: &Report,
-        _media: &MediaReport,
-    ) -> Result<Vec<RenderedFile>, ReportError> {
+    fn export(&self, report: &Report) -> Result<Vec<RenderedFile>, ReportError> {
         if report.model.is_empty() {
             return Ok(Vec::new());
         }

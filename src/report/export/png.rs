@@ -12,7 +12,6 @@ use super::svg;
 use crate::report::document::Report;
 use crate::report::error::ReportError;
 use crate::report::figures::figures;
-use crate::report::media::MediaReport;
 
 /// Pixels per SVG unit: print-friendly without huge files.
 const SCALE: f32 = 2.0;
@@ -20,11 +19,7 @@ const SCALE: f32 = 2.0;
 pub struct Png;
 
 impl Exporter for Png {
-    fn export(
-        &self,
-        report: &Report,
-        _media: &MediaReport,
-    ) -> Result<Vec<RenderedFile>, ReportError> {
+    fn export(&self, report: &Report) -> Result<Vec<RenderedFile>, ReportError> {
         let mut opt = Options::default();
         let db = opt.fontdb_mut();
         db.load_system_fonts();

@@ -6,16 +6,11 @@ use super::exporter::{Exporter, RenderedFile};
 use crate::report::document::Report;
 use crate::report::error::ReportError;
 use crate::report::format::{csv_f64, csv_field};
-use crate::report::media::MediaReport;
 
 pub struct SummaryCsv;
 
 impl Exporter for SummaryCsv {
-    fn export(
-        &self,
-        report: &Report,
-        _media: &MediaReport,
-    ) -> Result<Vec<RenderedFile>, ReportError> {
+    fn export(&self, report: &Report) -> Result<Vec<RenderedFile>, ReportError> {
         let with_run = report.cells.iter().any(|c| c.key.config.run.is_some());
         let mut s = String::new();
         if with_run {

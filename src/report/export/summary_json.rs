@@ -9,7 +9,6 @@ use crate::report::data::CellSummary;
 use crate::report::document::{Report, RunInfo};
 use crate::report::error::ReportError;
 use crate::report::format::csv_f64;
-use crate::report::media::MediaReport;
 
 pub struct SummaryJson;
 
@@ -131,11 +130,7 @@ impl<'a> Cell<'a> {
 }
 
 impl Exporter for SummaryJson {
-    fn export(
-        &self,
-        report: &Report,
-        _media: &MediaReport,
-    ) -> Result<Vec<RenderedFile>, ReportError> {
+    fn export(&self, report: &Report) -> Result<Vec<RenderedFile>, ReportError> {
         let summary = Summary {
             format_version: FORMAT_VERSION,
             statistic: report.statistic.as_str(),

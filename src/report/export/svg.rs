@@ -10,6 +10,7 @@
 //! name its marker and line pattern, each panel's data area a `<rect class="plot-area">`, the
 //! legend a `<g class="legend">` — which also lets tests read a figure.
 
+mod legend;
 mod overlay;
 
 use plotters::coord::Shift;
@@ -19,19 +20,15 @@ use plotters::prelude::*;
 use super::exporter::{Exporter, RenderedFile};
 use crate::report::document::Report;
 use crate::report::error::ReportError;
-use crate::report::figures::{Chart, Figure, Panel, Style, figures};
+use crate::report::figures::{Chart, Figure, Panel, figures};
 use crate::report::format::{human, size_tick};
-use crate::report::media::MediaReport;
+use legend::{LEGEND_PX, LEGEND_TEXT_X, LegendEntry, PAD};
 use overlay::{Overlay, esc};
 
 pub struct Svg;
 
 impl Exporter for Svg {
-    fn export(
-        &self,
-        report: &Report,
-        _media: &MediaReport,
-    ) -> Result<Vec<RenderedFile>, ReportError> {
+    fn export(&self, report: &Report) -> Result<Vec<RenderedFile>, ReportError> {
         let mut out = Vec::new();
         for f in figures(report) {
             out.push(RenderedFile {
@@ -56,19 +53,13 @@ const PANEL_H_HALF: u32 = 320;
 const PANEL_H_FULL: u32 = 400;
 const BAR_ROW_H: u32 = 46;
 const BAR_PANEL_EXTRA: u32 = 110;
-const LEGEND_ROW_H: u32 = 28;
-const LEGEND_LINE_H: u32 = 21;
-/// Where a legend entry's text starts, right of its line sample.
-const LEGEND_TEXT_X: i32 = PAD + 60;
 const NOTE_LINE_H: u32 = 24;
-const PAD: i32 = 16;
 
 /// Font sizes in px as they appear in the SVG.
 const TITLE_PX: f64 = 20.0;
 const CAPTION_PX: f64 = 18.0;
 const AXIS_PX: f64 = 18.0;
 const TICK_PX: f64 = 17.0;
-const LEGEND_PX: f64 = 17.0;
 
 /// plotters writes `font-size` as the requested size / 1.24; this asks for `px` on the page.
 fn font(px: f64) -> (&'static str, f64) {
@@ -86,20 +77,6 @@ struct Layout {
     panel_h: u32,
     legend: Vec<LegendEntry>,
     note: Vec<String>,
-}
-
-/// One series in the legend, its label wrapped to the width.
-struct LegendEntry {
-    label: String,
-    lines: Vec<String>,
-    style: Style,
-    reference: bool,
-}
-
-impl LegendEntry {
-    fn height(&self) -> u32 {
-        LEGEND_ROW_H + LEGEND_LINE_H * (self.lines.len().max(1) as u32 - 1)
-    }
 }
 
 impl Layout {

@@ -5,8 +5,8 @@ use std::fmt::Write;
 use super::table::table;
 use crate::report::data::CellKey;
 use crate::report::document::Report;
+use crate::report::emulator_stats::{ConfigMedia, LatenessSource, MediaReport};
 use crate::report::format::{human, md_cell, size};
-use crate::report::media::{ConfigMedia, LatenessSource, MediaReport};
 
 pub const MEDIA_COLUMNS: [&str; 4] = [
     "collisions/frame",

@@ -6,8 +6,8 @@ use std::fmt::Write;
 use super::medium::{MEDIA_COLUMNS, MEDIA_LEGEND, media_cells};
 use super::table::table;
 use crate::report::document::Report;
+use crate::report::emulator_stats::MediaReport;
 use crate::report::format::{human, md_cell, percent, size};
-use crate::report::media::MediaReport;
 use crate::report::predicted::{Cause, ModelRow, TOLERANCE};
 
 /// The analytic model beside the measurement, cell by cell, with what the medium did during

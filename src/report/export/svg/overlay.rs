@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::{LEGEND_LINE_H, LEGEND_PX, LEGEND_ROW_H, LEGEND_TEXT_X, LegendEntry, PAD};
+use super::legend::{LEGEND_LINE_H, LEGEND_PX, LEGEND_ROW_H, LEGEND_TEXT_X, LegendEntry, PAD};
 use crate::report::figures::{Series, Style};
 use crate::report::format::human;
 

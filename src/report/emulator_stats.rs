@@ -4,7 +4,7 @@
 //! points whose timing the emulator flagged.
 //!
 //! Built from `media.jsonl`, `media-total.jsonl` and `points.jsonl` (see
-//! [`crate::results::media`]). A run without them gets an empty [`MediaReport`], and every
+//! [`crate::results::media`]; read by [`super::load`]). A run without them gets an empty [`MediaReport`], and every
 //! output is then exactly what it would be without this module.
 
 use std::collections::BTreeMap;
@@ -12,8 +12,7 @@ use std::collections::BTreeMap;
 use orchestrate_worker::record::{Pattern, Protocol};
 
 use super::data::CellKey;
-use super::error::ReportError;
-use crate::results::{MediaRow, MediaTotal, PlacementKind, PointStatus, RunDir, SegmentStats};
+use crate::results::{MediaRow, MediaTotal, PlacementKind, SegmentStats};
 
 /// The medium's statistics of a run.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -186,22 +185,6 @@ pub fn lateness_limit_us(rate_bps: u64) -> f64 {
         return 0.0;
     }
     orchestrate_medium::time::WireClock::new(rate_bps).wire_time(0) as f64 / 1000.0 / 10.0
-}
-
-/// Reads the run's medium statistics; empty when it has none.
-pub fn load(run: &RunDir) -> Result<MediaReport, ReportError> {
-    let rows = run.media()?;
-    let totals = run.media_totals()?;
-    if rows.is_none() && totals.is_empty() {
-        return Ok(MediaReport::default());
-    }
-    let rows = rows.unwrap_or_default();
-    // The status of each point's last attempt: only points that count go into cells.
-    let mut ok: BTreeMap<(u32, u32), bool> = BTreeMap::new();
-    for p in run.points()? {
-        ok.insert((p.point, p.rep), p.status == PointStatus::Ok);
-    }
-    Ok(summarize(&rows, &totals, &ok))
 }
 
 /// The report's view of `rows` (last line per point, rep and segment), `totals` (file order)

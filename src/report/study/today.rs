@@ -9,39 +9,92 @@
 
 use orchestrate_worker::record::Pattern;
 
-use super::data::{CellKey, CellSummary};
-use super::predicted::ModelRow;
+use super::section::{Evidence, Finding, StudySection};
+use crate::report::data::{CellKey, CellSummary};
+use crate::report::format::size;
+use crate::report::predicted::ModelRow;
+use crate::report::verdict::Verdict;
 use crate::results::{PlacementKind, Statistic};
 
-/// The section, when the run measured what its questions need.
+/// Today's answers as a section of the report.
+pub struct Today;
+
+impl StudySection for Today {
+    fn applies(&self, run: &Evidence<'_>) -> bool {
+        measured_under(run.cells, MPTCP, BOND).is_some()
+            || measured_under(run.cells, ECMP, SHORTEST).is_some()
+    }
+
+    fn findings(&self, run: &Evidence<'_>) -> Vec<Finding> {
+        what_the_study_would_find_today(run.cells, run.model, run.statistic)
+            .map(|t| t.findings)
+            .unwrap_or_default()
+            .into_iter()
+            .map(TodayFinding::into_finding)
+            .collect()
+    }
+
+    fn title(&self) -> &'static str {
+        "What the 1996 study would find today"
+    }
+
+    /// What this run measured beside the study's answer: a sentence per kind of question.
+    fn introduction(&self, findings: &[Finding]) -> String {
+        let bonds = findings.iter().any(|f| f.heading == MPTCP_QUESTION);
+        let ecmp = findings.iter().any(|f| f.heading == ECMP_QUESTION);
+        let mut s = String::new();
+        if bonds {
+            s.push_str(
+                "The study used its nodes' two NICs by bonding them (balance-rr), which stripes \
+                 one flow's frames over both buses, and today's TCP takes the reordering that \
+                 causes as loss. This run measured today's answers beside it on the same \
+                 emulated wires: Multipath TCP (`mptcp`: one subflow per bus, reassembled above \
+                 them) and one bus per connection (`none`).",
+            );
+        }
+        if ecmp {
+            s.push_str(if bonds { " " } else { "" });
+            s.push_str(
+                "The study's routed mesh sent each subnet's traffic over one shortest path \
+                 (`none`); this run also routed it with equal-cost multipath (`ecmp`: an address \
+                 of each node's own, reached over every shortest next hop, each connection hashed \
+                 onto one), with the same pairs on the same wires.",
+            );
+        }
+        s
+    }
+}
+
+/// The questions, as their findings' headings.
+const MPTCP_QUESTION: &str = "Does Multipath TCP remove the bonded dual net's penalty?";
+const ECMP_QUESTION: &str = "Does ECMP change remote-wire traffic on the routed mesh?";
+
+/// The answers, when the run measured what the questions need.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Today {
+pub struct TodayAnswers {
     pub findings: Vec<TodayFinding>,
 }
 
+/// One question asked of the run, with its figures and answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TodayFinding {
     pub question: &'static str,
     /// One line per cell the answer rests on.
     pub figures: Vec<String>,
-    pub verdict: Answer,
+    pub verdict: Verdict,
     /// Why the verdict is what it is, from the figures.
     pub why: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
-    Yes,
-    InPart,
-    No,
-}
-
-impl Answer {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Answer::Yes => "yes",
-            Answer::InPart => "in part",
-            Answer::No => "no",
+impl TodayFinding {
+    /// As the report shows it: the figures, then the verdict's reason.
+    fn into_finding(self) -> Finding {
+        let mut points = self.figures;
+        points.push(format!("Verdict: {}.", self.why));
+        Finding {
+            heading: self.question,
+            verdict: self.verdict,
+            points,
         }
     }
 }
@@ -59,7 +112,7 @@ pub fn what_the_study_would_find_today(
     cells: &[CellSummary],
     model: &[ModelRow],
     stat: Statistic,
-) -> Option<Today> {
+) -> Option<TodayAnswers> {
     let question = |topology| Question {
         cells,
         model,
@@ -73,7 +126,7 @@ pub fn what_the_study_would_find_today(
     if let Some(t) = measured_under(cells, ECMP, SHORTEST) {
         findings.push(question(t).does_ecmp_change_remote_wire());
     }
-    (!findings.is_empty()).then_some(Today { findings })
+    (!findings.is_empty()).then_some(TodayAnswers { findings })
 }
 
 /// The first topology this run measured under both labels.
@@ -203,7 +256,7 @@ impl Question<'_> {
                     "{}, {} pair(s), {}",
                     key.measure.label(),
                     key.pairs,
-                    super::format::size(key.size_bytes)
+                    size(key.size_bytes)
                 );
                 figures.push(format!(
                     "{cell}: balance-rr {:.2} Mbit/s{}, MPTCP {:.2} Mbit/s{}{none}",
@@ -221,25 +274,25 @@ impl Question<'_> {
         );
         let (verdict, why) = match (ahead.is_empty(), behind.is_empty()) {
             _ if outcomes.is_empty() => (
-                Answer::No,
+                Verdict::No,
                 "no cell was measured under both balance-rr and MPTCP".to_owned(),
             ),
             (false, true) => (
-                Answer::Yes,
+                Verdict::Yes,
                 format!(
                     "MPTCP is ahead of balance-rr beyond both medians' intervals in {ahead}, \
                      and behind in none"
                 ),
             ),
             (false, false) => (
-                Answer::InPart,
+                Verdict::InPart,
                 format!(
                     "MPTCP is ahead of balance-rr beyond both medians' intervals in {ahead}, \
                      but behind in {behind}"
                 ),
             ),
             (true, _) => (
-                Answer::No,
+                Verdict::No,
                 if behind.is_empty() {
                     "MPTCP is nowhere ahead of balance-rr beyond the medians' intervals".to_owned()
                 } else {
@@ -248,7 +301,7 @@ impl Question<'_> {
             ),
         };
         TodayFinding {
-            question: "Does Multipath TCP remove the bonded dual net's penalty?",
+            question: MPTCP_QUESTION,
             figures,
             verdict,
             why,
@@ -278,7 +331,7 @@ impl Question<'_> {
                     "{}, {} pair(s), {}",
                     key.measure.label(),
                     key.pairs,
-                    super::format::size(key.size_bytes)
+                    size(key.size_bytes)
                 );
                 figures.push(format!(
                     "{cell}, remote-wire: one shortest path {:.2} Mbit/s, ECMP {:.2} Mbit/s \
@@ -307,20 +360,20 @@ impl Question<'_> {
         };
         let (verdict, why) = if outcomes.is_empty() {
             (
-                Answer::No,
+                Verdict::No,
                 "no remote-wire cell was measured under both routings".to_owned(),
             )
         } else if changed == 0 {
             (
-                Answer::No,
+                Verdict::No,
                 "in every compared cell the two routings are within the medians' intervals"
                     .to_owned(),
             )
         } else if changed == outcomes.len() {
-            (Answer::Yes, format!("{apart}: every compared cell"))
+            (Verdict::Yes, format!("{apart}: every compared cell"))
         } else {
             (
-                Answer::InPart,
+                Verdict::InPart,
                 format!(
                     "{apart}; {} of {} compared cells are within the intervals",
                     outcomes.len() - changed,
@@ -329,7 +382,7 @@ impl Question<'_> {
             )
         };
         TodayFinding {
-            question: "Does ECMP change remote-wire traffic on the routed mesh?",
+            question: ECMP_QUESTION,
             figures,
             verdict,
             why,
@@ -445,7 +498,7 @@ mod tests {
         let today = what_the_study_would_find_today(&cells, &[], Statistic::Best).unwrap();
         assert_eq!(today.findings.len(), 1, "no MPTCP question without MPTCP");
         let f = &today.findings[0];
-        assert_eq!(f.verdict, Answer::InPart, "{}", f.why);
+        assert_eq!(f.verdict, Verdict::InPart, "{}", f.why);
         assert!(
             f.why.contains("ahead") && f.why.contains("7 pair(s)"),
             "{}",
@@ -459,21 +512,21 @@ mod tests {
             mesh(ECMP, Pattern::Token, 7, 12.5),
         ];
         let f = answer(&behind);
-        assert_eq!(f.verdict, Answer::Yes, "{}", f.why);
+        assert_eq!(f.verdict, Verdict::Yes, "{}", f.why);
         assert!(f.why.contains("behind"), "{}", f.why);
 
         let same = [
             mesh(SHORTEST, Pattern::Token, 7, 8.0),
             mesh(ECMP, Pattern::Token, 7, 8.05),
         ];
-        assert_eq!(answer(&same).verdict, Answer::No);
+        assert_eq!(answer(&same).verdict, Verdict::No);
 
         // Local-wire cells are not routed through anyone: nothing to compare.
         let mut local = same.clone();
         for c in &mut local {
             c.key.config.placement = PlacementKind::LocalWire;
         }
-        assert_eq!(answer(&local).verdict, Answer::No);
+        assert_eq!(answer(&local).verdict, Verdict::No);
         assert!(answer(&local).figures.is_empty());
     }
 
@@ -487,7 +540,7 @@ mod tests {
     #[test]
     fn verdicts_follow_where_mptcp_stands_against_the_bond() {
         let yes = answer(&streams(16.0, 18.5, 9.3));
-        assert_eq!(yes.verdict, Answer::Yes, "{}", yes.why);
+        assert_eq!(yes.verdict, Verdict::Yes, "{}", yes.why);
         assert!(
             yes.why.contains("ahead of balance-rr beyond"),
             "{}",
@@ -499,15 +552,15 @@ mod tests {
         mixed.push(cell(BOND, Pattern::Token, 1, 8192, 8.2));
         mixed.push(cell(MPTCP, Pattern::Token, 1, 8192, 4.4));
         let f = answer(&mixed);
-        assert_eq!(f.verdict, Answer::InPart, "{}", f.why);
+        assert_eq!(f.verdict, Verdict::InPart, "{}", f.why);
         assert!(
             f.why.contains("behind in token/tcp, 1 pair(s), 8 KiB"),
             "{}",
             f.why
         );
 
-        assert_eq!(answer(&streams(16.0, 16.1, 9.3)).verdict, Answer::No);
-        assert_eq!(answer(&streams(16.0, 12.0, 9.3)).verdict, Answer::No);
+        assert_eq!(answer(&streams(16.0, 16.1, 9.3)).verdict, Verdict::No);
+        assert_eq!(answer(&streams(16.0, 12.0, 9.3)).verdict, Verdict::No);
     }
 
     #[test]

@@ -1,0 +1,231 @@
+//! The report's entry points: a run directory in, a [`Report`] built and, for the commands,
+//! written by the exporters. Every run is read through [`super::load`]; the regression check
+//! compares two built reports.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::compare::{self, BaselineRule};
+use super::document::Report;
+use super::emulator_stats::MediaReport;
+use super::error::ReportError;
+use super::export;
+use super::findings::findings;
+use super::load::{self, LoadedRun};
+use super::netpipe::{self, NetpipeBaseline};
+use super::options::ReportOptions;
+use super::predicted;
+use super::references::{self, ReferenceCheck};
+use super::regression::{self, RegressionCheck};
+use super::study::{self, Evidence};
+use super::topology;
+use crate::results::{RunDir, Statistic};
+use crate::spec::reference::Percent;
+
+/// Builds the report of one run without writing anything.
+pub fn build(run: &RunDir, opts: &ReportOptions<'_>) -> Result<Report, ReportError> {
+    build_with(run, opts, load::media(run)?)
+}
+
+/// [`build`] with the run's medium statistics already loaded.
+fn build_with(
+    run: &RunDir,
+    opts: &ReportOptions<'_>,
+    media: MediaReport,
+) -> Result<Report, ReportError> {
+    let one = load::run(run, None, opts.baseline.as_deref())?;
+    let statistic = opts
+        .statistic
+        .or(one.info.manifest.statistic)
+        .unwrap_or_default();
+    if let Some(b) = &one.info.baseline {
+        let known: BTreeSet<&str> = one
+            .cells
+            .iter()
+            .map(|c| c.key.config.topology.as_str())
+            .collect();
+        if !known.contains(b.as_str()) && !one.cells.is_empty() {
+            return Err(ReportError::UnknownBaseline {
+                name: b.clone(),
+                known: known.into_iter().collect::<Vec<_>>().join(", "),
+            });
+        }
+    }
+    let rule = match &one.info.baseline {
+        Some(b) => BaselineRule::Topology(b),
+        None => BaselineRule::None,
+    };
+    let comparison = compare::compare(&one.cells, statistic, &rule);
+    let findings = findings(&comparison, &one.failures, statistic);
+    let predictions = opts.model.map(|m| m.predictions()).unwrap_or_default();
+    let model = predicted::rows(&one.cells, &predictions, statistic);
+    let studies = study::sections(&Evidence {
+        cells: &one.cells,
+        model: &model,
+        media: &media,
+        statistic,
+    });
+    let references = references::check(&load::references(run)?, &one.cells, statistic);
+    let topologies = if one.info.manifest.topologies.is_empty() {
+        let mut t: Vec<String> = one
+            .cells
+            .iter()
+            .map(|c| c.key.config.topology.clone())
+            .collect();
+        t.dedup();
+        t
+    } else {
+        one.info.manifest.topologies.clone()
+    };
+    Ok(Report {
+        topology_drawings: topology::drawings(opts.topology, &topologies),
+        runs: vec![one.info],
+        statistic,
+        cells: one.cells,
+        comparison,
+        findings,
+        model,
+        studies,
+        media,
+        failures: one.failures,
+        netpipe: netpipe_baselines(opts)?,
+        references,
+    })
+}
+
+/// `orchestrate report <run-dir>`: builds the report and writes it into the run directory.
+/// Returns the files written.
+pub fn report_run(dir: &Path, opts: &ReportOptions<'_>) -> Result<Vec<PathBuf>, ReportError> {
+    report_and_check(dir, opts).map(|w| w.files)
+}
+
+/// What [`report_and_check`] wrote and what the experiment's reference values say.
+pub struct Written {
+    pub files: Vec<PathBuf>,
+    /// The headline statistic the references were checked under.
+    pub statistic: Statistic,
+    pub references: Vec<ReferenceCheck>,
+}
+
+/// [`report_run`], also returning the reference checks (which report.md shows too).
+pub fn report_and_check(dir: &Path, opts: &ReportOptions<'_>) -> Result<Written, ReportError> {
+    let run = RunDir::new(dir);
+    let exporters = export::standard(opts.png)?;
+    let media = load::media(&run)?;
+    let report = build_with(&run, opts, media)?;
+    let files = export::write_all(dir, &report, &exporters)?;
+    Ok(Written {
+        files,
+        statistic: report.statistic,
+        references: report.references,
+    })
+}
+
+/// `orchestrate report --compare <dir>...`: the same tables across runs, each configuration
+/// prefixed with its run's label (the directory name) and compared with the same
+/// configuration in the first run. Written into `out`.
+pub fn compare(
+    dirs: &[PathBuf],
+    out: &Path,
+    opts: &ReportOptions<'_>,
+) -> Result<Vec<PathBuf>, ReportError> {
+    if dirs.len() < 2 {
+        return Err(ReportError::TooFewRuns);
+    }
+    let exporters = export::standard(opts.png)?;
+    let mut runs = Vec::new();
+    let mut cells = Vec::new();
+    let mut failures = Vec::new();
+    for (i, dir) in dirs.iter().enumerate() {
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| dir.display().to_string());
+        // Two runs with the same directory name still need distinct labels.
+        let label = if dirs[..i].iter().any(|d| d.file_name() == dir.file_name()) {
+            format!("{name} #{}", i + 1)
+        } else {
+            name
+        };
+        let one = load::run(&RunDir::new(dir), Some(&label), opts.baseline.as_deref())?;
+        runs.push(one.info);
+        cells.extend(one.cells);
+        failures.extend(one.failures);
+    }
+    cells.sort_by(|a, b| a.key.cmp(&b.key));
+    failures.sort_by(|a, b| {
+        (&a.key.config.run, a.point, a.rep).cmp(&(&b.key.config.run, b.point, b.rep))
+    });
+    let statistic = opts
+        .statistic
+        .or(runs[0].manifest.statistic)
+        .unwrap_or_default();
+    let first = runs[0].label.clone();
+    let comparison = compare::compare(&cells, statistic, &BaselineRule::Run(&first));
+    let findings = findings(&comparison, &failures, statistic);
+    let report = Report {
+        runs,
+        statistic,
+        cells,
+        comparison,
+        findings,
+        model: Vec::new(),
+        studies: Vec::new(),
+        // The medium's statistics are per run; a comparison across runs leaves them out.
+        media: MediaReport::default(),
+        failures,
+        netpipe: netpipe_baselines(opts)?,
+        topology_drawings: Vec::new(),
+        references: Vec::new(),
+    };
+    export::write_all(out, &report, &exporters)
+}
+
+/// `orchestrate report --compare OLD NEW --threshold T`: every cell of NEW against OLD.
+/// Writes nothing.
+pub fn check_regression(
+    old: &Path,
+    new: &Path,
+    threshold: Percent,
+    opts: &ReportOptions<'_>,
+) -> Result<RegressionCheck, ReportError> {
+    let old_report = measured(load::run(&RunDir::new(old), None, None)?, opts);
+    let new_report = measured(load::run(&RunDir::new(new), None, None)?, opts);
+    Ok(regression::check(
+        old.display().to_string(),
+        new.display().to_string(),
+        &old_report,
+        &new_report,
+        threshold,
+    ))
+}
+
+/// A run's report as measured, nothing derived from its cells: all a regression check
+/// compares.
+fn measured(one: LoadedRun, opts: &ReportOptions<'_>) -> Report {
+    let statistic = opts
+        .statistic
+        .or(one.info.manifest.statistic)
+        .unwrap_or_default();
+    Report {
+        runs: vec![one.info],
+        statistic,
+        cells: one.cells,
+        comparison: Vec::new(),
+        findings: Vec::new(),
+        model: Vec::new(),
+        studies: Vec::new(),
+        media: MediaReport::default(),
+        failures: one.failures,
+        netpipe: Vec::new(),
+        topology_drawings: Vec::new(),
+        references: Vec::new(),
+    }
+}
+
+fn netpipe_baselines(opts: &ReportOptions<'_>) -> Result<Vec<NetpipeBaseline>, ReportError> {
+    opts.netpipe
+        .iter()
+        .map(|n| netpipe::import(&n.name, &n.path))
+        .collect()
+}

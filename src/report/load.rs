@@ -1,0 +1,88 @@
+//! The one place the report reads a run directory ([`crate::results::RunDir`]): the manifest,
+//! points and records a report's cells come from, the medium's statistics and the
+//! experiment's reference values. Everything after this works on what it returns.
+
+use std::collections::BTreeMap;
+
+use polars::prelude::{DataType, len};
+
+use super::aggregate::aggregate;
+use super::cells::summarize;
+use super::data::{CellSummary, Failure};
+use super::document::RunInfo;
+use super::emulator_stats::{self, MediaReport};
+use super::error::ReportError;
+use super::references;
+use crate::results::{PointStatus, RunDir};
+use crate::spec::reference::ReferenceSpec;
+
+/// A run's cells and failures, and what the report says about its setup.
+pub struct LoadedRun {
+    pub info: RunInfo,
+    pub cells: Vec<CellSummary>,
+    pub failures: Vec<Failure>,
+}
+
+/// Loads the run in `dir`: its cells, labelled `label` when given (a comparison across runs)
+/// and otherwise by the experiment's name or the directory's. `baseline` overrides the
+/// manifest's baseline topology.
+pub fn run(
+    dir: &RunDir,
+    label: Option<&str>,
+    baseline: Option<&str>,
+) -> Result<LoadedRun, ReportError> {
+    let manifest = dir.manifest()?;
+    let points = dir.points()?;
+    let records = dir.scan_records()?;
+    let count = records.clone().select([len().alias("n")]).collect()?;
+    let n_records = count
+        .column("n")?
+        .as_materialized_series()
+        .cast(&DataType::UInt64)?
+        .u64()?
+        .get(0)
+        .unwrap_or(0);
+    let agg = aggregate(records, &points, &manifest, label)?;
+    let cells = summarize(&agg);
+    let default_label = manifest.experiment.clone().unwrap_or_else(|| {
+        dir.root()
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    });
+    Ok(LoadedRun {
+        info: RunInfo {
+            label: label.map(str::to_owned).unwrap_or(default_label),
+            baseline: baseline
+                .map(str::to_owned)
+                .or_else(|| manifest.baseline.clone()),
+            manifest,
+            records: n_records,
+            point_attempts: points.len(),
+        },
+        cells,
+        failures: agg.failures,
+    })
+}
+
+/// The run's medium statistics; empty when it has none (it did not run on the emulator).
+pub fn media(dir: &RunDir) -> Result<MediaReport, ReportError> {
+    let rows = dir.media()?;
+    let totals = dir.media_totals()?;
+    if rows.is_none() && totals.is_empty() {
+        return Ok(MediaReport::default());
+    }
+    let rows = rows.unwrap_or_default();
+    // The status of each point's last attempt: only points that count go into cells.
+    let mut ok: BTreeMap<(u32, u32), bool> = BTreeMap::new();
+    for p in dir.points()? {
+        ok.insert((p.point, p.rep), p.status == PointStatus::Ok);
+    }
+    Ok(emulator_stats::summarize(&rows, &totals, &ok))
+}
+
+/// The reference values of the experiment the run directory holds a copy of; none for runs
+/// without one.
+pub fn references(dir: &RunDir) -> Result<Vec<ReferenceSpec>, ReportError> {
+    references::read(&dir.experiment_toml())
+}

@@ -1,0 +1,31 @@
+//! What a caller chooses about a report: [`ReportOptions`], and the NetPIPE files to draw
+//! beside it.
+
+use std::path::PathBuf;
+
+use super::predicted::PredictThroughput;
+use super::topology::DrawTopology;
+use crate::results::Statistic;
+
+/// A NetPIPE output file to draw as a named baseline.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NetpipeSource {
+    pub name: String,
+    pub path: PathBuf,
+}
+
+/// Choices for a report; the defaults come from the run's manifest.
+#[derive(Default)]
+pub struct ReportOptions<'a> {
+    /// Overrides the manifest's statistic (median when neither names one).
+    pub statistic: Option<Statistic>,
+    /// Overrides the manifest's baseline topology.
+    pub baseline: Option<String>,
+    pub netpipe: Vec<NetpipeSource>,
+    /// Draws topologies for the report when set (see [`super::topology`]).
+    pub topology: Option<&'a dyn DrawTopology>,
+    /// Also write PNG copies of the figures (needs the `png` feature).
+    pub png: bool,
+    /// The analytic model's predictions, shown beside the measurement when given.
+    pub model: Option<&'a dyn PredictThroughput>,
+}

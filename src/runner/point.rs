@@ -357,3 +357,124 @@ async fn stop(running: &[Running<'_>]) {
         let _ = r.agent.kill(r.task.id).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write;
+    use std::path::Path;
+
+    use sha2::{Digest, Sha256};
+
+    use super::*;
+
+    /// Every distinct client command line the shipped experiments' plans run, one a line.
+    fn client_lines(file: &str) -> Vec<String> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("experiments")
+            .join(file);
+        let exp = crate::plan::load(&path).expect("a shipped experiment loads");
+        let plan = crate::plan::expand(&exp).expect("a shipped experiment plans");
+        let mut lines = std::collections::BTreeSet::new();
+        for p in &plan.points {
+            let config = &plan.configurations[p.configuration];
+            let w = &exp.workloads[p.workload];
+            for pair in &config.placements[p.placement_entry].placement.pairs {
+                let target = format!("{}:7171", pair.path.target);
+                let args = client_args(w, p.size_bytes, &target, transport(config, w));
+                lines.insert(args.join(" "));
+            }
+        }
+        lines.into_iter().collect()
+    }
+
+    /// The client command lines are the worker's contract: these digests were taken of the
+    /// lines the controller spelled by hand before the typed invocation rendered them.
+    #[test]
+    fn client_command_lines_of_the_shipped_experiments_are_unchanged() {
+        let mut got = String::new();
+        for file in [
+            "grid4x4.toml",
+            "light-traffic-routing.toml",
+            "multipath.toml",
+            "reschke96.toml",
+        ] {
+            let lines = client_lines(file);
+            let digest = Sha256::digest(lines.join("\n").as_bytes());
+            let _ = writeln!(got, "{file} {} {}", lines.len(), hex(&digest));
+            dump(&format!("{file}.lines"), &lines);
+        }
+        let lines = variant_lines();
+        let digest = Sha256::digest(lines.join("\n").as_bytes());
+        let _ = writeln!(got, "variants {} {}", lines.len(), hex(&digest));
+        dump("variants.lines", &lines);
+        println!("{got}");
+        assert_eq!(got, GOLDEN);
+    }
+
+    /// A shipped workload turned into every pattern, protocol, amount and option the
+    /// controller renders, so lines no shipped experiment runs are guarded too.
+    fn variant_lines() -> Vec<String> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/reschke96.toml");
+        let exp = crate::plan::load(&path).expect("a shipped experiment loads");
+        let base = exp.workloads[0].clone();
+        let mut lines = Vec::new();
+        for pattern in [
+            Pattern::Pingpong,
+            Pattern::Stream,
+            Pattern::Token,
+            Pattern::Pipeline,
+            Pattern::Load,
+            Pattern::Filecopy,
+        ] {
+            for protocol in [Protocol::Tcp, Protocol::Udp, Protocol::Mptcp] {
+                for amount in [
+                    Amount::Exchanges(1000),
+                    Amount::Duration(Duration::from_millis(2500)),
+                    Amount::Duration(Duration::from_micros(1234567)),
+                ] {
+                    // Each option only where the plan allows it.
+                    for (depth, rate, drop_caches) in [
+                        (None, None, false),
+                        (
+                            (pattern == Pattern::Pipeline).then_some(4),
+                            (pattern == Pattern::Load).then(|| "100mbit".parse().unwrap()),
+                            pattern == Pattern::Filecopy,
+                        ),
+                    ] {
+                        let w = Workload {
+                            pattern,
+                            amount,
+                            depth,
+                            rate,
+                            drop_caches,
+                            warmup: 7,
+                            ..base.clone()
+                        };
+                        lines.push(client_args(&w, 4096, "10.0.0.1:7171", protocol).join(" "));
+                    }
+                }
+            }
+        }
+        lines
+    }
+
+    /// With DUMP_CLIENT_LINES=DIR, writes the lines to DIR/NAME, to see what a changed
+    /// digest changed.
+    fn dump(name: &str, lines: &[String]) {
+        if let Some(dir) = std::env::var_os("DUMP_CLIENT_LINES") {
+            std::fs::write(Path::new(&dir).join(name), lines.join("\n")).expect("dump written");
+        }
+    }
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    const GOLDEN: &str = "\
+grid4x4.toml 72 d2b35f390bed8b180f2c12bf6f9ef47c4b66dd73d81c728843e527747c60717e
+light-traffic-routing.toml 4 9c4cb17d14382dbd1ce0167818bd706cbb50ae5e16fc644f732772a3fa99c64b
+multipath.toml 111 0e7a27dd6929f2ee53cd35476ffc7e8ed8aa4200243cc2c9bde31b7dd3fd8009
+reschke96.toml 134 6bad71f7e24008300abbdfb02ebecc2732767513453dc9ea347840622a54eb64
+variants 108 f33e46acfea4cff5ec609fee1e18fcddf7e701db38cb679c90d808ca39e1add9
+";
+}

@@ -3,7 +3,7 @@
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use super::measure::Measure;
+use super::trial::Measure;
 use crate::error::{Result, WorkerError};
 use crate::protocol::{LAST, TrialSpec};
 use crate::session::{Buffers, Conn, Stopwatch};

@@ -13,7 +13,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::client_args::Common;
-use super::measure::{Measure, PatternImpl, Repeats, mbit_s};
+use super::trial::{Measure, PatternImpl, Repeats, mbit_s};
 use crate::argv::Argv;
 use crate::error::{Result, WorkerError};
 use crate::protocol::{Params, TrialReport, TrialSpec};

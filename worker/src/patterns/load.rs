@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 
 use super::client_args::{Common, Counting, Sizes};
-use super::measure::{Measure, PatternImpl, Percentiles, Repeats, mbit_s};
+use super::trial::{Measure, PatternImpl, Percentiles, Repeats, mbit_s};
 use crate::argv::Argv;
 use crate::error::{Result, WorkerError};
 use crate::protocol::{Kind, LAST, LOAD_HEADER, Params, TrialReport, TrialSpec};

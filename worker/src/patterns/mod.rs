@@ -12,13 +12,13 @@ pub mod client_args;
 mod exchange;
 pub mod filecopy;
 pub mod load;
-mod measure;
 pub mod pingpong;
 pub mod pipeline;
 pub mod stream;
 pub mod token;
+mod trial;
 
-pub use measure::{Measure, PatternImpl, Percentiles, Repeats, mbit_s};
+pub use trial::{Measure, PatternImpl, Percentiles, Repeats, mbit_s};
 
 pub fn lookup(p: record::Pattern) -> &'static dyn PatternImpl {
     match p {

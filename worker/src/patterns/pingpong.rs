@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::client_args::{Common, Counting, Schedule, Sizes};
 use super::exchange::{echo, exchange};
-use super::measure::{Measure, PatternImpl, Repeats};
+use super::trial::{Measure, PatternImpl, Repeats};
 use crate::argv::Argv;
 use crate::error::Result;
 use crate::protocol::{Params, TrialReport, TrialSpec};

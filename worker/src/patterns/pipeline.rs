@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 
 use super::client_args::{Common, Counting, Sizes};
 use super::exchange::{deadline, echo};
-use super::measure::{Measure, PatternImpl, Repeats, mbit_s};
+use super::trial::{Measure, PatternImpl, Repeats, mbit_s};
 use crate::argv::Argv;
 use crate::error::{Result, WorkerError};
 use crate::protocol::{LAST, Params, TrialReport, TrialSpec};

@@ -6,7 +6,7 @@ use clap::Args;
 
 use super::client_args::{Common, Counting, Sizes};
 use super::exchange::{echo, exchange};
-use super::measure::{Measure, PatternImpl, Repeats, mbit_s};
+use super::trial::{Measure, PatternImpl, Repeats, mbit_s};
 use crate::argv::Argv;
 use crate::error::Result;
 use crate::protocol::{Params, TrialReport, TrialSpec};

@@ -1,4 +1,5 @@
-//! What a pattern is: the [`PatternImpl`] trait, and what one side of a trial measured.
+//! One trial of a pattern: the [`PatternImpl`] trait that runs it, and what one side of it
+//! measured.
 
 use crate::error::Result;
 use crate::protocol::{Params, TrialReport, TrialSpec};

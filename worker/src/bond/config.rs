@@ -81,6 +81,18 @@ impl BondArgs {
         a.into_vec()
     }
 
+    /// The words [`to_args`] begins with for a bond named `name` that writes `stats_file`,
+    /// before [`carriage_args`]: the apply script's `start_bond` writes these itself.
+    ///
+    /// [`to_args`]: BondArgs::to_args
+    /// [`carriage_args`]: BondArgs::carriage_args
+    pub fn head_args(name: &str, stats_file: &str) -> Vec<String> {
+        let mut a = Argv::new("bond");
+        a.opt("--name", name);
+        a.opt("--stats-file", stats_file);
+        a.into_vec()
+    }
+
     /// The options after `--name` and `--stats-file`: what the bond carries and how. The
     /// apply script's `start_bond` passes its own name and stats file before these.
     pub fn carriage_args(&self) -> Vec<String> {

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use ipnet::Ipv4Net;
+use orchestrate_worker::bond::BondArgs;
 
 use crate::spec::{IfName, NodeName};
 use crate::topology::{Attachment, Bond, BondDriver, BondMode, DriverChoice, Node, Topology};
@@ -196,7 +197,7 @@ done
         s += "[ -d /sys/module/bonding ] || { command -v modinfo >/dev/null 2>&1 && modinfo bonding >/dev/null 2>&1; } \\\n    || fail \"the kernel has no bonding driver (CONFIG_BONDING); use driver = \\\"userspace\\\"\"\n";
     }
     if node.bonds.iter().any(userspace) {
-        s += USERSPACE_BOND_CHECKS;
+        s += &userspace_bond_checks();
         for b in node
             .bonds
             .iter()
@@ -246,15 +247,22 @@ done
 /// Apply-script checks and helper for userspace bonds. The worker is found on PATH unless
 /// ORCHESTRATE_WORKER names it. `start_bond` records the process id before waiting for the
 /// bond's ready line, so a bond that starts but never gets ready is still stopped by teardown.
-const USERSPACE_BOND_CHECKS: &str = r#"worker=${ORCHESTRATE_WORKER:-orchestrate-worker}
+fn userspace_bond_checks() -> String {
+    // The worker's own words for a bond named $dev that writes its stats in the run directory.
+    let head: Vec<String> = BondArgs::head_args("$dev", "$rundir/bond-$dev.stats")
+        .iter()
+        .map(|w| expanded(w))
+        .collect();
+    format!(
+        r#"worker=${{ORCHESTRATE_WORKER:-orchestrate-worker}}
 command -v "$worker" >/dev/null 2>&1 \
     || fail "$worker is not installed: the userspace bond needs it (or set ORCHESTRATE_WORKER)"
 [ -c /dev/net/tun ] || fail "/dev/net/tun is missing: the userspace bond needs the kernel's TUN driver"
 rundir=$(dirname "$ledger")
-start_bond() {
+start_bond() {{
     n=$1; dev=$2; shift 2
     log="$rundir/bond-$dev.log"
-    nohup "$worker" bond --name "$dev" --stats-file "$rundir/bond-$dev.stats" "$@" \
+    nohup "$worker" {head} "$@" \
         </dev/null >"$log" 2>&1 &
     pid=$!
     recorded "$n" "$pid"
@@ -265,8 +273,11 @@ start_bond() {
         [ "$tries" -le 100 ] || fail "userspace bond $dev not ready after 10 s (see $log)"
         sleep 0.1
     done
+}}
+"#,
+        head = head.join(" ")
+    )
 }
-"#;
 
 /// Apply-script checks and helpers for Multipath TCP: the kernel must have it on (a node
 /// without it is refused before any change, not measured as plain TCP), and `ip` must know
@@ -294,10 +305,14 @@ const MPTCP_RESTORE: &str = r#"restore_mptcp_limits() {
 /// Teardown helper for userspace bonds: stop the recorded process if it is still the bond
 /// (the process id may have been reused), print its final counters on stdout, and remove its
 /// log and stats files. The TUN device goes with the process.
-const USERSPACE_BOND_STOP: &str = r#"rundir=$(dirname "$ledger")
-stop_bond() {
+fn userspace_bond_stop() -> String {
+    // A bond is known by the words it was started with: `bond --name DEV`.
+    let head = BondArgs::head_args("$dev", "");
+    format!(
+        r#"rundir=$(dirname "$ledger")
+stop_bond() {{
     pid=$1; dev=$2
-    if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- " bond --name $dev "; then
+    if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- " {subcommand} {name_flag} $dev "; then
         kill -TERM "$pid" || return 1
         tries=0
         while kill -0 "$pid" 2>/dev/null; do
@@ -309,8 +324,21 @@ stop_bond() {
     fi
     grep '"event":"exit"' "$rundir/bond-$dev.log" 2>/dev/null
     rm -f "$rundir/bond-$dev.log" "$rundir/bond-$dev.stats" "$rundir/bond-$dev.tmp"
+}}
+"#,
+        subcommand = head[0],
+        name_flag = head[1]
+    )
 }
-"#;
+
+/// A word the shell expands (it names a variable) in double quotes, any other as it is.
+fn expanded(word: &str) -> String {
+    if word.contains('$') {
+        format!("\"{word}\"")
+    } else {
+        word.to_owned()
+    }
+}
 
 fn teardown_script(t: &Topology, node: &Node, steps: &[Step]) -> String {
     let mut s = String::new();
@@ -342,7 +370,7 @@ release_slave() {{ ip link set dev "$1" nomaster && ip link set dev "$1" "$2"; }
         .iter()
         .any(|x| matches!(x, Step::StartUserspaceBond { .. }))
     {
-        s += USERSPACE_BOND_STOP;
+        s += &userspace_bond_stop();
     }
     if steps.iter().any(|x| matches!(x, Step::MptcpLimits { .. })) {
         s += MPTCP_RESTORE;

@@ -3,6 +3,7 @@
 use std::net::Ipv4Addr;
 
 use ipnet::Ipv4Net;
+use orchestrate_worker::bond::BondArgs;
 use serde::Serialize;
 
 use crate::spec::IfName;
@@ -70,6 +71,26 @@ pub fn q(s: impl AsRef<str>) -> String {
     shlex::try_quote(s.as_ref())
         .expect("no NUL bytes in validated values")
         .into_owned()
+}
+
+/// The worker's userspace bond carrying `bond`, with the options its mode takes.
+fn userspace_bond(bond: &Bond) -> BondArgs {
+    BondArgs {
+        name: bond.name.to_string(),
+        address: bond.address.to_string(),
+        mode: bond.mode,
+        slaves: bond.slaves.iter().map(|s| s.to_string()).collect(),
+        miimon: bond.miimon,
+        primary: bond
+            .primary
+            .as_ref()
+            .filter(|_| bond.mode == BondMode::ActiveBackup)
+            .map(|p| p.to_string()),
+        xmit_hash_policy: bond
+            .xmit_hash_policy
+            .filter(|_| bond.mode == BondMode::BalanceXor),
+        stats_file: None,
+    }
 }
 
 impl Step {
@@ -180,29 +201,10 @@ impl Step {
                 format!("{cmd}; recorded {n}")
             }
             Step::StartUserspaceBond { bond } => {
-                let mut cmd = format!(
-                    "start_bond {n} {} --address {} --mode {}",
-                    q(&bond.name),
-                    q(bond.address.to_string()),
-                    q(bond.mode.as_str())
-                );
-                for s in &bond.slaves {
-                    cmd += &format!(" --slave {}", q(s));
-                }
-                if let Some(m) = bond.miimon {
-                    cmd += &format!(" --miimon {m}");
-                }
-                if let Some(p) = &bond.primary
-                    && bond.mode == BondMode::ActiveBackup
-                {
-                    cmd += &format!(" --primary {}", q(p));
-                }
-                if let Some(x) = bond.xmit_hash_policy
-                    && bond.mode == BondMode::BalanceXor
-                {
-                    cmd += &format!(" --xmit-hash-policy {}", q(x.as_str()));
-                }
-                cmd
+                // `start_bond` gives the worker the bond's name and stats file itself.
+                let words: Vec<String> =
+                    userspace_bond(bond).carriage_args().iter().map(q).collect();
+                format!("start_bond {n} {} {}", q(&bond.name), words.join(" "))
             }
             Step::Enslave { dev, bond } => format!(
                 "recorded {n} \"$(link_state {d})\"; ip link set dev {d} down; ip link set dev {d} master {b}",

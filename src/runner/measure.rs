@@ -12,8 +12,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
-use orchestrate_worker::agent::Event;
+use orchestrate_worker::agent::AgentEvent;
 use orchestrate_worker::auth::Secret;
+use orchestrate_worker::invocation::Invocation;
+use orchestrate_worker::ready::ServerReady;
+use orchestrate_worker::serve_args::ServeArgs;
 
 use crate::plan::{Configuration, Experiment, Point};
 use crate::results::{BondDriver, MediaContext, PointRow, PointStatus};
@@ -221,20 +224,19 @@ async fn start_servers(
     port: u16,
 ) -> anyhow::Result<()> {
     let (_, errors) = on_all(names, |n| async move {
-        let listen = listen_args(topology, &n, port)?;
+        let listen = listen_addresses(topology, &n, port)?;
         if listen.is_empty() {
             // No address, so no client can reach it: nothing to serve.
             return Ok(());
         }
         let a = &agents[&n];
-        let spool = ["--spool-dir".to_owned(), a.private_dir().to_owned()];
-        let args = std::iter::once("serve".to_owned())
-            .chain(listen)
-            .chain(spool)
-            .collect();
-        let mut task = a.spawn(args).await?;
+        let serve = ServeArgs {
+            spool_dir: Some(a.private_dir().into()),
+            ..ServeArgs::new(listen)
+        };
+        let mut task = a.spawn(Invocation::Serve(serve).to_args()).await?;
         match task.next(&n, Duration::from_secs(20)).await? {
-            Event::Line { line, .. } if line.contains("listening") => Ok(()),
+            AgentEvent::Line { line, .. } if ServerReady::from_line(&line).is_some() => Ok(()),
             other => bail!("{n}: the server did not start: {other:?}"),
         }
     })
@@ -245,9 +247,14 @@ async fn start_servers(
     Ok(())
 }
 
-/// `--listen ADDR:PORT` for every experiment address of `node`: clients reach a server only at
-/// those, so it listens nowhere else (not on the control network, not on the wildcard).
-fn listen_args(topology: &Topology, node: &NodeName, port: u16) -> anyhow::Result<Vec<String>> {
+/// `ADDR:PORT` of every experiment address of `node`, where its server listens: clients reach
+/// a server only at those, so it listens nowhere else (not on the control network, not on the
+/// wildcard).
+fn listen_addresses(
+    topology: &Topology,
+    node: &NodeName,
+    port: u16,
+) -> anyhow::Result<Vec<String>> {
     // Under ECMP clients reach a server at its node address on lo.
     let Some(addrs) = topology
         .node(node)
@@ -257,12 +264,7 @@ fn listen_args(topology: &Topology, node: &NodeName, port: u16) -> anyhow::Resul
     };
     Ok(addrs
         .into_iter()
-        .flat_map(|a| {
-            [
-                "--listen".to_owned(),
-                SocketAddr::from((a, port)).to_string(),
-            ]
-        })
+        .map(|a| SocketAddr::from((a, port)).to_string())
         .collect())
 }
 
@@ -343,9 +345,7 @@ mod tests {
         for file in ["routed-mesh-4x4.toml", "bonded-dual-net.toml"] {
             let t = topology(file);
             for node in &t.nodes {
-                let args = listen_args(&t, &node.name, 7171).unwrap();
-                let listen: Vec<&str> = args.chunks(2).map(|c| c[1].as_str()).collect();
-                assert!(args.chunks(2).all(|c| c[0] == "--listen"), "{args:?}");
+                let listen = listen_addresses(&t, &node.name, 7171).unwrap();
                 let want: Vec<String> = node
                     .addresses()
                     .iter()
@@ -363,10 +363,10 @@ mod tests {
         let t =
             topology("routed-mesh-4x4.toml").with_ecmp(crate::spec::multipath::MultipathHash::L4);
         for node in &t.nodes {
-            let args = listen_args(&t, &node.name, 7171).unwrap();
+            let listen = listen_addresses(&t, &node.name, 7171).unwrap();
             let own = format!("{}:7171", node.node_address().unwrap());
-            assert_eq!(args.last(), Some(&own), "{args:?}");
-            assert_eq!(args.len(), 2 * (node.addresses().len() + 1));
+            assert_eq!(listen.last(), Some(&own), "{listen:?}");
+            assert_eq!(listen.len(), node.addresses().len() + 1);
         }
     }
 
@@ -374,6 +374,6 @@ mod tests {
     fn a_node_outside_the_topology_is_an_error() {
         let t = topology("bonded-dual-net.toml");
         let stranger: NodeName = "not-a-node".parse().unwrap();
-        assert!(listen_args(&t, &stranger, 7171).is_err());
+        assert!(listen_addresses(&t, &stranger, 7171).is_err());
     }
 }

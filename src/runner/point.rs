@@ -5,7 +5,15 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use orchestrate_worker::agent::Event;
+use orchestrate_worker::agent::AgentEvent;
+use orchestrate_worker::invocation::Invocation;
+use orchestrate_worker::patterns::client_args::{Common, Counting, GoArg, Schedule, Sizes};
+use orchestrate_worker::patterns::filecopy::FilecopyArgs;
+use orchestrate_worker::patterns::load::LoadArgs;
+use orchestrate_worker::patterns::pingpong::{self, PingpongArgs};
+use orchestrate_worker::patterns::pipeline::PipelineArgs;
+use orchestrate_worker::patterns::stream::{self, StreamArgs};
+use orchestrate_worker::patterns::token::TokenArgs;
 use orchestrate_worker::record::{Pattern, Protocol, Record, Role};
 
 use crate::plan::experiment::{Amount, Workload};
@@ -37,49 +45,80 @@ pub fn transport(config: &Configuration, w: &Workload) -> Protocol {
 
 /// The worker command line for one pair of `point`, its client speaking `protocol`.
 pub fn client_args(w: &Workload, size: u64, target: &str, protocol: Protocol) -> Vec<String> {
-    let mut a: Vec<String> = vec![w.pattern.as_str().into(), "--connect".into(), target.into()];
-    let mut push = |k: &str, v: String| {
-        a.push(k.into());
-        a.push(v);
+    client_invocation(w, size, target, protocol).to_args()
+}
+
+/// The worker invocation of one pair's client: one trial of one size, released by a line on
+/// stdin.
+fn client_invocation(w: &Workload, size: u64, target: &str, protocol: Protocol) -> Invocation {
+    let common = Common {
+        trials: Some(1),
+        warmup: Some(w.warmup),
+        go: Some(GoArg::Stdin),
+        ..Common::new(target)
+    };
+    let sizes = Sizes::one(size);
+    let counting = match w.amount {
+        Amount::Exchanges(n) => Counting {
+            exchanges: Some(n),
+            duration: None,
+        },
+        // To the millisecond, as the worker has always been told.
+        Amount::Duration(d) => Counting {
+            exchanges: None,
+            duration: Some(format!("{:.3}", d.as_secs_f64()).parse().expect("a number")),
+        },
     };
     match w.pattern {
-        Pattern::Filecopy => push("--size", size.to_string()),
-        _ => push("--size", size.to_string()),
+        Pattern::Pingpong => Invocation::Pingpong(PingpongArgs {
+            common,
+            sizes,
+            schedule: Schedule::default(),
+            counting,
+            trial_time: pingpong::DEFAULT_TRIAL_TIME_S,
+            protocol,
+        }),
+        Pattern::Stream => Invocation::Stream(StreamArgs {
+            common,
+            sizes,
+            schedule: Schedule::default(),
+            counting,
+            trial_time: stream::DEFAULT_TRIAL_TIME_S,
+            protocol,
+        }),
+        Pattern::Token => Invocation::Token(TokenArgs {
+            common,
+            sizes,
+            counting,
+            protocol,
+        }),
+        Pattern::Pipeline => Invocation::Pipeline(PipelineArgs {
+            common,
+            sizes,
+            counting,
+            depth: w.depth.unwrap_or(1),
+            protocol,
+        }),
+        Pattern::Load => Invocation::Load(LoadArgs {
+            common,
+            sizes,
+            counting,
+            rate: w.rate.map(|r| r.to_string()),
+            protocol,
+        }),
+        // A trial copies the whole file once: no count, no warm-up.
+        Pattern::Filecopy => Invocation::Filecopy(FilecopyArgs {
+            common: Common {
+                warmup: None,
+                ..common
+            },
+            file: None,
+            size,
+            dir: None,
+            drop_cache: w.drop_caches,
+            protocol,
+        }),
     }
-    match w.amount {
-        Amount::Exchanges(n) if w.pattern != Pattern::Filecopy => {
-            push("--exchanges", n.to_string())
-        }
-        Amount::Duration(d) if w.pattern != Pattern::Filecopy => {
-            push("--duration", format!("{:.3}", d.as_secs_f64()))
-        }
-        _ => {}
-    }
-    push("--trials", "1".into());
-    if w.pattern != Pattern::Filecopy {
-        push("--warmup", w.warmup.to_string());
-    }
-    // The patterns that take UDP always name their protocol; the others only when it is not
-    // their TCP default.
-    if matches!(
-        w.pattern,
-        Pattern::Pingpong | Pattern::Token | Pattern::Load
-    ) || protocol != Protocol::Tcp
-    {
-        push("--protocol", protocol.as_str().into());
-    }
-    if let Some(d) = w.depth {
-        push("--depth", d.to_string());
-    }
-    if let Some(r) = w.rate {
-        push("--rate", r.to_string());
-    }
-    if w.drop_caches {
-        a.push("--drop-cache".into());
-    }
-    a.push("--go".into());
-    a.push("stdin".into());
-    a
 }
 
 struct Running<'a> {
@@ -294,8 +333,8 @@ async fn await_ready(
         let who = format!("{} -> {}", r.client, r.server);
         loop {
             match r.task.next(r.client, READY_TIMEOUT).await {
-                Ok(Event::Line { line, .. }) if line.contains("\"ready\":true") => break,
-                Ok(Event::Line { line, .. }) => {
+                Ok(AgentEvent::Line { line, .. }) if line.contains("\"ready\":true") => break,
+                Ok(AgentEvent::Line { line, .. }) => {
                     if let Ok(rec) = serde_json::from_str::<Record>(&line) {
                         let msg = rec
                             .error
@@ -305,14 +344,16 @@ async fn await_ready(
                         return Err(format!("{who}: {msg}"));
                     }
                 }
-                Ok(Event::Exit { code, stderr, .. }) => {
+                Ok(AgentEvent::Exit { code, stderr, .. }) => {
                     return Err(format!(
                         "{who}: the client exited ({code:?}) before it was ready: {}",
                         stderr.trim()
                     ));
                 }
-                Ok(Event::Error { message, .. }) => return Err(format!("{}: {message}", r.client)),
-                Ok(Event::Time { .. }) => {}
+                Ok(AgentEvent::Error { message, .. }) => {
+                    return Err(format!("{}: {message}", r.client));
+                }
+                Ok(AgentEvent::Time { .. }) => {}
                 Err(e) => return Err(e.to_string()),
             }
         }
@@ -328,12 +369,12 @@ async fn collect(
 ) -> Result<(), String> {
     loop {
         match r.task.next(r.client, limit).await {
-            Ok(Event::Line { line, .. }) => match serde_json::from_str::<Record>(&line) {
+            Ok(AgentEvent::Line { line, .. }) => match serde_json::from_str::<Record>(&line) {
                 Ok(rec) => records.push((r.pair, rec)),
                 Err(_) => tracing::debug!("{}: {line}", r.client),
             },
-            Ok(Event::Exit { code: Some(0), .. }) => return Ok(()),
-            Ok(Event::Exit { code, stderr, .. }) => {
+            Ok(AgentEvent::Exit { code: Some(0), .. }) => return Ok(()),
+            Ok(AgentEvent::Exit { code, stderr, .. }) => {
                 return Err(format!(
                     "{} -> {}: the client failed ({code:?}): {}",
                     r.client,
@@ -341,8 +382,10 @@ async fn collect(
                     last_line(&stderr)
                 ));
             }
-            Ok(Event::Error { message, .. }) => return Err(format!("{}: {message}", r.client)),
-            Ok(Event::Time { .. }) => {}
+            Ok(AgentEvent::Error { message, .. }) => {
+                return Err(format!("{}: {message}", r.client));
+            }
+            Ok(AgentEvent::Time { .. }) => {}
             Err(e) => return Err(e.to_string()),
         }
     }
@@ -356,4 +399,125 @@ async fn stop(running: &[Running<'_>]) {
     for r in running {
         let _ = r.agent.kill(r.task.id).await;
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write;
+    use std::path::Path;
+
+    use sha2::{Digest, Sha256};
+
+    use super::*;
+
+    /// Every distinct client command line the shipped experiments' plans run, one a line.
+    fn client_lines(file: &str) -> Vec<String> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("experiments")
+            .join(file);
+        let exp = crate::plan::load(&path).expect("a shipped experiment loads");
+        let plan = crate::plan::expand(&exp).expect("a shipped experiment plans");
+        let mut lines = std::collections::BTreeSet::new();
+        for p in &plan.points {
+            let config = &plan.configurations[p.configuration];
+            let w = &exp.workloads[p.workload];
+            for pair in &config.placements[p.placement_entry].placement.pairs {
+                let target = format!("{}:7171", pair.path.target);
+                let args = client_args(w, p.size_bytes, &target, transport(config, w));
+                lines.insert(args.join(" "));
+            }
+        }
+        lines.into_iter().collect()
+    }
+
+    /// The client command lines are the worker's contract: these digests were taken of the
+    /// lines the controller spelled by hand before the typed invocation rendered them.
+    #[test]
+    fn client_command_lines_of_the_shipped_experiments_are_unchanged() {
+        let mut got = String::new();
+        for file in [
+            "grid4x4.toml",
+            "light-traffic-routing.toml",
+            "multipath.toml",
+            "reschke96.toml",
+        ] {
+            let lines = client_lines(file);
+            let digest = Sha256::digest(lines.join("\n").as_bytes());
+            let _ = writeln!(got, "{file} {} {}", lines.len(), hex(&digest));
+            dump(&format!("{file}.lines"), &lines);
+        }
+        let lines = variant_lines();
+        let digest = Sha256::digest(lines.join("\n").as_bytes());
+        let _ = writeln!(got, "variants {} {}", lines.len(), hex(&digest));
+        dump("variants.lines", &lines);
+        println!("{got}");
+        assert_eq!(got, GOLDEN);
+    }
+
+    /// A shipped workload turned into every pattern, protocol, amount and option the
+    /// controller renders, so lines no shipped experiment runs are guarded too.
+    fn variant_lines() -> Vec<String> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/reschke96.toml");
+        let exp = crate::plan::load(&path).expect("a shipped experiment loads");
+        let base = exp.workloads[0].clone();
+        let mut lines = Vec::new();
+        for pattern in [
+            Pattern::Pingpong,
+            Pattern::Stream,
+            Pattern::Token,
+            Pattern::Pipeline,
+            Pattern::Load,
+            Pattern::Filecopy,
+        ] {
+            for protocol in [Protocol::Tcp, Protocol::Udp, Protocol::Mptcp] {
+                for amount in [
+                    Amount::Exchanges(1000),
+                    Amount::Duration(Duration::from_millis(2500)),
+                    Amount::Duration(Duration::from_micros(1234567)),
+                ] {
+                    // Each option only where the plan allows it.
+                    for (depth, rate, drop_caches) in [
+                        (None, None, false),
+                        (
+                            (pattern == Pattern::Pipeline).then_some(4),
+                            (pattern == Pattern::Load).then(|| "100mbit".parse().unwrap()),
+                            pattern == Pattern::Filecopy,
+                        ),
+                    ] {
+                        let w = Workload {
+                            pattern,
+                            amount,
+                            depth,
+                            rate,
+                            drop_caches,
+                            warmup: 7,
+                            ..base.clone()
+                        };
+                        lines.push(client_args(&w, 4096, "10.0.0.1:7171", protocol).join(" "));
+                    }
+                }
+            }
+        }
+        lines
+    }
+
+    /// With DUMP_CLIENT_LINES=DIR, writes the lines to DIR/NAME, to see what a changed
+    /// digest changed.
+    fn dump(name: &str, lines: &[String]) {
+        if let Some(dir) = std::env::var_os("DUMP_CLIENT_LINES") {
+            std::fs::write(Path::new(&dir).join(name), lines.join("\n")).expect("dump written");
+        }
+    }
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    const GOLDEN: &str = "\
+grid4x4.toml 72 d2b35f390bed8b180f2c12bf6f9ef47c4b66dd73d81c728843e527747c60717e
+light-traffic-routing.toml 4 9c4cb17d14382dbd1ce0167818bd706cbb50ae5e16fc644f732772a3fa99c64b
+multipath.toml 111 0e7a27dd6929f2ee53cd35476ffc7e8ed8aa4200243cc2c9bde31b7dd3fd8009
+reschke96.toml 134 6bad71f7e24008300abbdfb02ebecc2732767513453dc9ea347840622a54eb64
+variants 108 f33e46acfea4cff5ec609fee1e18fcddf7e701db38cb679c90d808ca39e1add9
+";
 }

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Context, bail};
+use orchestrate_worker::invocation::Invocation;
 
 use crate::netconf::{self, NodeScripts};
 use crate::plan::Configuration;
@@ -82,10 +83,7 @@ async fn install_and_probe(
 ) -> anyhow::Result<(InstalledWorker, serde_json::Value)> {
     let on_node = OnNode { cluster, node: &n };
     let installed = worker_install::install(&on_node, worker, NODE_PARENT).await?;
-    let probe = format!(
-        "{} probe",
-        shlex::try_quote(installed.path()).expect("no NUL in paths")
-    );
+    let probe = installed.command(&Invocation::Probe);
     let out = cluster.run(&n, &probe, None, EXEC_TIMEOUT).await?;
     let probe = serde_json::from_str(&out.stdout)
         .with_context(|| format!("{n}: the probe's output is not JSON"))?;

@@ -56,7 +56,7 @@ pub enum Request {
 /// What the agent reports.
 #[derive(Debug, Deserialize, Serialize, PartialEq)]
 #[serde(tag = "event", rename_all = "lowercase")]
-pub enum Event {
+pub enum AgentEvent {
     Line {
         id: u64,
         line: String,
@@ -81,7 +81,7 @@ const STDERR_CAP: usize = 64 * 1024;
 
 type Out = Arc<Mutex<std::io::Stdout>>;
 
-fn emit(out: &Out, e: &Event) {
+fn emit(out: &Out, e: &AgentEvent) {
     let mut line = serde_json::to_string(e).expect("events serialize");
     line.push('\n');
     let mut o = lock(out);
@@ -149,7 +149,7 @@ fn bad_request(line: &str, e: &serde_json::Error) -> String {
 }
 
 fn emit_error(out: &Out, id: u64, message: String) {
-    emit(out, &Event::Error { id, message });
+    emit(out, &AgentEvent::Error { id, message });
 }
 
 /// What serves the controller's requests.
@@ -165,7 +165,7 @@ impl Agent {
         match req {
             Request::Time { id } => emit(
                 &self.out,
-                &Event::Time {
+                &AgentEvent::Time {
                     id,
                     unix_ns: now_ns(),
                 },
@@ -282,11 +282,11 @@ fn watch(id: u64, mut child: Child, out: &Out, children: &Children) {
     std::thread::spawn(move || {
         for line in BufReader::new(stdout).lines() {
             let Ok(line) = line else { break };
-            emit(&out, &Event::Line { id, line });
+            emit(&out, &AgentEvent::Line { id, line });
         }
         let code = child.wait().ok().and_then(|s| s.code());
         let stderr = err_buf.join().unwrap_or_default();
         lock(&children).remove(&id);
-        emit(&out, &Event::Exit { id, code, stderr });
+        emit(&out, &AgentEvent::Exit { id, code, stderr });
     });
 }

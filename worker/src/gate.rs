@@ -51,7 +51,7 @@ pub struct Refused {
 }
 
 /// What the door did since it was last asked.
-pub enum Event {
+pub enum Admission {
     Admitted(Admitted),
     Refused(Refused),
 }
@@ -69,7 +69,7 @@ struct Pending {
 pub struct Gate {
     listeners: Vec<TcpListener>,
     pending: VecDeque<Pending>,
-    events: VecDeque<Event>,
+    events: VecDeque<Admission>,
     opts: GateOptions,
 }
 
@@ -100,7 +100,7 @@ impl Gate {
 
     /// The next admission or refusal; `None` if nothing happened within about `POLL_MS`
     /// (so the caller can check for shutdown).
-    pub fn poll(&mut self) -> Option<Event> {
+    pub fn poll(&mut self) -> Option<Admission> {
         if self.events.is_empty() {
             self.round();
         }
@@ -231,7 +231,7 @@ impl Gate {
 
 enum Step {
     Waiting(Pending),
-    Done(Event),
+    Done(Admission),
 }
 
 /// Reads what a waiting connection has sent, never past the end of its `Auth` frame (the
@@ -275,7 +275,7 @@ fn wanted(got: &[u8], version: u16) -> Result<usize, WorkerError> {
 }
 
 /// Checks a complete `Auth` frame.
-fn verify(p: Pending, opts: &GateOptions) -> Event {
+fn verify(p: Pending, opts: &GateOptions) -> Admission {
     let auth: Option<Auth> = serde_json::from_slice(&p.got[HEAD_LEN..]).ok();
     let checked = auth.and_then(|a| {
         let client = Nonce::from_hex(&a.nonce)?;
@@ -291,7 +291,7 @@ fn verify(p: Pending, opts: &GateOptions) -> Event {
     if p.stream.set_nonblocking(false).is_err() {
         return refusal(p, "cannot make the socket blocking", opts.version);
     }
-    Event::Admitted(Admitted {
+    Admission::Admitted(Admitted {
         server_proof: hex::encode(opts.secret.server_proof(&p.nonce, &client)),
         stream: p.stream,
         peer: p.peer,
@@ -299,13 +299,13 @@ fn verify(p: Pending, opts: &GateOptions) -> Event {
 }
 
 /// Tells the peer why (best effort, never blocking) and closes the connection.
-fn refusal(mut p: Pending, reason: &str, version: u16) -> Event {
+fn refusal(mut p: Pending, reason: &str, version: u16) -> Admission {
     let msg = ErrorMsg {
         error: reason.to_owned(),
     };
     let _ = p.stream.set_nonblocking(true);
     let _ = protocol::write_frame(&mut p.stream, Kind::Error, &msg, version, 0.0);
-    Event::Refused(Refused {
+    Admission::Refused(Refused {
         peer: p.peer,
         reason: reason.to_owned(),
     })

@@ -36,11 +36,12 @@ use std::time::{Duration, Instant};
 use crate::auth::Secret;
 use crate::client::software;
 use crate::error::{Result, WorkerError};
-use crate::gate::{Admitted, Event, Gate, GateOptions, Refused};
+use crate::gate::{Admission, Admitted, Gate, GateOptions, Refused};
 use crate::mptcp::{self, TrialSubflows};
 use crate::output::print_server_record;
 use crate::patterns::{self, Measure};
 use crate::protocol::{self, ErrorMsg, Hello, Kind, Params, TrialReport, TrialSpec, Welcome};
+use crate::ready::ServerReady;
 use crate::record::{Pattern, Protocol};
 use crate::session::{Buffers, Conn};
 use crate::shutdown;
@@ -115,13 +116,14 @@ pub fn serve(opts: ServeOptions) -> i32 {
     shutdown::install();
     // The first stdout line tells a supervisor (or a test that asked for port 0) where we are.
     // (The lock is released at once: session threads print records on stdout too.)
-    let _ = writeln!(
-        std::io::stdout(),
-        "{}",
-        serde_json::json!({"listening": addrs.first(), "addresses": addrs,
-                           "protocol_version": opts.version,
-                           "software": software(), "pid": std::process::id()})
-    );
+    let ready = ServerReady {
+        listening: addrs.first().cloned(),
+        addresses: addrs,
+        protocol_version: opts.version,
+        software: software(),
+        pid: std::process::id(),
+    };
+    let _ = writeln!(std::io::stdout(), "{}", ready.to_line());
     let spool_dir = opts.spool_dir.clone().unwrap_or_else(std::env::temp_dir);
     let spool = SpoolBudget::new(spool_dir, opts.max_file_bytes, opts.max_spool_bytes);
     let shared = Arc::new(Shared { opts, spool });
@@ -131,8 +133,8 @@ pub fn serve(opts: ServeOptions) -> i32 {
     while !shutdown::requested() {
         match gate.poll() {
             None => {}
-            Some(Event::Refused(r)) => refusals.note(&r),
-            Some(Event::Admitted(a)) => {
+            Some(Admission::Refused(r)) => refusals.note(&r),
+            Some(Admission::Admitted(a)) => {
                 let id = next_id.fetch_add(1, Ordering::Relaxed);
                 start_session(a, id, &active, &shared);
             }

@@ -1,5 +1,7 @@
-//! Sizes and rates as people write them on command lines and in requests: `64K`, `1MiB`,
-//! `100mbit`, `20000` (messages per second).
+//! Sizes, rates and times as people write them on command lines and in requests: `64K`,
+//! `1MiB`, `100mbit`, `20000` (messages per second), `0.25` (seconds).
+
+use std::time::Duration;
 
 /// Bytes from a whole number with an optional binary suffix (K, KiB, M, MiB, G, GiB).
 pub fn parse_size(s: &str) -> Result<u64, String> {
@@ -44,6 +46,15 @@ pub fn parse_rate(s: &str, size: u64) -> Result<f64, String> {
         Some(m) => v * m / (size as f64 * 8.0),
         None => v,
     })
+}
+
+/// A positive number of seconds; `what` names the option in the error.
+pub fn secs(s: f64, what: &str) -> Result<Duration, String> {
+    if s.is_finite() && s > 0.0 {
+        Ok(Duration::from_secs_f64(s))
+    } else {
+        Err(format!("{what} must be a positive number of seconds"))
+    }
 }
 
 #[cfg(test)]

@@ -7,13 +7,13 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use orchestrate_worker::agent::{Event, Request};
+use orchestrate_worker::agent::{AgentEvent, Request};
 use orchestrate_worker::auth::Secret;
 use orchestrate_worker::record::{Record, Role};
 
 struct Agent {
     child: std::process::Child,
-    events: mpsc::Receiver<Event>,
+    events: mpsc::Receiver<AgentEvent>,
 }
 
 impl Agent {
@@ -42,7 +42,7 @@ impl Agent {
         stdin.flush().unwrap();
     }
 
-    fn next(&self) -> Event {
+    fn next(&self) -> AgentEvent {
         self.events
             .recv_timeout(Duration::from_secs(20))
             .expect("an event within 20 s")
@@ -96,7 +96,7 @@ fn serves_and_measures_through_one_channel_and_cleans_up_when_closed() {
         secret: Some(secret.clone()),
     });
     let addr = match a.next() {
-        Event::Line { id: 1, line } => {
+        AgentEvent::Line { id: 1, line } => {
             let v: serde_json::Value = serde_json::from_str(&line).unwrap();
             v["listening"].as_str().unwrap().to_owned()
         }
@@ -121,7 +121,7 @@ fn serves_and_measures_through_one_channel_and_cleans_up_when_closed() {
         secret: Some(secret.clone()),
     });
     match a.next() {
-        Event::Line { id: 2, line } => assert!(line.contains("\"ready\":true"), "{line}"),
+        AgentEvent::Line { id: 2, line } => assert!(line.contains("\"ready\":true"), "{line}"),
         e => panic!("expected ready, got {e:?}"),
     }
     // Both children hold the secret (the client just proved it), and neither shows it.
@@ -139,10 +139,10 @@ fn serves_and_measures_through_one_channel_and_cleans_up_when_closed() {
     let mut records = Vec::new();
     loop {
         match a.next() {
-            Event::Line { id: 2, line } => {
+            AgentEvent::Line { id: 2, line } => {
                 records.push(serde_json::from_str::<Record>(&line).unwrap())
             }
-            Event::Exit {
+            AgentEvent::Exit {
                 id: 2,
                 code,
                 stderr,
@@ -171,7 +171,7 @@ fn serves_and_measures_through_one_channel_and_cleans_up_when_closed() {
         .unwrap()
         .as_nanos() as u64;
     match a.next() {
-        Event::Time { id: 9, unix_ns } => assert!(unix_ns.abs_diff(before) < 5_000_000_000),
+        AgentEvent::Time { id: 9, unix_ns } => assert!(unix_ns.abs_diff(before) < 5_000_000_000),
         e => panic!("expected time, got {e:?}"),
     }
     a.send(&Request::Input {
@@ -179,7 +179,7 @@ fn serves_and_measures_through_one_channel_and_cleans_up_when_closed() {
         line: "x".into(),
     });
     assert!(
-        matches!(a.next(), Event::Error { id: 42, .. }),
+        matches!(a.next(), AgentEvent::Error { id: 42, .. }),
         "input to an unknown child is an error"
     );
 
@@ -216,7 +216,7 @@ fn a_killed_agent_takes_its_children_with_it() {
         args: vec!["serve".into(), "--listen".into(), "127.0.0.1:0".into()],
         secret: Some(Secret::generate()),
     });
-    assert!(matches!(a.next(), Event::Line { id: 1, .. }));
+    assert!(matches!(a.next(), AgentEvent::Line { id: 1, .. }));
     let agent_pid = a.child.id();
     let child_pid = std::fs::read_dir("/proc")
         .unwrap()
@@ -247,7 +247,7 @@ fn a_server_without_a_secret_does_not_start() {
         secret: None,
     });
     match a.next() {
-        Event::Exit {
+        AgentEvent::Exit {
             id: 1,
             code,
             stderr,
@@ -269,7 +269,7 @@ fn a_malformed_request_is_not_echoed_when_it_carries_a_secret() {
     writeln!(stdin, "{line}").unwrap();
     stdin.flush().unwrap();
     match a.next() {
-        Event::Error { message, .. } => {
+        AgentEvent::Error { message, .. } => {
             assert!(message.contains("not shown"), "{message}");
             assert!(!message.contains("0123456789abcdef"), "{message}");
         }

@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use orchestrate_worker::agent::{Event, Request};
+use orchestrate_worker::agent::{AgentEvent, Request};
 use orchestrate_worker::auth::Secret;
+use orchestrate_worker::invocation::Invocation;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
 
@@ -18,7 +19,7 @@ use crate::spec::NodeName;
 
 use super::worker_install::InstalledWorker;
 
-type Routes = Arc<std::sync::Mutex<HashMap<u64, mpsc::UnboundedSender<Event>>>>;
+type Routes = Arc<std::sync::Mutex<HashMap<u64, mpsc::UnboundedSender<AgentEvent>>>>;
 
 pub struct Agent {
     pub node: NodeName,
@@ -35,7 +36,7 @@ pub struct Agent {
 /// A command started through an agent, and its events.
 pub struct Task {
     pub id: u64,
-    pub events: mpsc::UnboundedReceiver<Event>,
+    pub events: mpsc::UnboundedReceiver<AgentEvent>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -58,10 +59,7 @@ impl Agent {
         secret: Secret,
     ) -> Result<Agent, AgentError> {
         let ch = cluster
-            .channel(
-                node,
-                &format!("{} agent", shlex::try_quote(worker.path()).expect("no NUL")),
-            )
+            .channel(node, &worker.command(&Invocation::Agent))
             .await?;
         let routes: Routes = Arc::default();
         let stderr = Arc::new(std::sync::Mutex::new(String::new()));
@@ -70,17 +68,17 @@ impl Agent {
             let mut lines = BufReader::new(ch.stdout).lines();
             tokio::spawn(async move {
                 while let Ok(Some(line)) = lines.next_line().await {
-                    let Ok(event) = serde_json::from_str::<Event>(&line) else {
+                    let Ok(event) = serde_json::from_str::<AgentEvent>(&line) else {
                         tracing::warn!("agent sent an unreadable line: {line}");
                         continue;
                     };
                     let id = match &event {
-                        Event::Line { id, .. }
-                        | Event::Exit { id, .. }
-                        | Event::Time { id, .. }
-                        | Event::Error { id, .. } => *id,
+                        AgentEvent::Line { id, .. }
+                        | AgentEvent::Exit { id, .. }
+                        | AgentEvent::Time { id, .. }
+                        | AgentEvent::Error { id, .. } => *id,
                     };
-                    let done = matches!(event, Event::Exit { .. } | Event::Time { .. });
+                    let done = matches!(event, AgentEvent::Exit { .. } | AgentEvent::Time { .. });
                     let mut map = routes.lock().unwrap_or_else(|p| p.into_inner());
                     if let Some(tx) = map.get(&id) {
                         let _ = tx.send(event);
@@ -143,7 +141,7 @@ impl Agent {
         stdin.flush().await.map_err(|_| self.closed())
     }
 
-    fn route(&self) -> (u64, mpsc::UnboundedReceiver<Event>) {
+    fn route(&self) -> (u64, mpsc::UnboundedReceiver<AgentEvent>) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = mpsc::unbounded_channel();
         self.routes
@@ -189,7 +187,7 @@ impl Agent {
                 })?
                 .ok_or_else(|| self.closed())?;
             let got = now_ns();
-            if let Event::Time { unix_ns, .. } = ev {
+            if let AgentEvent::Time { unix_ns, .. } = ev {
                 let rtt = got.saturating_sub(sent);
                 let offset = unix_ns as i64 - (sent + rtt / 2) as i64;
                 if best.is_none_or(|(_, r)| rtt < r) {
@@ -220,7 +218,11 @@ pub fn now_ns() -> u64 {
 
 impl Task {
     /// The next line the command printed, or its exit.
-    pub async fn next(&mut self, node: &NodeName, timeout: Duration) -> Result<Event, AgentError> {
+    pub async fn next(
+        &mut self,
+        node: &NodeName,
+        timeout: Duration,
+    ) -> Result<AgentEvent, AgentError> {
         match tokio::time::timeout(timeout, self.events.recv()).await {
             Ok(Some(e)) => Ok(e),
             Ok(None) => Err(AgentError::Closed {

@@ -19,6 +19,7 @@
 use std::time::Duration;
 
 use anyhow::{Context, bail};
+use orchestrate_worker::invocation::Invocation;
 
 use crate::remote::{Cluster, RemoteError};
 use crate::spec::NodeName;
@@ -47,6 +48,13 @@ impl InstalledWorker {
     /// The private directory it lives in, also where filecopy writes.
     pub fn dir(&self) -> &str {
         &self.dir
+    }
+
+    /// The shell command that runs this worker as `invocation`.
+    pub fn command(&self, invocation: &Invocation) -> String {
+        let args = invocation.to_args();
+        let words = std::iter::once(self.path.as_str()).chain(args.iter().map(String::as_str));
+        shlex::try_join(words).expect("no NUL in a worker command line")
     }
 }
 

@@ -6,6 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::mode::{BondMode, Mode, ModeOptions, XmitHashPolicy};
+use crate::argv::Argv;
+
+/// Link monitoring interval when none is given, ms: the driver's default.
+pub const DEFAULT_MIIMON_MS: u32 = 100;
 
 /// `orchestrate-worker bond --help`.
 pub const LONG_ABOUT: &str = "\
@@ -24,7 +28,7 @@ slave: tx/rx packets and bytes, tx_errors, rx_dropped_inactive, rx_overruns, hel
 SIGINT or SIGTERM stops the bond and removes the TUN device.";
 
 /// `orchestrate-worker bond`: the bonding driver's options, by their driver names.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone, PartialEq)]
 pub struct BondArgs {
     /// Name of the bond's TUN device.
     #[arg(long, default_value = "bond0", value_name = "IFNAME")]
@@ -40,10 +44,20 @@ pub struct BondArgs {
     /// fallback and balance-rr's turn).
     #[arg(long = "slave", value_name = "IFNAME", required = true)]
     pub slaves: Vec<String>,
-    /// Link monitoring interval in milliseconds (carrier and operstate); 0 turns monitoring
-    /// off and treats every slave as up, as the driver does.
-    #[arg(long, default_value_t = 100, value_name = "MS")]
-    pub miimon: u32,
+    /// Link monitoring interval in milliseconds; `None` is the driver's default
+    /// ([`DEFAULT_MIIMON_MS`]). An option, not a default, so a bond that names the default
+    /// is started with it written out, as its spec says. (The help spells the default as clap
+    /// would.)
+    #[arg(
+        long,
+        value_name = "MS",
+        help = "Link monitoring interval in milliseconds (carrier and operstate); 0 turns \
+                monitoring off and treats every slave as up, as the driver does [default: 100]",
+        long_help = "Link monitoring interval in milliseconds (carrier and operstate); 0 turns \
+                     monitoring off and treats every slave as up, as the driver does\n\n\
+                     [default: 100]"
+    )]
+    pub miimon: Option<u32>,
     /// active-backup: the slave to use whenever its link is up.
     #[arg(long, value_name = "IFNAME")]
     pub primary: Option<String>,
@@ -53,6 +67,53 @@ pub struct BondArgs {
     /// Also write the counters as JSON to this file, every second and at exit.
     #[arg(long, value_name = "PATH")]
     pub stats_file: Option<PathBuf>,
+}
+
+impl BondArgs {
+    pub fn to_args(&self) -> Vec<String> {
+        let mut a = Argv::new("bond");
+        a.opt("--name", &self.name);
+        a.opt_some(
+            "--stats-file",
+            self.stats_file.as_ref().map(|p| p.display()),
+        );
+        self.write_carriage(&mut a);
+        a.into_vec()
+    }
+
+    /// The words [`to_args`] begins with for a bond named `name` that writes `stats_file`,
+    /// before [`carriage_args`]: the apply script's `start_bond` writes these itself.
+    ///
+    /// [`to_args`]: BondArgs::to_args
+    /// [`carriage_args`]: BondArgs::carriage_args
+    pub fn head_args(name: &str, stats_file: &str) -> Vec<String> {
+        let mut a = Argv::new("bond");
+        a.opt("--name", name);
+        a.opt("--stats-file", stats_file);
+        a.into_vec()
+    }
+
+    /// The options after `--name` and `--stats-file`: what the bond carries and how. The
+    /// apply script's `start_bond` passes its own name and stats file before these.
+    pub fn carriage_args(&self) -> Vec<String> {
+        let mut a = Argv::options();
+        self.write_carriage(&mut a);
+        a.into_vec()
+    }
+
+    fn write_carriage(&self, a: &mut Argv) {
+        a.opt("--address", &self.address);
+        a.opt("--mode", self.mode.as_str());
+        for s in &self.slaves {
+            a.opt("--slave", s);
+        }
+        a.opt_some("--miimon", self.miimon);
+        a.opt_some("--primary", self.primary.as_ref());
+        a.opt_some(
+            "--xmit-hash-policy",
+            self.xmit_hash_policy.map(|x| x.as_str()),
+        );
+    }
 }
 
 /// A bond that can be started.
@@ -74,6 +135,7 @@ impl TryFrom<BondArgs> for Config {
 
     fn try_from(a: BondArgs) -> Result<Config, String> {
         let mode = Mode::try_from(a.mode)?;
+        let miimon_ms = a.miimon.unwrap_or(DEFAULT_MIIMON_MS);
         let (addr, prefix) = a.address.split_once('/').ok_or_else(|| {
             format!(
                 "--address {:?} needs a prefix length, e.g. 10.111.0.5/24",
@@ -121,7 +183,7 @@ impl TryFrom<BondArgs> for Config {
             prefix,
             mode,
             slaves: a.slaves,
-            miimon: (a.miimon > 0).then(|| Duration::from_millis(u64::from(a.miimon))),
+            miimon: (miimon_ms > 0).then(|| Duration::from_millis(u64::from(miimon_ms))),
             options: ModeOptions {
                 primary,
                 hash: a.xmit_hash_policy,
@@ -149,7 +211,7 @@ mod tests {
             address: "10.111.0.5/24".into(),
             mode: mode.parse().unwrap(),
             slaves: vec!["eth1".into(), "eth2".into()],
-            miimon: 100,
+            miimon: Some(100),
             primary: None,
             xmit_hash_policy: None,
             stats_file: None,

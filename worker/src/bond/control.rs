@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use super::emit::emit;
 use super::link::ETH_HEADER;
 use super::mac::Mac;
 use super::peers::{self, HELLO_LEN, Hello, Kind};
-use super::report::emit;
 use super::{Bond, DUMP, TICK};
 use crate::shutdown;
 

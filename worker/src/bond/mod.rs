@@ -11,6 +11,7 @@
 mod config;
 mod control;
 mod datapath;
+mod emit;
 mod ifreq;
 mod link;
 mod mac;
@@ -31,11 +32,11 @@ pub use config::{BondArgs, Config, LONG_ABOUT};
 pub use link::ETHERTYPE;
 
 use crate::shutdown;
+use emit::emit;
 use ifreq::Ctl;
 use link::{ETH_HEADER, SlaveLink};
 use mode::{Links, Policy};
 use peers::{Kind, PeerTable};
-use report::emit;
 use stats::{BondStats, FlowTable, SlaveStats};
 use tun::Tun;
 

@@ -1,23 +1,10 @@
 //! What the bond tells whoever started it: JSON lines on stdout (ready, peer, link, failover,
 //! stats, exit) and, when asked for, a stats file rewritten atomically.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use serde_json::{Value, json};
 
 use super::Bond;
-
-pub fn now_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
-}
-
-/// One JSON line on stdout: events and counters, for whoever started the bond.
-pub fn emit(mut v: Value) {
-    v["time_ns"] = json!(now_ns());
-    println!("{v}");
-}
+use super::emit::now_ns;
 
 impl Bond {
     pub(super) fn ready(&self, mtu: u32) -> Value {

@@ -4,17 +4,22 @@
 //! client first evicts the source file from the page cache (posix_fadvise, no root needed), so
 //! the read really comes from the disk.
 
+use clap::Args;
+
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::{Measure, PatternImpl, Repeats, mbit_s};
+use super::client_args::Common;
+use super::trial::{Measure, PatternImpl, Repeats, mbit_s};
+use crate::argv::Argv;
 use crate::error::{Result, WorkerError};
 use crate::protocol::{Params, TrialReport, TrialSpec};
-use crate::record::Record;
+use crate::record::{Protocol, Record};
 use crate::session::{Buffers, Conn, Stopwatch};
+use crate::units::parse_size;
 
 pub struct Filecopy;
 
@@ -23,6 +28,44 @@ pub const DEFAULT_REPEATS: Repeats = Repeats {
     trials: 3,
     warmup: 0,
 };
+
+/// `orchestrate-worker filecopy`.
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct FilecopyArgs {
+    #[command(flatten)]
+    pub common: Common,
+    /// File to send (its size is used); without it a file of --size is made in --dir.
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<PathBuf>,
+    /// Size of the file to make when --file is not given.
+    #[arg(long, default_value = "2M", value_parser = parse_size, value_name = "BYTES")]
+    pub size: u64,
+    /// Where to make the source file.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Evict the source file from the page cache before every trial, so it is read from disk.
+    #[arg(long)]
+    pub drop_cache: bool,
+    /// Transport: tcp, or mptcp (Multipath TCP); this pattern does not run over udp.
+    #[arg(long, value_enum, default_value = "tcp")]
+    pub protocol: Protocol,
+}
+
+impl FilecopyArgs {
+    pub fn to_args(&self) -> Vec<String> {
+        let mut a = Argv::new("filecopy");
+        self.common.write_target(&mut a);
+        a.opt_some("--file", self.file.as_ref().map(|p| p.display()));
+        // Always written: the file's size is what a filecopy point measures.
+        a.opt("--size", self.size);
+        a.opt_some("--dir", self.dir.as_ref().map(|p| p.display()));
+        self.common.write_repeats(&mut a);
+        a.opt_unless("--protocol", self.protocol.as_str(), Protocol::Tcp.as_str());
+        a.flag("--drop-cache", self.drop_cache);
+        self.common.write_rest(&mut a);
+        a.into_vec()
+    }
+}
 
 const CHUNK: usize = 1024 * 1024;
 

@@ -6,16 +6,20 @@
 //! vanishing: no coordinated omission) in an HDR histogram. Over UDP the consumer's count gives
 //! the loss.
 
+use clap::Args;
+
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use super::{Measure, PatternImpl, Percentiles, Repeats, mbit_s};
+use super::client_args::{Common, Counting, Sizes};
+use super::trial::{Measure, PatternImpl, Percentiles, Repeats, mbit_s};
+use crate::argv::Argv;
 use crate::error::{Result, WorkerError};
 use crate::protocol::{Kind, LAST, LOAD_HEADER, Params, TrialReport, TrialSpec};
-use crate::record::Record;
+use crate::record::{Protocol, Record};
 use crate::session::{Buffers, Conn, Stopwatch, unix_ns};
 
 pub struct Load;
@@ -29,6 +33,40 @@ pub const DEFAULT_REPEATS: Repeats = Repeats {
     trials: 1,
     warmup: 0,
 };
+
+/// `orchestrate-worker load`.
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct LoadArgs {
+    #[command(flatten)]
+    pub common: Common,
+    #[command(flatten)]
+    pub sizes: Sizes,
+    #[command(flatten)]
+    pub counting: Counting,
+    /// Offered load: messages per second (`20000`), or bits per second (`100mbit`, `1gbit`,
+    /// `500kbit`). Omitted: as fast as the sender can.
+    #[arg(long, value_name = "RATE")]
+    pub rate: Option<String>,
+    /// Transport of the data: over udp the session itself is still TCP; mptcp runs the whole
+    /// session over Multipath TCP.
+    #[arg(long, value_enum, default_value = "tcp")]
+    pub protocol: Protocol,
+}
+
+impl LoadArgs {
+    pub fn to_args(&self) -> Vec<String> {
+        let mut a = Argv::new("load");
+        self.common.write_target(&mut a);
+        self.sizes.write(&mut a);
+        self.counting.write(&mut a);
+        self.common.write_repeats(&mut a);
+        // A pattern that also runs over udp always names its transport.
+        a.opt("--protocol", self.protocol.as_str());
+        a.opt_some("--rate", self.rate.as_deref());
+        self.common.write_rest(&mut a);
+        a.into_vec()
+    }
+}
 
 /// How long the producer keeps listening for UDP echoes after its last datagram.
 const UDP_GRACE: Duration = Duration::from_millis(300);

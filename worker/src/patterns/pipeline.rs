@@ -3,12 +3,17 @@
 //! requests freed by one read leave in one write. Reports the time per message and messages
 //! per second; at depth 1 this is a ping-pong.
 
+use clap::Args;
+
 use std::io::{Read, Write};
 
-use super::{Measure, PatternImpl, Repeats, deadline, echo, mbit_s};
+use super::client_args::{Common, Counting, Sizes};
+use super::exchange::{deadline, echo};
+use super::trial::{Measure, PatternImpl, Repeats, mbit_s};
+use crate::argv::Argv;
 use crate::error::{Result, WorkerError};
 use crate::protocol::{LAST, Params, TrialReport, TrialSpec};
-use crate::record::Record;
+use crate::record::{Protocol, Record};
 use crate::session::{Buffers, Conn, Stopwatch};
 
 pub struct Pipeline;
@@ -22,6 +27,37 @@ pub const DEFAULT_REPEATS: Repeats = Repeats {
     trials: 3,
     warmup: 1000,
 };
+
+/// `orchestrate-worker pipeline`.
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct PipelineArgs {
+    #[command(flatten)]
+    pub common: Common,
+    #[command(flatten)]
+    pub sizes: Sizes,
+    #[command(flatten)]
+    pub counting: Counting,
+    /// Requests outstanding at once (depth × size ≤ 256 KiB).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub depth: u32,
+    /// Transport: tcp, or mptcp (Multipath TCP); this pattern does not run over udp.
+    #[arg(long, value_enum, default_value = "tcp")]
+    pub protocol: Protocol,
+}
+
+impl PipelineArgs {
+    pub fn to_args(&self) -> Vec<String> {
+        let mut a = Argv::new("pipeline");
+        self.common.write_target(&mut a);
+        self.sizes.write(&mut a);
+        self.counting.write(&mut a);
+        self.common.write_repeats(&mut a);
+        a.opt_unless("--protocol", self.protocol.as_str(), Protocol::Tcp.as_str());
+        a.opt_unless("--depth", self.depth, 1);
+        self.common.write_rest(&mut a);
+        a.into_vec()
+    }
+}
 
 impl PatternImpl for Pipeline {
     fn client(&self, c: &mut Conn, p: &Params, t: &TrialSpec, b: &mut Buffers) -> Result<Measure> {

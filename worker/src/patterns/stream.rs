@@ -2,12 +2,17 @@
 //! them and times them from the start of the trial to the last byte. The client's own record
 //! runs from its first write until the server's report arrives, so it includes delivery.
 
+use clap::Args;
+
 use std::io::{Read, Write};
 
-use super::{Measure, PatternImpl, Repeats, deadline, is_last, mbit_s};
+use super::client_args::{Common, Counting, Schedule, Sizes};
+use super::exchange::{deadline, is_last};
+use super::trial::{Measure, PatternImpl, Repeats, mbit_s};
+use crate::argv::Argv;
 use crate::error::{Result, WorkerError};
 use crate::protocol::{LAST, Params, TrialReport, TrialSpec};
-use crate::record::Record;
+use crate::record::{Protocol, Record};
 use crate::session::{Buffers, Conn, Stopwatch};
 
 pub struct Stream;
@@ -17,6 +22,40 @@ pub const DEFAULT_REPEATS: Repeats = super::pingpong::DEFAULT_REPEATS;
 /// Without a message count or duration, each trial's blocks are sized (from the warm-up) to
 /// take about this long, seconds.
 pub const DEFAULT_TRIAL_TIME_S: f64 = super::pingpong::DEFAULT_TRIAL_TIME_S;
+
+/// `orchestrate-worker stream`.
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct StreamArgs {
+    #[command(flatten)]
+    pub common: Common,
+    #[command(flatten)]
+    pub sizes: Sizes,
+    #[command(flatten)]
+    pub schedule: Schedule,
+    #[command(flatten)]
+    pub counting: Counting,
+    /// Without --exchanges/--duration: size each trial's blocks to take about this long.
+    #[arg(long, default_value_t = DEFAULT_TRIAL_TIME_S, value_name = "SECS")]
+    pub trial_time: f64,
+    /// Transport: tcp, or mptcp (Multipath TCP); this pattern does not run over udp.
+    #[arg(long, value_enum, default_value = "tcp")]
+    pub protocol: Protocol,
+}
+
+impl StreamArgs {
+    pub fn to_args(&self) -> Vec<String> {
+        let mut a = Argv::new("stream");
+        self.common.write_target(&mut a);
+        self.sizes.write(&mut a);
+        self.schedule.write(&mut a);
+        self.counting.write(&mut a);
+        self.common.write_repeats(&mut a);
+        a.opt_unless("--trial-time", self.trial_time, DEFAULT_TRIAL_TIME_S);
+        a.opt_unless("--protocol", self.protocol.as_str(), Protocol::Tcp.as_str());
+        self.common.write_rest(&mut a);
+        a.into_vec()
+    }
+}
 
 /// The receiver reads at least this much per call, so small blocks are not timed by the
 /// receiver's system-call rate (iperf3 reads 128 KiB at a time too).

@@ -2,10 +2,15 @@
 //! returns it; a fixed number of exchanges or a duration; one record per run with
 //! throughput = tokens written × token size / elapsed.
 
-use super::{Measure, PatternImpl, Repeats, echo, exchange, mbit_s};
+use clap::Args;
+
+use super::client_args::{Common, Counting, Sizes};
+use super::exchange::{echo, exchange};
+use super::trial::{Measure, PatternImpl, Repeats, mbit_s};
+use crate::argv::Argv;
 use crate::error::Result;
 use crate::protocol::{Params, TrialReport, TrialSpec};
-use crate::record::Record;
+use crate::record::{Protocol, Record};
 use crate::session::{Buffers, Conn};
 
 pub struct Token;
@@ -19,6 +24,35 @@ pub const DEFAULT_REPEATS: Repeats = Repeats {
     trials: 3,
     warmup: 100,
 };
+
+/// `orchestrate-worker token`.
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct TokenArgs {
+    #[command(flatten)]
+    pub common: Common,
+    #[command(flatten)]
+    pub sizes: Sizes,
+    #[command(flatten)]
+    pub counting: Counting,
+    /// Transport of the data: over udp the session itself is still TCP; mptcp runs the whole
+    /// session over Multipath TCP.
+    #[arg(long, value_enum, default_value = "tcp")]
+    pub protocol: Protocol,
+}
+
+impl TokenArgs {
+    pub fn to_args(&self) -> Vec<String> {
+        let mut a = Argv::new("token");
+        self.common.write_target(&mut a);
+        self.sizes.write(&mut a);
+        self.counting.write(&mut a);
+        self.common.write_repeats(&mut a);
+        // A pattern that also runs over udp always names its transport.
+        a.opt("--protocol", self.protocol.as_str());
+        self.common.write_rest(&mut a);
+        a.into_vec()
+    }
+}
 
 impl PatternImpl for Token {
     fn client(&self, c: &mut Conn, _p: &Params, t: &TrialSpec, b: &mut Buffers) -> Result<Measure> {

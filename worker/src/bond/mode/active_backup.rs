@@ -6,7 +6,8 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{Failover, Links, Mode, Packet, Policy, Tx};
+use super::policy::{Failover, Links, Mode, Policy, Tx};
+use crate::bond::packet::Packet;
 
 const NONE: usize = usize::MAX;
 

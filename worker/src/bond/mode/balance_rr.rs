@@ -5,7 +5,8 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{Links, Mode, Packet, Policy, Tx};
+use super::policy::{Links, Mode, Policy, Tx};
+use crate::bond::packet::Packet;
 
 pub struct BalanceRr {
     next: AtomicUsize,

@@ -14,7 +14,8 @@
 
 use std::net::IpAddr;
 
-use super::{Links, Mode, Packet, Policy, Tx};
+use super::policy::{Links, Mode, Policy, Tx};
+use crate::bond::packet::Packet;
 
 // The controller's spec reuses this type for a bond's `xmit_hash_policy`.
 /// The driver's `xmit_hash_policy` values the userspace bond implements.

@@ -1,7 +1,8 @@
 //! broadcast (mode 3): every packet goes out on every slave whose link is up; the peer gets
 //! one copy per wire, as with the driver.
 
-use super::{Links, Mode, Packet, Policy, Tx};
+use super::policy::{Links, Mode, Policy, Tx};
+use crate::bond::packet::Packet;
 
 pub struct Broadcast;
 

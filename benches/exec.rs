@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use orchestrate::remote::{Cluster, ConnectOptions, Inventory};
+use orchestrate::remote::{ConnectOptions, Inventory, Sessions};
 
 fn main() {
     let Some(path) = std::env::var_os("ORCHESTRATE_BENCH_INVENTORY") else {
@@ -19,7 +19,7 @@ fn main() {
     let nodes: Vec<_> = inv.hosts.keys().cloned().collect();
     let rt = tokio::runtime::Runtime::new().unwrap();
     rt.block_on(async {
-        let cluster = Cluster::connect(&inv, &nodes, &ConnectOptions::default()).await.expect("connects");
+        let cluster = Sessions::connect(&inv, &nodes, &ConnectOptions::default()).await.expect("connects");
         // Warm: one round first.
         cluster.run_all("true", Duration::from_secs(30)).await;
         let mut times = Vec::new();

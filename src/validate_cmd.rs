@@ -64,15 +64,16 @@ struct FileCheck {
     notes: Vec<Problem>,
 }
 
+/// What `validate --json` prints: every file's check and whether all passed.
 #[derive(Debug, Serialize)]
-struct Verdict {
+struct ValidationResult {
     ok: bool,
     files: Vec<FileCheck>,
 }
 
 pub fn validate(files: &[PathBuf], json: bool) -> ExitCode {
     let checks: Vec<FileCheck> = files.iter().map(|f| check(f)).collect();
-    let verdict = Verdict {
+    let verdict = ValidationResult {
         ok: checks.iter().all(|c| c.ok),
         files: checks,
     };
@@ -92,7 +93,7 @@ pub fn validate(files: &[PathBuf], json: bool) -> ExitCode {
     }
 }
 
-fn print_text(verdict: Verdict) {
+fn print_text(verdict: ValidationResult) {
     for c in verdict.files {
         for n in &c.notes {
             eprintln!("note: {}", one_line(n));

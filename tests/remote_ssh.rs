@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::sshd::{self, Sshd};
-use orchestrate::remote::{Cluster, ConnectOptions, Inventory, RemoteError};
+use orchestrate::remote::{ConnectOptions, Inventory, RemoteError, Sessions};
 use orchestrate::spec::NodeName;
 
 fn names(ns: &[&str]) -> Vec<NodeName> {
@@ -28,7 +28,7 @@ async fn commands_run_on_every_node_and_failures_name_node_and_command() {
     let sshd = Sshd::start();
     let nodes = ["n1", "n2", "n3"];
     let inv = Inventory::load(&sshd.inventory(&nodes)).unwrap();
-    let cluster = Cluster::connect(&inv, &names(&nodes), &ConnectOptions::default())
+    let cluster = Sessions::connect(&inv, &names(&nodes), &ConnectOptions::default())
         .await
         .unwrap();
 
@@ -73,7 +73,7 @@ async fn a_changed_host_key_is_refused_before_anything_runs() {
     sshd.forget_real_host_key();
     let inv = Inventory::load(&inv_path).unwrap();
     let errors =
-        match Cluster::connect(&inv, &names(&["n1", "n2"]), &ConnectOptions::default()).await {
+        match Sessions::connect(&inv, &names(&["n1", "n2"]), &ConnectOptions::default()).await {
             Ok(_) => panic!("connected despite a changed host key"),
             Err(e) => e,
         };
@@ -91,7 +91,7 @@ async fn a_changed_host_key_is_refused_before_anything_runs() {
 #[tokio::test]
 async fn nodes_missing_from_the_inventory_are_named() {
     let inv = Inventory::default();
-    let errors = match Cluster::connect(&inv, &names(&["n7"]), &ConnectOptions::default()).await {
+    let errors = match Sessions::connect(&inv, &names(&["n7"]), &ConnectOptions::default()).await {
         Ok(_) => panic!("connected to nothing"),
         Err(e) => e,
     };

@@ -78,7 +78,7 @@ async fn nodes_land_on_the_allocations_hosts_in_topology_order() {
     let names: Vec<NodeName> = topology.nodes.iter().map(|n| n.name.clone()).collect();
     assert_eq!(names, ["zeta", "alpha", "mid"].map(|n| n.parse().unwrap()));
     let cluster =
-        orchestrate::remote::Cluster::connect(&inventory, &names, &ConnectOptions::default())
+        orchestrate::remote::Sessions::connect(&inventory, &names, &ConnectOptions::default())
             .await
             .unwrap_or_else(|e| panic!("{e:?}"));
     for (node, want) in names.iter().zip(hosts) {

@@ -8,6 +8,6 @@ pub mod slurm;
 pub mod source;
 
 pub use inventory::{Host, Inventory, LocatedInventory, SshSettings};
-pub use session::{Channel, Cluster, ConnectOptions, Output, RemoteError};
+pub use session::{Channel, ConnectOptions, Output, RemoteError, Sessions};
 pub use slurm::SlurmAllocation;
 pub use source::{InventoryFile, MediumFiles, NodeSource, Nodes};

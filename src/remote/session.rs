@@ -95,19 +95,19 @@ pub struct Output {
 }
 
 /// Live sessions to a set of nodes.
-pub struct Cluster {
+pub struct Sessions {
     sessions: BTreeMap<NodeName, (Arc<Session>, Host)>,
     _control_dir: tempfile::TempDir,
 }
 
-impl Cluster {
+impl Sessions {
     /// Connects to `nodes` in parallel. Fails, naming every node that could not be reached,
     /// before anything is run on any of them.
     pub async fn connect(
         inventory: &Inventory,
         nodes: &[NodeName],
         opts: &ConnectOptions,
-    ) -> Result<Cluster, Vec<RemoteError>> {
+    ) -> Result<Sessions, Vec<RemoteError>> {
         // Unix socket paths are limited to ~107 bytes: keep the control directory short.
         let control_dir = tempfile::Builder::new()
             .prefix("orch-")
@@ -154,7 +154,7 @@ impl Cluster {
             }
         }
         if errors.is_empty() {
-            Ok(Cluster {
+            Ok(Sessions {
                 sessions,
                 _control_dir: control_dir,
             })

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use anyhow::bail;
 
 use crate::netconf;
-use crate::remote::Cluster;
+use crate::remote::Sessions;
 use crate::spec::NodeName;
 
 use super::node::fanout::{listed, run_scripts};
@@ -17,7 +17,7 @@ pub const NODE_LEDGER: &str = netconf::DEFAULT_LEDGER;
 
 /// Runs every node's apply script; the scripts find the node's worker through
 /// `ORCHESTRATE_WORKER`, set by a line put before each.
-pub async fn apply(cluster: &Cluster, prepared: &Prepared, topology: &str) -> anyhow::Result<()> {
+pub async fn apply(cluster: &Sessions, prepared: &Prepared, topology: &str) -> anyhow::Result<()> {
     let applies: BTreeMap<NodeName, String> = prepared
         .scripts
         .iter()

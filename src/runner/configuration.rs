@@ -4,7 +4,7 @@
 //! [teardown](super::teardown). Teardown runs whatever happened after the ledger was written.
 
 use crate::plan::{Configuration, Experiment, Point};
-use crate::remote::{Cluster, Nodes};
+use crate::remote::{Nodes, Sessions};
 use crate::results::run_dir::Ledger;
 use crate::spec::NodeName;
 
@@ -52,7 +52,7 @@ impl ConfigurationRun<'_> {
 
     async fn on_session(
         &self,
-        cluster: &Cluster,
+        cluster: &Sessions,
         names: Vec<NodeName>,
         state: &mut RunState,
     ) -> anyhow::Result<()> {
@@ -99,7 +99,7 @@ impl ConfigurationRun<'_> {
 
     async fn apply_and_measure(
         &self,
-        cluster: &Cluster,
+        cluster: &Sessions,
         prepared: &Prepared,
         state: &mut RunState,
     ) -> anyhow::Result<()> {

@@ -48,7 +48,7 @@ pub struct Measurement<'a> {
 impl Measurement<'_> {
     pub async fn run(
         &self,
-        cluster: &crate::remote::Cluster,
+        cluster: &crate::remote::Sessions,
         state: &mut RunState,
     ) -> anyhow::Result<()> {
         let names: Vec<NodeName> = self

@@ -7,7 +7,7 @@ use std::net::Ipv4Addr;
 use anyhow::bail;
 
 use crate::plan::Configuration;
-use crate::remote::Cluster;
+use crate::remote::Sessions;
 use crate::spec::NodeName;
 
 use super::node::fanout::{EXEC_TIMEOUT, listed};
@@ -28,7 +28,7 @@ pub fn checking_nodes(config: &Configuration) -> BTreeSet<NodeName> {
         .collect()
 }
 
-pub async fn verify_paths(config: &Configuration, cluster: &Cluster) -> anyhow::Result<()> {
+pub async fn verify_paths(config: &Configuration, cluster: &Sessions) -> anyhow::Result<()> {
     let mut pairs: Vec<(NodeName, Ipv4Addr, usize)> = config
         .placements
         .iter()
@@ -56,7 +56,7 @@ pub async fn verify_paths(config: &Configuration, cluster: &Cluster) -> anyhow::
 }
 
 async fn check(
-    cluster: &Cluster,
+    cluster: &Sessions,
     client: &NodeName,
     target: Ipv4Addr,
     hops: usize,

@@ -11,7 +11,7 @@ use orchestrate_worker::invocation::Invocation;
 
 use crate::netconf::{self, NodeScripts};
 use crate::plan::Configuration;
-use crate::remote::Cluster;
+use crate::remote::Sessions;
 use crate::results::BondDriver;
 use crate::spec::NodeName;
 use crate::topology::Node;
@@ -36,7 +36,7 @@ pub struct Prepared {
 /// Installs and probes on every node, then settles drivers and renders scripts. Fails, having
 /// changed nothing but the installed worker, when any node cannot be prepared.
 pub async fn prepare(
-    cluster: &Cluster,
+    cluster: &Sessions,
     config: &Configuration,
     worker: &WorkerBuild,
 ) -> anyhow::Result<Prepared> {
@@ -77,7 +77,7 @@ pub async fn prepare(
 }
 
 async fn install_and_probe(
-    cluster: &Cluster,
+    cluster: &Sessions,
     n: NodeName,
     worker: &WorkerBuild,
 ) -> anyhow::Result<(InstalledWorker, serde_json::Value)> {

@@ -7,7 +7,7 @@
 use anyhow::bail;
 
 use crate::plan::Configuration;
-use crate::remote::Cluster;
+use crate::remote::Sessions;
 use crate::spec::NodeName;
 
 use super::node::fanout::{EXEC_TIMEOUT, listed, on_all};
@@ -43,7 +43,7 @@ pub fn missing_command(programs: &[&str]) -> String {
 
 /// Fails, naming each node and what it lacks, unless every node has every program it needs.
 pub async fn check(
-    cluster: &Cluster,
+    cluster: &Sessions,
     config: &Configuration,
     prepared: &Prepared,
 ) -> anyhow::Result<()> {

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::bail;
 
 use crate::plan::Configuration;
-use crate::remote::{Cluster, NodeSource};
+use crate::remote::{NodeSource, Sessions};
 use crate::results::run_dir::{Ledger, RunDir, read_ledger, trust};
 use crate::spec::NodeName;
 
@@ -22,7 +22,7 @@ use super::verified_teardown::verified_teardowns;
 
 /// Tears the configuration down on every node and updates the ledger.
 pub async fn teardown(
-    cluster: &Cluster,
+    cluster: &Sessions,
     config: &Configuration,
     prepared: &Prepared,
     mut ledger: Ledger,

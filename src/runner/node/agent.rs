@@ -14,7 +14,7 @@ use orchestrate_worker::invocation::Invocation;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{Mutex, mpsc};
 
-use crate::remote::{Cluster, RemoteError};
+use crate::remote::{RemoteError, Sessions};
 use crate::spec::NodeName;
 
 use super::worker_install::InstalledWorker;
@@ -53,7 +53,7 @@ impl Agent {
     /// Starts `worker agent` on `node` and the task that routes its events; every command it
     /// starts gets `secret`.
     pub async fn open(
-        cluster: &Cluster,
+        cluster: &Sessions,
         node: &NodeName,
         worker: &InstalledWorker,
         secret: Secret,

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use crate::remote::Cluster;
+use crate::remote::Sessions;
 use crate::spec::NodeName;
 
 /// How long one command on a node may take.
@@ -38,7 +38,7 @@ where
 /// ledger (quoted: it may come from a file) as the script's argument. Returns each successful
 /// node's standard output, and "node: cause" for the others.
 pub async fn run_scripts(
-    cluster: &Cluster,
+    cluster: &Sessions,
     scripts: &BTreeMap<NodeName, String>,
     ledger: &str,
 ) -> (BTreeMap<NodeName, String>, Vec<String>) {

@@ -21,7 +21,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use orchestrate_worker::invocation::Invocation;
 
-use crate::remote::{Cluster, RemoteError};
+use crate::remote::{RemoteError, Sessions};
 use crate::spec::NodeName;
 
 use super::worker_binary::WorkerBuild;
@@ -71,7 +71,7 @@ pub trait NodeShell {
 
 /// A node of a cluster, as a [`NodeShell`].
 pub struct OnNode<'a> {
-    pub cluster: &'a Cluster,
+    pub cluster: &'a Sessions,
     pub node: &'a NodeName,
 }
 

@@ -375,11 +375,16 @@ async fn collect(
             },
             Ok(AgentEvent::Exit { code: Some(0), .. }) => return Ok(()),
             Ok(AgentEvent::Exit { code, stderr, .. }) => {
-                return Err(format!(
-                    "{} -> {}: the client failed ({code:?}): {}",
+                let pair_records = records
+                    .iter()
+                    .filter(|(p, _)| *p == r.pair)
+                    .map(|(_, rec)| rec);
+                return Err(client_failure(
                     r.client,
                     r.server,
-                    last_line(&stderr)
+                    code,
+                    &stderr,
+                    pair_records,
                 ));
             }
             Ok(AgentEvent::Error { message, .. }) => {
@@ -393,6 +398,32 @@ async fn collect(
 
 fn last_line(s: &str) -> &str {
     s.trim().lines().last().unwrap_or("")
+}
+
+/// Why a client failed, in its own words: the worker writes a failure into its last record
+/// (`error`) and often nothing on stderr, so the record's error comes first and stderr's last
+/// line after it; a failure that left neither says so rather than ending in an empty colon.
+fn client_failure<'r>(
+    client: &NodeName,
+    server: &NodeName,
+    code: Option<i32>,
+    stderr: &str,
+    pair_records: impl Iterator<Item = &'r Record>,
+) -> String {
+    let status = match code {
+        Some(c) => format!("exit status {c}"),
+        None => "killed by a signal".to_owned(),
+    };
+    let recorded = pair_records.filter_map(|rec| rec.error.as_deref()).last();
+    let printed = Some(last_line(stderr)).filter(|l| !l.is_empty());
+    let cause = match (recorded, printed) {
+        (Some(e), Some(p)) if p.contains(e) => p.to_owned(),
+        (Some(e), Some(p)) => format!("{e} (stderr: {p})"),
+        (Some(e), None) => e.to_owned(),
+        (None, Some(p)) => p.to_owned(),
+        (None, None) => "it left no error in its records and nothing on stderr".to_owned(),
+    };
+    format!("{client} -> {server}: the client failed ({status}): {cause}")
 }
 
 async fn stop(running: &[Running<'_>]) {
@@ -432,6 +463,36 @@ mod tests {
 
     /// The client command lines are the worker's contract: these digests were taken of the
     /// lines the controller spelled by hand before the typed invocation rendered them.
+    fn failed_trial(error: Option<&str>) -> Record {
+        let mut r = Record::new(Pattern::Stream, Protocol::Tcp, Role::Client);
+        r.error = error.map(str::to_owned);
+        r
+    }
+
+    #[test]
+    fn a_failed_client_is_explained_by_its_records_error_when_stderr_is_empty() {
+        let (n13, n14): (NodeName, NodeName) = ("n13".parse().unwrap(), "n14".parse().unwrap());
+        let records = [
+            failed_trial(None),
+            failed_trial(Some("connection reset by peer after 3 of 5 trials")),
+        ];
+        assert_eq!(
+            client_failure(&n13, &n14, Some(1), "\n", records.iter()),
+            "n13 -> n14: the client failed (exit status 1): connection reset by peer after 3 \
+             of 5 trials"
+        );
+        assert_eq!(
+            client_failure(&n13, &n14, Some(1), "warning\nbad address", records.iter()),
+            "n13 -> n14: the client failed (exit status 1): connection reset by peer after 3 \
+             of 5 trials (stderr: bad address)"
+        );
+        assert_eq!(
+            client_failure(&n13, &n14, None, "", [failed_trial(None)].iter()),
+            "n13 -> n14: the client failed (killed by a signal): it left no error in its \
+             records and nothing on stderr"
+        );
+    }
+
     #[test]
     fn client_command_lines_of_the_shipped_experiments_are_unchanged() {
         let mut got = String::new();

@@ -39,6 +39,13 @@
 //! | `peer_clock_rtt_ns` | u64? | round trip of that handshake exchange (the offset's uncertainty is half of it) |
 //! | `gap_max_us` | f64? | longest pause between data arrivals at the receiver, µs (stream): stalls such as a bond's failover |
 //! | `subflows` | u32? | MPTCP: the connection's subflows that carried the trial, as this side counted them (0: it fell back to plain TCP) |
+//! | `tcp_retrans` | u32? | TCP: segments this side retransmitted during the trial (the kernel's `TCP_INFO`; absent for udp and mptcp) |
+//! | `tcp_reord_seen` | u32? | TCP: reorderings this side's sender detected during the trial |
+//! | `tcp_dsack_dups` | u32? | TCP: this side's needless retransmissions, as the peer reported them (D-SACK) |
+//! | `tcp_rcv_ooopack` | u32? | TCP: data segments that arrived at this side out of order during the trial |
+//! | `tcp_rtt_us` | u32? | TCP: smoothed round-trip time at the trial's end |
+//! | `tcp_rttvar_us` | u32? | TCP: its mean deviation |
+//! | `tcp_snd_cwnd` | u32? | TCP: congestion window at the trial's end, segments |
 //!
 //! Fields the worker adds later reach Parquet only once [`schema::RecordColumns`] names them; it
 //! destructures the record exhaustively so that the compiler points at the place.

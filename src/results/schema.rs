@@ -124,6 +124,13 @@ pub struct RecordColumns {
     peer_clock_rtt_ns: Vec<Option<u64>>,
     gap_max_us: Vec<Option<f64>>,
     subflows: Vec<Option<u32>>,
+    tcp_retrans: Vec<Option<u32>>,
+    tcp_reord_seen: Vec<Option<u32>>,
+    tcp_dsack_dups: Vec<Option<u32>>,
+    tcp_rcv_ooopack: Vec<Option<u32>>,
+    tcp_rtt_us: Vec<Option<u32>>,
+    tcp_rttvar_us: Vec<Option<u32>>,
+    tcp_snd_cwnd: Vec<Option<u32>>,
 }
 
 impl RecordColumns {
@@ -181,6 +188,13 @@ impl RecordColumns {
             peer_clock_rtt_ns,
             gap_max_us,
             subflows,
+            tcp_retrans,
+            tcp_reord_seen,
+            tcp_dsack_dups,
+            tcp_rcv_ooopack,
+            tcp_rtt_us,
+            tcp_rttvar_us,
+            tcp_snd_cwnd,
         } = record;
         self.point.push(point);
         self.topology.push(topology);
@@ -221,6 +235,13 @@ impl RecordColumns {
         self.peer_clock_rtt_ns.push(peer_clock_rtt_ns);
         self.gap_max_us.push(gap_max_us);
         self.subflows.push(subflows);
+        self.tcp_retrans.push(tcp_retrans);
+        self.tcp_reord_seen.push(tcp_reord_seen);
+        self.tcp_dsack_dups.push(tcp_dsack_dups);
+        self.tcp_rcv_ooopack.push(tcp_rcv_ooopack);
+        self.tcp_rtt_us.push(tcp_rtt_us);
+        self.tcp_rttvar_us.push(tcp_rttvar_us);
+        self.tcp_snd_cwnd.push(tcp_snd_cwnd);
     }
 
     /// Moves the buffered rows into a [`DataFrame`], leaving the buffers empty.
@@ -267,7 +288,60 @@ impl RecordColumns {
             Column::new("peer_clock_rtt_ns".into(), c.peer_clock_rtt_ns),
             Column::new("gap_max_us".into(), c.gap_max_us),
             Column::new("subflows".into(), c.subflows),
+            Column::new("tcp_retrans".into(), c.tcp_retrans),
+            Column::new("tcp_reord_seen".into(), c.tcp_reord_seen),
+            Column::new("tcp_dsack_dups".into(), c.tcp_dsack_dups),
+            Column::new("tcp_rcv_ooopack".into(), c.tcp_rcv_ooopack),
+            Column::new("tcp_rtt_us".into(), c.tcp_rtt_us),
+            Column::new("tcp_rttvar_us".into(), c.tcp_rttvar_us),
+            Column::new("tcp_snd_cwnd".into(), c.tcp_snd_cwnd),
         ];
         DataFrame::new(height, columns)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use orchestrate_worker::record::{Pattern, Protocol, Role};
+    use orchestrate_worker::tcp_counters::TcpCounters;
+
+    use super::*;
+
+    fn row(tcp: Option<TcpCounters>) -> RecordRow {
+        let mut record = Record::new(Pattern::Stream, Protocol::Tcp, Role::Client);
+        record.set_tcp(tcp);
+        RecordRow {
+            point: 0,
+            topology: "t".into(),
+            bonding: "none".into(),
+            bond_driver: None,
+            placement: PlacementKind::LocalWire,
+            pairs: 1,
+            pair: 0,
+            rep: 0,
+            client_node: "a".into(),
+            server_node: "b".into(),
+            record,
+        }
+    }
+
+    #[test]
+    fn tcp_counters_reach_their_columns_and_their_absence_stays_null() {
+        let mut columns = RecordColumns::default();
+        columns.push(row(Some(TcpCounters {
+            retrans: 4,
+            rcv_ooopack: 2,
+            snd_cwnd: 10,
+            ..TcpCounters::default()
+        })));
+        columns.push(row(None));
+        let frame = columns.take_frame().unwrap();
+        let column = |name: &str| -> Vec<Option<u32>> {
+            frame.column(name).unwrap().u32().unwrap().iter().collect()
+        };
+        assert_eq!(column("tcp_retrans"), [Some(4), None]);
+        assert_eq!(column("tcp_rcv_ooopack"), [Some(2), None]);
+        assert_eq!(column("tcp_snd_cwnd"), [Some(10), None]);
+        assert_eq!(column("tcp_reord_seen"), [Some(0), None]);
     }
 }

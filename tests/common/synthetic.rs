@@ -253,6 +253,13 @@ pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointR
                                 peer_clock_rtt_ns: None,
                                 gap_max_us: None,
                                 subflows: None,
+                                tcp_retrans: None,
+                                tcp_reord_seen: None,
+                                tcp_dsack_dups: None,
+                                tcp_rcv_ooopack: None,
+                                tcp_rtt_us: None,
+                                tcp_rttvar_us: None,
+                                tcp_snd_cwnd: None,
                             },
                         });
                     }

@@ -17,6 +17,7 @@ use crate::protocol::{
 };
 use crate::record::{Pattern, Protocol, Record, Role};
 use crate::session::{Buffers, Conn, unix_ns};
+use crate::tcp_counters::TrialTcp;
 
 /// When the first trial starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -367,6 +368,7 @@ impl Trials<'_> {
         rec.peer_clock_offset_ns = s.clock.map(|k| k.offset_ns);
         rec.peer_clock_rtt_ns = s.clock.map(|k| k.rtt_ns);
         rec.subflows = m.subflows;
+        rec.set_tcp(m.tcp);
         self.pattern.figures(m, spec, rep, &mut rec);
         rec
     }
@@ -384,6 +386,9 @@ fn one_trial(
     c.recv("waiting for the server to accept the trial", ts)?
         .expect(Kind::Ack)?;
     let subflows = (params.protocol == Protocol::Mptcp).then(|| TrialSubflows::start(&c.stream));
+    let tcp = (params.protocol == Protocol::Tcp)
+        .then(|| TrialTcp::start(&c.stream))
+        .flatten();
     let mut m = pat.client(c, params, spec, bufs)?;
     // The server fsyncs a copied file before it reports: allow for a disk as slow as 1 MB/s.
     let wait = if params.pattern == Pattern::Filecopy {
@@ -407,6 +412,7 @@ fn one_trial(
     }
     // Counted once the report is in: by then every byte of the trial has been delivered.
     m.subflows = subflows.and_then(|t| t.count(&c.stream));
+    m.tcp = tcp.and_then(|t| t.counters(&c.stream));
     if let Some(e) = &rep.error {
         return Err(WorkerError::Remote(e.clone()));
     }
@@ -432,6 +438,7 @@ pub fn server_record(params: &Params, spec: &TrialSpec, rep: &TrialReport) -> Re
     r.error = rep.error.clone();
     r.gap_max_us = rep.gap_max_ns.map(|ns| ns as f64 / 1e3);
     r.subflows = rep.subflows;
+    r.set_tcp(rep.tcp);
     r
 }
 

@@ -26,4 +26,5 @@ pub mod serve_args;
 pub mod session;
 pub mod shutdown;
 pub mod spool;
+pub mod tcp_counters;
 pub mod units;

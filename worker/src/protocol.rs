@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use crate::error::{Result, WorkerError};
 use crate::record::{Pattern, Protocol};
+use crate::tcp_counters::TcpCounters;
 
 /// Protocol version; both sides must speak the same one.
 pub const VERSION: u16 = 2;
@@ -176,6 +177,10 @@ pub struct TrialReport {
     /// Subflows that carried the trial on the server's side (mptcp; absent from older workers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subflows: Option<u32>,
+    /// TCP's counters on the server's side of the connection (tcp; absent from older
+    /// workers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp: Option<TcpCounters>,
 }
 
 /// Write one control frame.

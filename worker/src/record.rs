@@ -29,6 +29,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::tcp_counters::TcpCounters;
+
 /// Version of the record layout. Bump when a field's meaning changes.
 pub const RECORD_SCHEMA_VERSION: u32 = 1;
 
@@ -193,6 +195,30 @@ pub struct Record {
     /// kernel would not say.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subflows: Option<u32>,
+    // TCP only: the kernel's counters for this side of the trial's connection (`TCP_INFO`,
+    // see `tcp_counters`); absent for udp and mptcp, from older workers, or where the kernel
+    // would not say.
+    /// Segments this side retransmitted during the trial (tcp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_retrans: Option<u32>,
+    /// Reorderings this side's sender detected during the trial (tcp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_reord_seen: Option<u32>,
+    /// This side's needless retransmissions, as the peer reported them with D-SACK (tcp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_dsack_dups: Option<u32>,
+    /// Data segments that arrived here out of order during the trial (tcp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_rcv_ooopack: Option<u32>,
+    /// Smoothed round-trip time at the trial's end, µs (tcp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_rtt_us: Option<u32>,
+    /// Its mean deviation, µs (tcp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_rttvar_us: Option<u32>,
+    /// Congestion window at the trial's end, segments (tcp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tcp_snd_cwnd: Option<u32>,
 }
 
 impl Record {
@@ -228,7 +254,26 @@ impl Record {
             peer_clock_offset_ns: None,
             peer_clock_rtt_ns: None,
             subflows: None,
+            tcp_retrans: None,
+            tcp_reord_seen: None,
+            tcp_dsack_dups: None,
+            tcp_rcv_ooopack: None,
+            tcp_rtt_us: None,
+            tcp_rttvar_us: None,
+            tcp_snd_cwnd: None,
         }
+    }
+
+    /// Fills in the TCP counters of this side of the trial, or leaves them absent.
+    pub fn set_tcp(&mut self, tcp: Option<TcpCounters>) {
+        let field = |f: fn(&TcpCounters) -> u32| tcp.as_ref().map(f);
+        self.tcp_retrans = field(|t| t.retrans);
+        self.tcp_reord_seen = field(|t| t.reord_seen);
+        self.tcp_dsack_dups = field(|t| t.dsack_dups);
+        self.tcp_rcv_ooopack = field(|t| t.rcv_ooopack);
+        self.tcp_rtt_us = field(|t| t.rtt_us);
+        self.tcp_rttvar_us = field(|t| t.rttvar_us);
+        self.tcp_snd_cwnd = field(|t| t.snd_cwnd);
     }
 }
 
@@ -270,7 +315,12 @@ mod tests {
         r.messages_per_s = Some(12.5);
         r.peer_clock_offset_ns = Some(-42);
         r.subflows = Some(2);
+        r.set_tcp(Some(TcpCounters {
+            retrans: 3,
+            ..TcpCounters::default()
+        }));
         let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains("\"tcp_retrans\":3"), "{json}");
         assert!(json.contains("\"pattern\":\"pipeline\""), "{json}");
         assert_eq!(serde_json::from_str::<Record>(&json).unwrap(), r);
 
@@ -282,6 +332,13 @@ mod tests {
             "peer_clock_offset_ns",
             "peer_clock_rtt_ns",
             "subflows",
+            "tcp_retrans",
+            "tcp_reord_seen",
+            "tcp_dsack_dups",
+            "tcp_rcv_ooopack",
+            "tcp_rtt_us",
+            "tcp_rttvar_us",
+            "tcp_snd_cwnd",
         ] {
             o.remove(k);
         }
@@ -296,7 +353,8 @@ mod tests {
         assert!(
             !plain.contains("messages_per_s")
                 && !plain.contains("peer_clock")
-                && !plain.contains("subflows"),
+                && !plain.contains("subflows")
+                && !plain.contains("tcp_"),
             "{plain}"
         );
     }

@@ -46,6 +46,7 @@ use crate::record::{Pattern, Protocol};
 use crate::session::{Buffers, Conn};
 use crate::shutdown;
 use crate::spool::{SpoolBudget, SpoolLease};
+use crate::tcp_counters::TrialTcp;
 
 /// One line on stderr; a closed or full stderr must never take a session (or the server) down.
 macro_rules! log {
@@ -350,11 +351,15 @@ fn session(a: Admitted, id: u64, shared: &Shared) -> Result<String> {
         c.set_timeouts(timeout)?;
         c.send(Kind::Ack, &serde_json::json!({}))?;
         let subflows = (p.protocol == Protocol::Mptcp).then(|| TrialSubflows::start(&c.stream));
+        let tcp = (p.protocol == Protocol::Tcp)
+            .then(|| TrialTcp::start(&c.stream))
+            .flatten();
         let mut m = match pat.server(&mut c, &p, &spec, &mut bufs) {
             Ok(m) => m,
             Err(e) => return Err(fail(&mut c, e)),
         };
         m.subflows = subflows.and_then(|t| t.count(&c.stream));
+        m.tcp = tcp.and_then(|t| t.counters(&c.stream));
         let rep = trial_report(&c, &m);
         c.send(Kind::TrialReport, &rep)?;
         if !spec.warmup {
@@ -423,6 +428,7 @@ fn trial_report(c: &Conn, m: &Measure) -> TrialReport {
         error: None,
         gap_max_ns: m.gap_max_ns,
         subflows: m.subflows,
+        tcp: m.tcp,
     }
 }
 

@@ -176,6 +176,7 @@ impl PatternImpl for Load {
             until_report: false,
             gap_max_ns: None,
             subflows: None,
+            tcp: None,
         })
     }
 

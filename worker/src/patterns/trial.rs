@@ -5,6 +5,7 @@ use crate::error::Result;
 use crate::protocol::{Params, TrialReport, TrialSpec};
 use crate::record::Record;
 use crate::session::{Buffers, Conn, Stopwatch};
+use crate::tcp_counters::TcpCounters;
 
 /// What one side measured in one trial.
 #[derive(Debug, Clone, Default)]
@@ -23,6 +24,9 @@ pub struct Measure {
     /// MPTCP subflows that carried the trial: counted by the session driver around the
     /// pattern, never by the pattern itself.
     pub subflows: Option<u32>,
+    /// TCP's counters for the trial's connection (tcp only): read by the session driver
+    /// around the pattern, like `subflows`.
+    pub tcp: Option<TcpCounters>,
 }
 
 impl Measure {

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod netns;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_orchestrate-worker");
 
 /// The secret every test server and client shares (64 hex digits).

@@ -7,10 +7,9 @@
 
 mod common;
 
-use std::process::Command;
 use std::time::Duration;
 
-use common::netns::{Namespaces, sh};
+use common::netns::{Namespaces, can_make_namespaces, sh};
 use common::{Run, Server, client, run_cmd, u, worker_in};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -29,13 +28,7 @@ fn skip_without_mptcp(test: &str) -> bool {
 
 /// True (and a SKIPPED line) when the namespace tests cannot run here.
 fn skip_unless_root(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let netns = Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if root && netns {
+    if can_make_namespaces() {
         return skip_without_mptcp(test);
     }
     eprintln!("SKIPPED: {test}: needs root and `ip netns` (network namespaces)");

@@ -9,20 +9,14 @@ mod common;
 use std::process::Command;
 use std::time::Duration;
 
-use common::netns::{Namespaces, sh};
+use common::netns::{Namespaces, can_make_namespaces, sh};
 use common::{Run, Server, run_cmd, u, worker_in};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
 /// True (and a SKIPPED line) when namespaces cannot be made here, outside CI.
 fn skip_unless_root(test: &str) -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    let netns = Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if root && netns {
+    if can_make_namespaces() {
         return false;
     }
     assert!(

@@ -32,6 +32,10 @@ pub enum MediumCommand {
         /// Stay SCHED_OTHER instead of asking for SCHED_FIFO.
         #[arg(long)]
         no_fifo: bool,
+        /// Keep the event thread on this CPU (`cluster up` steers the nodes' receive work to
+        /// the others).
+        #[arg(long)]
+        cpu: Option<usize>,
     },
 }
 
@@ -65,6 +69,7 @@ pub fn run(cmd: MediumCommand) -> anyhow::Result<ExitCode> {
             config,
             socket,
             no_fifo,
+            cpu,
         } => {
             let text = std::fs::read_to_string(&config)
                 .map_err(|e| anyhow::anyhow!("reading {}: {e}", config.display()))?;
@@ -74,6 +79,7 @@ pub fn run(cmd: MediumCommand) -> anyhow::Result<ExitCode> {
             if no_fifo {
                 timing.fifo_priority = 0;
             }
+            timing.cpu = cpu;
             realtime::run(&config, &socket, timing)?;
             Ok(ExitCode::SUCCESS)
         }

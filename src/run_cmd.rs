@@ -42,6 +42,17 @@ pub struct RunArgs {
     /// Where virtual clusters keep their files.
     #[arg(long, default_value = vcluster::DEFAULT_STATE_DIR, value_name = "DIR")]
     state_dir: PathBuf,
+    /// How many more times to measure a point during which the medium emulator did not keep
+    /// its timing bound (p99 lateness within one contention slot and no frame over 1 ms, at
+    /// both ends of every segment the point used). A point still outside it after that
+    /// counts nowhere and is listed with the failures; `--resume` measures it again.
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    remeasure: u32,
+    /// What a point the medium emulator did not keep time for becomes: `enforce` marks it
+    /// untimed and measures it again; `record` keeps it as measured (the report still flags
+    /// it), for checking the chain on a machine too busy to keep time, not for results.
+    #[arg(long, value_enum, default_value = "enforce")]
+    timing: runner::Timing,
     /// Write the run's events as JSON lines to FILE, or to stdout with `-`.
     ///
     /// One object per line, written as it happens, each with `type` and `time` (RFC 3339,
@@ -95,6 +106,8 @@ pub fn run(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         worker: vcluster::locate_worker(args.worker.as_deref())?,
         quiet,
         events: args.events.clone(),
+        remeasure: args.remeasure,
+        timing: args.timing,
     };
     let rt = tokio::runtime::Runtime::new()?;
     let summary = rt.block_on(async {

@@ -55,6 +55,9 @@ impl Setup {
     fn run(&self) -> PathBuf {
         let out = support::orchestrate(&[
             "run",
+            // Checks the chain, not timing: tests run side by side on few cores.
+            "--timing",
+            "record",
             &self.p(&format!("{}.toml", self.experiment)),
             "--out",
             &self.p("out"),

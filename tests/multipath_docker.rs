@@ -134,6 +134,9 @@ fn docker_one_mptcp_stream_uses_both_buses_and_leaves_the_nodes_as_found() {
     let before = mptcp_states(&inv);
     support::orchestrate_ok(&[
         "run",
+        // Checks the chain, not timing: tests run side by side on few cores.
+        "--timing",
+        "record",
         &s.p("mp.toml"),
         "--out",
         &s.p("out"),

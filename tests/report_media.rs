@@ -36,7 +36,12 @@ fn segment(name: &str, frames: u64, collisions: u64, util: f64, p99_us: f64) -> 
         lateness_p99_us: p99_us,
         lateness_p999_us: p99_us,
         lateness_max_us: p99_us * 2.0,
-        lateness_flagged: p99_us > 6.72,
+        ingress_samples: frames,
+        ingress_p50_us: 1.0,
+        ingress_p99_us: p99_us / 2.0,
+        ingress_p999_us: p99_us / 2.0,
+        ingress_max_us: p99_us,
+        lateness_flagged: p99_us > 51.2,
     }
 }
 
@@ -78,7 +83,7 @@ fn add_media(dir: &Path) -> usize {
             lines.push('\n');
         }
         // One point of the first configuration is flagged.
-        let p99 = if i == 1 { 9.5 } else { 2.0 };
+        let p99 = if i == 1 { 60.0 } else { 2.0 };
         for (seg, util) in [("bus0", 0.5), ("bus1", 0.25 * f64::from(p.pairs))] {
             let row = MediaRow {
                 context: context.clone(),
@@ -189,12 +194,13 @@ fn the_report_shows_the_medium_beside_each_cell_and_per_configuration() {
     assert!(md.contains("## The medium"));
     // One line per configuration, naming how many points and the worst.
     assert_eq!(
-        md.matches("**⚠ Lateness flagged** on 1 point(s)").count(),
+        md.matches("**⚠ Timing outside its bound** on 1 point(s)")
+            .count(),
         1,
         "{md}"
     );
-    assert!(md.contains("limit of 6.72 µs"));
-    assert!(md.contains(": p99 9.50 µs."));
+    assert!(md.contains("over 51.2 µs (one slot)"), "{md}");
+    assert!(md.contains(": egress p99 60.0 µs, ingress p99 30.0 µs, latest frame 120 µs."));
     assert!(md.contains("**⚠ Medium statistics missing for point(s) 4242**"));
     assert!(md.contains("Connection refused"));
     assert!(md.contains("| segment | medium |"));

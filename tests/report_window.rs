@@ -35,6 +35,7 @@ fn row(t: Trial) -> RecordRow {
         pairs: t.pairs,
         pair: t.pair,
         rep: t.rep,
+        attempt: 0,
         client_node: format!("n{}", 2 * t.pair),
         server_node: format!("n{}", 2 * t.pair + 1),
         record: Record {
@@ -76,6 +77,7 @@ fn point(point: u32, pairs: u32, status: PointStatus) -> PointRow {
         protocol: Protocol::Tcp,
         size_bytes: 8192,
         rep: 0,
+        attempt: 0,
         status,
         error: (status == PointStatus::Failed).then(|| "timeout".into()),
         window_start_unix_ns: None,
@@ -297,5 +299,48 @@ fn compare_puts_runs_side_by_side_against_the_first() {
             && out
                 .join("figures/throughput-vs-size-token-tcp.svg")
                 .exists()
+    );
+}
+
+#[test]
+fn a_point_measured_again_counts_only_its_last_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    // Attempt 0 (0–10 s) was untimed: the emulator did not keep its bound. Attempt 1
+    // (20–30 s) counts: one pair, 10 MB in 10 s, 8 Mbit/s. Mixed, the two would make one
+    // span of 0–30 s and 20 MB: 5.33 Mbit/s.
+    let mut again = row(trial(0, 1, 0, 20, 30, 10_000_000));
+    again.attempt = 1;
+    let mut untimed = point(0, 1, PointStatus::Untimed);
+    untimed.error = Some("the medium emulator did not keep its timing bound".into());
+    let mut ok = point(0, 1, PointStatus::Ok);
+    ok.attempt = 1;
+    write(
+        dir.path(),
+        vec![row(trial(0, 1, 0, 0, 10, 10_000_000)), again],
+        &[untimed.clone(), ok],
+    );
+    let report = build(&RunDir::new(dir.path()), &ReportOptions::default()).unwrap();
+    assert_eq!(report.cells[0].aggregate.unwrap().median, 8.0);
+    assert!(
+        report.failures.is_empty(),
+        "an attempt measured again is no failure: {:?}",
+        report.failures
+    );
+
+    // A point still untimed at its last attempt counts nowhere and is listed.
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        vec![row(trial(0, 1, 0, 0, 10, 10_000_000))],
+        &[untimed],
+    );
+    let report = build(&RunDir::new(dir.path()), &ReportOptions::default()).unwrap();
+    assert!(report.cells.iter().all(|c| c.aggregate.is_none()));
+    assert_eq!(report.failures.len(), 1);
+    assert!(
+        report.failures[0]
+            .reason
+            .to_string()
+            .contains("timing bound")
     );
 }

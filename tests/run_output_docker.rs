@@ -46,6 +46,8 @@ fn docker_run_piped_writes_plain_lines_and_one_json_event_per_line() {
     let state = dir.join("state");
     let status = Command::new(env!("CARGO_BIN_EXE_orchestrate"))
         .arg("run")
+        // Checks the chain, not timing: tests run side by side on few cores.
+        .args(["--timing", "record"])
         .arg(dir.join("out.toml"))
         .arg("--out")
         .arg(dir.join("reports"))

@@ -70,7 +70,8 @@ impl Setup {
         self.p("state")
     }
     fn run_args(&self, extra: &[&str]) -> Vec<String> {
-        let mut a: Vec<String> = vec!["run".into()];
+        // Checks the chain, not timing: tests run side by side on few cores.
+        let mut a: Vec<String> = vec!["run".into(), "--timing".into(), "record".into()];
         a.extend(extra.iter().map(|s| s.to_string()));
         a.extend([
             "--out".into(),

@@ -63,6 +63,9 @@ fn docker_reduced_reschke96_runs_end_to_end_and_reports_every_finding() {
     let state = tmp.path().join("state");
     let run = support::orchestrate(&[
         "run",
+        // Checks the chain, not timing: tests run side by side on few cores.
+        "--timing",
+        "record",
         exp.to_str().unwrap(),
         "--out",
         out.to_str().unwrap(),

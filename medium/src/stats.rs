@@ -143,7 +143,12 @@ pub struct SegmentReport {
     pub elapsed_ns: u64,
     #[serde(flatten)]
     pub counters: SegmentCounters,
+    /// How late frames were written to their ports after they were due (egress).
     pub lateness: Lateness,
+    /// How long frames waited at their ports before the emulator read them (ingress; from
+    /// the kernel's receive stamps; empty from emulators that did not measure it).
+    #[serde(default)]
+    pub ingress: Lateness,
 }
 
 impl SegmentReport {
@@ -152,11 +157,60 @@ impl SegmentReport {
     }
 }
 
-/// Whether a run's timing can be trusted: the emulator flags lateness whose p99 exceeds a
-/// tenth of a minimum frame's time on the wire (6.72 µs at 10 Mbit/s).
-pub fn lateness_flagged(lateness: &Lateness, rate_bps: u64) -> bool {
-    let min_frame_us = crate::time::WireClock::new(rate_bps).wire_time(0) as f64 / 1000.0;
-    lateness.samples > 0 && lateness.p99_us > min_frame_us / 10.0
+/// The timing the emulator must keep on one segment for a point measured on it to count,
+/// by segment kind; both ends are judged, how long frames waited to be read (ingress) and how
+/// late they were written (egress).
+///
+/// - **Shared (CSMA/CD)**: p99 within one contention slot, 512 bit times (51.2 µs at
+///   10 Mbit/s). Who defers and who collides is decided from arrival times; an error under a
+///   slot changes a decision only between frames the real medium would also have had in
+///   contention within the same slot, where the outcome is a backoff draw anyway.
+/// - **Switched (full duplex)**: the same 512 bit times. Nothing is decided between stations
+///   by arrival order; lateness only adds to a frame's delay, and within this bound a late
+///   frame still arrives before a back-to-back minimum frame behind it (672 bit times with
+///   preamble and gap) would have finished.
+///
+/// On both, no frame later than [`MAX_LATENESS_US`]: a millisecond is longer than a 1500-byte
+/// frame's time at 10 Mbit/s, so one such stall reorders the wire's timeline however rare.
+///
+/// The floor under any design on a virtual machine is what one write into a veth costs: its
+/// p99 was 15–21 µs on a 2-vCPU machine of the project's kind, below a 10 Mbit/s slot but
+/// above a 100 Mbit/s one (5.12 µs), so a 100 Mbit/s segment's points are judged against a
+/// bound such a machine cannot keep, and say so.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TimingBound {
+    pub p99_us: f64,
+    pub max_us: f64,
+}
+
+/// The longest any frame may wait at either end, µs.
+pub const MAX_LATENESS_US: f64 = 1000.0;
+
+/// The bound for a segment of `medium` (`shared` or `switched`) at `rate_bps`.
+pub fn timing_bound(_medium: &str, rate_bps: u64) -> TimingBound {
+    let slot_us = if rate_bps == 0 {
+        0.0
+    } else {
+        crate::time::SLOT_BITS as f64 * 1e6 / rate_bps as f64
+    };
+    TimingBound {
+        p99_us: slot_us,
+        max_us: MAX_LATENESS_US,
+    }
+}
+
+impl TimingBound {
+    /// Whether `lateness` keeps this bound (nothing measured keeps it).
+    pub fn kept_by(&self, lateness: &Lateness) -> bool {
+        lateness.samples == 0 || (lateness.p99_us <= self.p99_us && lateness.max_us <= self.max_us)
+    }
+}
+
+/// Whether a segment's report keeps its bound at both ends: the point's timing can be
+/// trusted.
+pub fn timing_kept(report: &SegmentReport) -> bool {
+    let bound = timing_bound(&report.medium, report.rate_bps);
+    bound.kept_by(&report.lateness) && bound.kept_by(&report.ingress)
 }
 
 #[cfg(test)]
@@ -189,15 +243,43 @@ mod tests {
     }
 
     #[test]
-    fn lateness_is_flagged_above_a_tenth_of_a_minimum_frame() {
+    fn the_bound_is_a_slot_at_p99_and_a_millisecond_at_most_at_both_ends() {
+        let b = timing_bound("shared", 10_000_000);
+        assert!((b.p99_us - 51.2).abs() < 1e-9);
+        assert!((timing_bound("switched", 100_000_000).p99_us - 5.12).abs() < 1e-9);
         let mut h = LatenessHistogram::default();
-        for _ in 0..1000 {
-            h.record(5_000);
+        for _ in 0..990 {
+            h.record(20_000);
         }
-        assert!(!lateness_flagged(&h.summary(), 10_000_000));
-        for _ in 0..100 {
-            h.record(50_000);
+        for _ in 0..10 {
+            h.record(60_000);
         }
-        assert!(lateness_flagged(&h.summary(), 10_000_000));
+        let report = |egress: Lateness, ingress: Lateness| SegmentReport {
+            segment: "s".into(),
+            medium: "shared".into(),
+            rate_bps: 10_000_000,
+            elapsed_ns: 1,
+            counters: SegmentCounters::default(),
+            lateness: egress,
+            ingress,
+        };
+        let good = h.summary();
+        assert!(timing_kept(&report(good, good)));
+        // An ingress from an emulator that did not measure it is not held against it.
+        assert!(timing_kept(&report(good, Lateness::default())));
+        // 2% of frames over a slot: p99 is out.
+        for _ in 0..20 {
+            h.record(60_000);
+        }
+        assert!(!timing_kept(&report(good, h.summary())));
+        assert!(!timing_kept(&report(h.summary(), good)));
+        // One stall over a millisecond among many punctual frames.
+        let mut s = LatenessHistogram::default();
+        for _ in 0..10_000 {
+            s.record(5_000);
+        }
+        s.record(1_500_000);
+        assert!(s.summary().p99_us < 51.2);
+        assert!(!timing_kept(&report(s.summary(), good)));
     }
 }

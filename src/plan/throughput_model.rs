@@ -41,99 +41,18 @@ use orchestrate_medium::time::WireClock;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use crate::spec::topology::{BondMode, Medium};
 use crate::spec::{Name, NodeName};
 use crate::topology::paths::Hop;
 use crate::topology::{HostCosts, Topology};
 
 use super::placement::Placement;
 
-/// Ethernet header, IP header, TCP header with timestamps: a frame's kernel length beyond its
-/// payload.
-pub const HEADERS: u64 = 14 + 20 + 32;
+mod params;
+mod wire_capacity;
+mod wires;
 
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct ModelParams {
-    /// TCP's maximum segment size (payload per segment, timestamps counted).
-    pub mss: u64,
-    #[serde(serialize_with = "micros")]
-    pub hop_latency: Duration,
-    pub transport: Transport,
-}
-
-/// The transport whose segments the model counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Transport {
-    #[default]
-    Tcp,
-    /// Multipath TCP as Linux sends it: every data segment carries a 28-byte DSS option
-    /// (64-bit data sequence number and data ACK, padded), every pure ACK a 12-byte one
-    /// (the data ACK), which the payload per segment gives up; and a connection's segments
-    /// are spread over one subflow per interface that reaches the peer directly. The
-    /// scheduler's choices and reordering at the receiver are not modelled: the measured
-    /// to predicted ratio shows them.
-    Mptcp,
-}
-
-impl Transport {
-    /// TCP option bytes a data segment carries beyond TCP's own (timestamps).
-    fn data_options(self) -> u64 {
-        match self {
-            Transport::Tcp => 0,
-            Transport::Mptcp => 28,
-        }
-    }
-
-    /// The same for a pure ACK.
-    fn ack_options(self) -> u64 {
-        match self {
-            Transport::Tcp => 0,
-            Transport::Mptcp => 12,
-        }
-    }
-}
-
-impl ModelParams {
-    /// The same model for Multipath TCP.
-    pub fn mptcp(self) -> ModelParams {
-        ModelParams {
-            transport: Transport::Mptcp,
-            ..self
-        }
-    }
-
-    /// Payload bytes per data segment.
-    fn segment_payload(&self) -> u64 {
-        self.mss - self.transport.data_options()
-    }
-
-    /// A data frame's kernel length.
-    fn frame_len(&self, payload: u64) -> u32 {
-        u32::try_from(HEADERS + self.transport.data_options() + payload).unwrap_or(u32::MAX)
-    }
-
-    /// A pure ACK's kernel length.
-    fn ack_len(&self) -> u32 {
-        u32::try_from(HEADERS + self.transport.ack_options()).unwrap_or(u32::MAX)
-    }
-}
-
-fn micros<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_f64(d.as_secs_f64() * 1e6)
-}
-
-impl Default for ModelParams {
-    /// 1500-byte MTU with TCP timestamps; 60 µs per hop, what veth pairs and bridges in
-    /// containers on this kind of machine add per direction.
-    fn default() -> Self {
-        ModelParams {
-            mss: 1448,
-            hop_latency: Duration::from_micros(60),
-            transport: Transport::Tcp,
-        }
-    }
-}
+pub use params::{HEADERS, ModelParams, Transport};
+use wires::{Wire, hop_wires, payloads};
 
 /// What limits the pairs: their own round trips, or a shared wire.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -166,6 +85,10 @@ pub struct Prediction {
     pub host_bound: Option<NodeName>,
     /// The slowest pair's token, one way on an idle path (request direction), µs.
     pub one_way_us: f64,
+    /// The most the pairs' wires can carry at this size, whatever else happens
+    /// ([`wire_capacity::token_wire_capacity`]): a measured aggregate above it is impossible.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wire_capacity_mbit_s: Option<f64>,
 }
 
 impl Prediction {
@@ -176,12 +99,6 @@ impl Prediction {
             None => self.bound.to_string(),
         }
     }
-}
-
-/// Payload bytes of each TCP segment of a message of `size` bytes.
-fn payloads(size: u64, mss: u64) -> impl Iterator<Item = u64> {
-    let frames = size.div_ceil(mss).max(1);
-    (0..frames).map(move |k| (size - k * mss).min(mss))
 }
 
 /// Pure ACKs for a message of `frames` segments: one after every second segment (delayed
@@ -234,92 +151,6 @@ pub fn bus_efficiency(stations: usize, len: u32, rate_bps: u64) -> f64 {
     let e = r.utilisation().clamp(0.01, 1.0);
     CACHE.lock().expect("not poisoned").insert(key, e);
     e
-}
-
-/// One wire a frame is serialized on.
-#[derive(Debug, Clone)]
-struct Wire {
-    segment: Name,
-    clock: WireClock,
-    /// Half duplex, shared with every station (the frame's ACKs too).
-    shared: bool,
-}
-
-/// A hop's wires: per physical slave, the wires crossed in order, and how many ways a bond
-/// stripes the hop's frames.
-struct HopWires {
-    lanes: Vec<Vec<Wire>>,
-    stripes: usize,
-}
-
-fn wires_of(seg: &crate::topology::Segment, out: &mut Vec<Wire>) {
-    let w = Wire {
-        segment: seg.name.clone(),
-        clock: WireClock::new(seg.rate.bits_per_s().max(1)),
-        shared: seg.medium == Medium::Shared,
-    };
-    // A switched segment: into the switch, stored, then out of it.
-    let times = if w.shared { 1 } else { 2 };
-    out.extend(std::iter::repeat_n(w, times));
-}
-
-fn hop_wires(t: &Topology, hop: &Hop, p: &ModelParams) -> HopWires {
-    let from = t.node(&hop.from).expect("path nodes exist");
-    let to = t.node(&hop.to).expect("path nodes exist");
-    let (physical, stripes) = match from.bonds.iter().find(|b| b.name == hop.dev) {
-        // Only balance-rr stripes one flow over several slaves; the other modes keep a flow on
-        // one (xor), send it on all (broadcast) or on the active one (active-backup).
-        Some(b) if b.mode == BondMode::BalanceRr => (b.slaves.clone(), b.slaves.len()),
-        Some(b) if b.mode == BondMode::Broadcast => (b.slaves.clone(), 1),
-        Some(b) => (b.slaves.iter().take(1).cloned().collect(), 1),
-        None if p.transport == Transport::Mptcp && from.mptcp.is_some() => {
-            let direct = direct_interfaces(t, from, to);
-            let n = direct.len();
-            (direct, n)
-        }
-        None => (vec![hop.dev.clone()], 1),
-    };
-    let mut lanes = Vec::new();
-    for ifname in &physical {
-        let Some(seg) = from.interface(ifname).and_then(|i| t.segment(&i.segment)) else {
-            continue;
-        };
-        let mut lane = Vec::new();
-        wires_of(seg, &mut lane);
-        // The receiver's segment on the same network, if another (a switch joins them).
-        for other in &to.interfaces {
-            if let Some(o) = t.segment(&other.segment)
-                && o.network == seg.network
-                && o.name != seg.name
-            {
-                wires_of(o, &mut lane);
-            }
-        }
-        lanes.push(lane);
-    }
-    HopWires {
-        stripes: stripes.clamp(1, lanes.len().max(1)),
-        lanes,
-    }
-}
-
-/// `from`'s interfaces on a network `to` is on too: the paths an MPTCP subflow each takes
-/// between neighbours.
-fn direct_interfaces(
-    t: &Topology,
-    from: &crate::topology::Node,
-    to: &crate::topology::Node,
-) -> Vec<crate::spec::IfName> {
-    let network = |i: &crate::topology::Interface| t.segment(&i.segment).map(|s| &s.network);
-    from.interfaces
-        .iter()
-        .filter(|i| {
-            to.interfaces
-                .iter()
-                .any(|o| network(o).is_some() && network(o) == network(i))
-        })
-        .map(|i| i.name.clone())
-        .collect()
 }
 
 /// A server a message's frames pass through on an idle path.
@@ -550,6 +381,11 @@ fn expectation(predictions: Vec<Prediction>) -> Prediction {
         .expect("at least one prediction");
     let aggregate = mean(&|p: &Prediction| p.aggregate_mbit_s);
     let one_way = mean(&|p: &Prediction| p.one_way_us);
+    // Any of the draws may be the one the hash made: the bound is the loosest of them.
+    let capacity = predictions
+        .iter()
+        .map(|p| p.wire_capacity_mbit_s)
+        .try_fold(0.0f64, |m, c| c.map(|c| m.max(c)));
     let typical = &predictions[typical];
     Prediction {
         size_bytes: typical.size_bytes,
@@ -558,6 +394,7 @@ fn expectation(predictions: Vec<Prediction>) -> Prediction {
         bound: typical.bound.clone(),
         host_bound: typical.host_bound.clone(),
         one_way_us: one_way,
+        wire_capacity_mbit_s: capacity,
     }
 }
 
@@ -585,6 +422,7 @@ fn predict_on_ways(t: &Topology, placement: &Placement, size: u64, p: &ModelPara
         bound,
         host_bound,
         one_way_us: slowest.map_or(0.0, |i| pairs.one_way_ns[i] as f64 / 1e3),
+        wire_capacity_mbit_s: wire_capacity::token_wire_capacity(t, placement, size, p),
     }
 }
 
@@ -870,6 +708,51 @@ members = ["b[1-3]:eth1", "r:eth2"]
             assert!((0.9..=1.0).contains(&e), "{k}: {e}");
             let e = bus_efficiency(k, 1514, 10_000_000);
             assert!((0.98..=1.0).contains(&e), "{k}: {e}");
+        }
+    }
+
+    #[test]
+    fn the_wires_bound_what_any_measurement_can_show() {
+        let p = ModelParams::default();
+        let bus = topo(BUS);
+        let dual = topo(
+            "[generator]\nkind = \"bus\"\nnodes = 16\nbuses = 2\nbond = { mode = \"balance-rr\" }\n",
+        );
+        let mesh =
+            topo("[generator]\nkind = \"grid\"\nrows = 4\ncols = 4\ninterconnect = \"routed\"\n");
+        let cap = |t: &Topology, kind, k, size| {
+            let pl = place(t, kind, k, &[]).unwrap();
+            wire_capacity::token_wire_capacity(t, &pl, size, &p).unwrap()
+        };
+        // A 512 B token is a 578-byte frame, 602 bytes of wire time with FCS, preamble and
+        // gap: each exchange takes 2 × 481.6 µs of the one bus, whatever the pairs do.
+        let one_bus = 512.0 * 8.0 / (2.0 * 602.0 * 8.0 / 10.0);
+        let bus7 = cap(&bus, PlacementKind::LocalWire, 7, 512);
+        assert!((bus7 - one_bus).abs() < 1e-6, "{bus7} vs {one_bus}");
+        // The committed single-net 7-pair 512 B cell (5.35 Mbit/s) and the quick start's
+        // bonded dual net (10.9) were over their wires.
+        assert!(5.35 > bus7 && bus7 > 4.2);
+        let dual7 = cap(&dual, PlacementKind::LocalWire, 7, 512);
+        assert!((dual7 - 2.0 * one_bus).abs() < 1e-6, "{dual7}");
+        assert!(10.9 > dual7);
+        // Seven pairs each on a bus of their own: seven buses.
+        let mesh7 = cap(&mesh, PlacementKind::LocalWire, 7, 512);
+        assert!((mesh7 - 7.0 * one_bus).abs() < 1e-6, "{mesh7}");
+        // The model never predicts more than the wires carry (it adds ACKs, collisions,
+        // hosts and latency to the same frames).
+        for t in [&bus, &dual, &mesh] {
+            for kind in [PlacementKind::LocalWire, PlacementKind::RemoteWire] {
+                for k in [1, 7] {
+                    let Ok(pl) = place(t, kind, k, &[]) else {
+                        continue;
+                    };
+                    for size in [64, 512, 8192] {
+                        let pr = predict_token(t, &pl, size, &p);
+                        let c = pr.wire_capacity_mbit_s.unwrap();
+                        assert!(pr.aggregate_mbit_s <= c * (1.0 + 1e-9), "{size}: {pr:?}");
+                    }
+                }
+            }
         }
     }
 

@@ -91,12 +91,13 @@ pub fn aggregate(
     manifest: &Manifest,
     run_label: Option<&str>,
 ) -> Result<Aggregated, ReportError> {
+    let attempts = Attempts::from_points(points);
+    let records = counted_attempts_only(records, &attempts)?;
     let spans = pair_spans(records.clone(), run_label)?;
     let keys = PointKeys {
         manifest,
         run_label,
     };
-    let attempts = Attempts::from_points(points);
     let mut failures = status_failures(points, &attempts, &spans, &keys);
     let windows = common_windows(&spans, &attempts, &mut failures);
     let cell_ids = cell_ids(&windows);
@@ -108,6 +109,54 @@ pub fn aggregate(
         failures,
         latency: latency_by_key(latency, &cell_ids),
     })
+}
+
+/// Drops the records of attempts at a point other than the one that counts, when the point
+/// was measured more than once (an attempt the emulator did not keep time for, measured
+/// again): without that, both attempts' trials would make one window spanning the two.
+/// Records without an `attempt` column (runs from before re-measurement) are all kept.
+fn counted_attempts_only(
+    mut records: LazyFrame,
+    attempts: &Attempts<'_>,
+) -> Result<LazyFrame, ReportError> {
+    if !records.collect_schema()?.contains(c::ATTEMPT) {
+        return Ok(records);
+    }
+    let counted: Vec<(u32, u32, u32)> = attempts
+        .ok
+        .iter()
+        .map(|(&(point, rep), p)| (point, rep, p.attempt))
+        .collect();
+    let frame = DataFrame::new(
+        counted.len(),
+        vec![
+            Column::new(
+                c::POINT.into(),
+                counted.iter().map(|k| k.0).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                c::REP.into(),
+                counted.iter().map(|k| k.1).collect::<Vec<_>>(),
+            ),
+            Column::new(
+                "counted_attempt".into(),
+                counted.iter().map(|k| k.2).collect::<Vec<_>>(),
+            ),
+        ],
+    )?;
+    Ok(records
+        .join(
+            frame.lazy(),
+            [col(c::POINT), col(c::REP)],
+            [col(c::POINT), col(c::REP)],
+            JoinArgs::new(JoinType::Left),
+        )
+        .filter(
+            col("counted_attempt")
+                .is_null()
+                .or(col(c::ATTEMPT).eq(col("counted_attempt"))),
+        )
+        .drop(by_name(["counted_attempt"], true, false)))
 }
 
 /// Which attempts count. With a points.jsonl, only attempts the runner marked ok; records of
@@ -123,6 +172,7 @@ struct Attempts<'a> {
 impl<'a> Attempts<'a> {
     fn from_points(points: &'a [PointRow]) -> Attempts<'a> {
         Attempts {
+            // The last ok attempt of each point (a point is not measured again once ok).
             ok: points
                 .iter()
                 .filter(|p| p.status == PointStatus::Ok)
@@ -159,10 +209,22 @@ fn status_failures(
     spans: &BTreeMap<(u32, u32), PointSpan>,
     keys: &PointKeys<'_>,
 ) -> Vec<Failure> {
+    // An attempt the emulator did not keep time for is a failure only when it is the point's
+    // last: one measured again is not (the report counts those apart).
+    let last: BTreeMap<(u32, u32), usize> = points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| ((p.point, p.rep), i))
+        .collect();
     let mut failures: Vec<Failure> = points
         .iter()
-        .filter(|p| p.status == PointStatus::Failed)
-        .map(|p| Failure {
+        .enumerate()
+        .filter(|(i, p)| match p.status {
+            PointStatus::Failed => true,
+            PointStatus::Untimed => last[&(p.point, p.rep)] == *i,
+            PointStatus::Ok => false,
+        })
+        .map(|(_, p)| Failure {
             key: keys.key(p),
             point: p.point,
             rep: p.rep,

@@ -23,6 +23,19 @@ pub struct MediaReport {
     pub cells: Vec<CellMedia>,
     /// In configuration order.
     pub configs: Vec<ConfigMedia>,
+    /// Timing outside the bound: how many attempts, at how many points, and how many points
+    /// ended so (their last attempt; they count nowhere).
+    pub untimed: Untimed,
+}
+
+/// Point attempts the runner marked untimed ([`crate::results::PointStatus::Untimed`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Untimed {
+    pub attempts: usize,
+    pub points: usize,
+    pub still: usize,
+    /// The most attempts any one point took.
+    pub most_attempts: usize,
 }
 
 /// A cell as the media files name it (no bond driver: a configuration has one).
@@ -116,7 +129,8 @@ impl SegmentSummary {
     }
 }
 
-/// A point whose timing the emulator flagged: p99 lateness over a tenth of a minimum frame.
+/// A point on a segment that did not keep its timing bound
+/// ([`orchestrate_medium::stats::timing_bound`]) at one end or both.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FlaggedPoint {
     pub point: u32,
@@ -125,9 +139,21 @@ pub struct FlaggedPoint {
     pub pairs: u32,
     pub size_bytes: u64,
     pub segment: String,
+    /// How late frames were written (egress), p99, µs.
     pub p99_us: f64,
-    /// A tenth of a minimum frame's wire time at the segment's rate, µs.
+    /// How long frames waited to be read (ingress), p99, µs; 0 where it was not measured.
+    pub ingress_p99_us: f64,
+    /// The latest frame at either end, µs.
+    pub max_us: f64,
+    /// The bound's p99 at the segment's rate, µs.
     pub limit_us: f64,
+}
+
+impl FlaggedPoint {
+    /// The worse p99 of the two ends.
+    pub fn worst_p99_us(&self) -> f64 {
+        self.p99_us.max(self.ingress_p99_us)
+    }
 }
 
 /// The medium over one configuration.
@@ -179,14 +205,6 @@ impl MediaReport {
     }
 }
 
-/// A tenth of a minimum frame's wire time at `rate_bps`, µs: the emulator's lateness limit.
-pub fn lateness_limit_us(rate_bps: u64) -> f64 {
-    if rate_bps == 0 {
-        return 0.0;
-    }
-    orchestrate_medium::time::WireClock::new(rate_bps).wire_time(0) as f64 / 1000.0 / 10.0
-}
-
 /// The report's view of `rows` (last line per point, rep and segment), `totals` (file order)
 /// and the last status of each (point, rep).
 pub fn summarize(
@@ -196,6 +214,7 @@ pub fn summarize(
 ) -> MediaReport {
     MediaReport {
         present: true,
+        untimed: Untimed::default(),
         cells: cells(rows, ok),
         configs: configs(rows, totals),
     }
@@ -237,14 +256,14 @@ fn cells(rows: &[MediaRow], ok: &BTreeMap<(u32, u32), bool>) -> Vec<CellMedia> {
             .or_default();
         let s = &r.stats;
         a.points.insert((c.point, c.rep));
-        if s.lateness_flagged {
+        if !s.timing_kept() {
             a.flagged.insert((c.point, c.rep));
         }
         a.frames += s.frames;
         a.collisions += s.collisions;
         a.excess += s.excess_collision_drops;
         a.queue += s.queue_drops;
-        a.p99 = a.p99.max(s.lateness_p99_us);
+        a.p99 = a.p99.max(s.lateness_p99_us).max(s.ingress_p99_us);
         let seg = a.segments.entry(s.segment.clone()).or_default();
         seg.0 += s.carried_ns;
         seg.1 += s.elapsed_ns;
@@ -298,7 +317,7 @@ fn configs(rows: &[MediaRow], totals: &[MediaTotal]) -> Vec<ConfigMedia> {
         if cfg.realtime_priority.is_none() || !r.realtime_priority {
             cfg.realtime_priority = Some(r.realtime_priority);
         }
-        if s.lateness_flagged {
+        if !s.timing_kept() {
             cfg.flagged.push(FlaggedPoint {
                 point: c.point,
                 rep: c.rep,
@@ -307,7 +326,9 @@ fn configs(rows: &[MediaRow], totals: &[MediaTotal]) -> Vec<ConfigMedia> {
                 size_bytes: c.size_bytes,
                 segment: s.segment.clone(),
                 p99_us: s.lateness_p99_us,
-                limit_us: lateness_limit_us(s.rate_bps),
+                ingress_p99_us: s.ingress_p99_us,
+                max_us: s.lateness_max_us.max(s.ingress_max_us),
+                limit_us: s.timing_bound().p99_us,
             });
         }
     }

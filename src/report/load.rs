@@ -74,11 +74,35 @@ pub fn media(dir: &RunDir) -> Result<MediaReport, ReportError> {
     }
     let rows = rows.unwrap_or_default();
     // The status of each point's last attempt: only points that count go into cells.
+    let points = dir.points()?;
     let mut ok: BTreeMap<(u32, u32), bool> = BTreeMap::new();
-    for p in dir.points()? {
+    for p in &points {
         ok.insert((p.point, p.rep), p.status == PointStatus::Ok);
     }
-    Ok(emulator_stats::summarize(&rows, &totals, &ok))
+    let mut report = emulator_stats::summarize(&rows, &totals, &ok);
+    report.untimed = untimed(&points);
+    Ok(report)
+}
+
+/// How many attempts the emulator did not keep time for, and where that left the points.
+fn untimed(points: &[crate::results::PointRow]) -> emulator_stats::Untimed {
+    let mut attempts: BTreeMap<(u32, u32), (usize, usize, PointStatus)> = BTreeMap::new();
+    for p in points {
+        let a = attempts.entry((p.point, p.rep)).or_insert((0, 0, p.status));
+        a.0 += 1;
+        a.1 += usize::from(p.status == PointStatus::Untimed);
+        a.2 = p.status;
+    }
+    let touched = attempts.values().filter(|a| a.1 > 0);
+    emulator_stats::Untimed {
+        attempts: touched.clone().map(|a| a.1).sum(),
+        points: touched.clone().count(),
+        still: touched
+            .clone()
+            .filter(|a| a.2 == PointStatus::Untimed)
+            .count(),
+        most_attempts: touched.map(|a| a.0).max().unwrap_or(0),
+    }
 }
 
 /// The reference values of the experiment the run directory holds a copy of; none for runs

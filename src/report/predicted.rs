@@ -40,6 +40,9 @@ pub struct ModelRow {
     pub measured_mbit_s: f64,
     pub predicted_mbit_s: f64,
     pub bound: String,
+    /// The most the cell's wires can carry (the plan's wire capacity); `None` where it is not
+    /// known.
+    pub capacity_mbit_s: Option<f64>,
     /// Set when measured and predicted differ by more than [`TOLERANCE`].
     pub likely_cause: Option<Cause>,
 }
@@ -49,8 +52,17 @@ impl ModelRow {
         self.measured_mbit_s / self.predicted_mbit_s
     }
 
+    /// Within [`TOLERANCE`] of the model; never for a figure over the wire.
     pub fn within_tolerance(&self) -> bool {
-        (self.ratio() - 1.0).abs() <= TOLERANCE
+        !self.over_the_wire() && (self.ratio() - 1.0).abs() <= TOLERANCE
+    }
+
+    /// The measured figure is more than the cell's wires can carry: it cannot be true, and
+    /// the report does not print it as a measurement.
+    pub fn over_the_wire(&self) -> bool {
+        // A part in a million of slack for the rounding of the figures compared.
+        self.capacity_mbit_s
+            .is_some_and(|c| self.measured_mbit_s > c * (1.0 + 1e-6))
     }
 
     /// Every pair shares one wire (a bus, a segment or a bond): the cases the model should
@@ -85,6 +97,7 @@ pub fn rows(
                     measured_mbit_s: measured,
                     predicted_mbit_s: p.prediction.aggregate_mbit_s,
                     bound: p.prediction.limit(),
+                    capacity_mbit_s: p.prediction.wire_capacity_mbit_s,
                     likely_cause: None,
                 };
                 if !row.within_tolerance() {
@@ -120,6 +133,8 @@ pub enum Cause {
     TokenBucketFraming,
     /// Above: frames of consecutive tokens overlap on separate segments.
     Pipelining,
+    /// Above what the wires can carry: not a measurement but an artefact of the aggregate.
+    OverTheWire,
 }
 
 impl Cause {
@@ -136,6 +151,7 @@ impl Cause {
             Self::UnevenService => "uneven CSMA/CD service",
             Self::TokenBucketFraming => "token bucket: no framing overhead",
             Self::Pipelining => "pipelining across hops",
+            Self::OverTheWire => "over the wire",
         }
     }
 
@@ -191,12 +207,23 @@ impl Cause {
                 "above the wire-time model: frames of consecutive tokens overlap on the path's \
                  separate segments (pipelining across hops), which the model counts one after another"
             }
+            Self::OverTheWire => {
+                "the figure is more than the cell's wires can carry (their frames' time alone, \
+                 both directions of every token, no acknowledgements, collisions or host costs), \
+                 so it is not printed: the aggregate over the window in which all pairs ran \
+                 counts a trial that straddles the window's edge in proportion to its overlap, \
+                 as if its rate were even, and pairs a busy bus serves unevenly are counted at \
+                 their whole-trial average"
+            }
         }
     }
 }
 
 /// The usual reason a cell strays from the model, from what the model leaves out.
 fn likely_cause(r: &ModelRow, token_bucket: bool) -> Cause {
+    if r.over_the_wire() {
+        return Cause::OverTheWire;
+    }
     let below = r.ratio() < 1.0;
     let bonded_rr = r.key.config.bonding.contains("balance-rr");
     let host_bound = r.bound.starts_with("host ");
@@ -213,5 +240,59 @@ fn likely_cause(r: &ModelRow, token_bucket: bool) -> Cause {
         }
         (_, false) if r.key.size_bytes < 1024 && token_bucket => Cause::TokenBucketFraming,
         (_, false) => Cause::Pipelining,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::data::{Config, Measure};
+    use orchestrate_worker::record::Protocol;
+
+    fn row(measured: f64, predicted: f64, capacity: Option<f64>) -> ModelRow {
+        let mut r = ModelRow {
+            key: CellKey {
+                measure: Measure {
+                    pattern: Pattern::Token,
+                    protocol: Protocol::Tcp,
+                },
+                config: Config {
+                    run: None,
+                    topology: "bus".into(),
+                    bonding: "none".into(),
+                    bond_driver: None,
+                    placement: PlacementKind::LocalWire,
+                },
+                pairs: 7,
+                size_bytes: 512,
+            },
+            measured_mbit_s: measured,
+            predicted_mbit_s: predicted,
+            bound: "segment bus".into(),
+            capacity_mbit_s: capacity,
+            likely_cause: None,
+        };
+        if !r.within_tolerance() {
+            r.likely_cause = Some(likely_cause(&r, false));
+        }
+        r
+    }
+
+    #[test]
+    fn a_figure_over_the_wire_is_never_within_the_model_and_says_so() {
+        // The committed one-bus 7-pair 512 B cell: 5.35 Mbit/s on a bus that carries 4.25.
+        let over = row(5.35, 5.0, Some(4.25));
+        assert!(over.over_the_wire());
+        assert!(
+            !over.within_tolerance(),
+            "within 10% of the model, yet impossible"
+        );
+        assert_eq!(over.likely_cause, Some(Cause::OverTheWire));
+        // Under its wires and near the model: an ordinary agreeing cell.
+        let fine = row(4.1, 4.0, Some(4.25));
+        assert!(!fine.over_the_wire() && fine.within_tolerance());
+        assert_eq!(fine.likely_cause, None);
+        // Without a known capacity nothing is claimed.
+        assert!(!row(5.35, 5.0, None).over_the_wire());
     }
 }

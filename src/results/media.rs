@@ -12,6 +12,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
+use orchestrate_medium::stats::{Lateness, TimingBound, timing_bound};
 use orchestrate_worker::record::{Pattern, Protocol};
 use polars::prelude::*;
 use serde::de::DeserializeOwned;
@@ -64,9 +65,58 @@ pub struct SegmentStats {
     pub lateness_p99_us: f64,
     pub lateness_p999_us: f64,
     pub lateness_max_us: f64,
-    /// The emulator's p99 lateness exceeded a tenth of a minimum frame's wire time: the
-    /// point's timing is not to be trusted.
+    /// How long frames waited at their ports before the emulator read them (absent from
+    /// runs before it was measured: read as nothing measured).
+    #[serde(default)]
+    pub ingress_samples: u64,
+    #[serde(default)]
+    pub ingress_p50_us: f64,
+    #[serde(default)]
+    pub ingress_p99_us: f64,
+    #[serde(default)]
+    pub ingress_p999_us: f64,
+    #[serde(default)]
+    pub ingress_max_us: f64,
+    /// The segment's timing was outside its bound at either end
+    /// ([`orchestrate_medium::stats::timing_bound`]) when the point was measured. Runs
+    /// before the bound held a tenth of a minimum frame here; readers judge with
+    /// [`SegmentStats::timing_kept`], which applies today's bound to the percentiles.
     pub lateness_flagged: bool,
+}
+
+impl SegmentStats {
+    /// Egress lateness as the emulator summarised it.
+    pub fn egress(&self) -> Lateness {
+        Lateness {
+            samples: self.lateness_samples,
+            p50_us: self.lateness_p50_us,
+            p99_us: self.lateness_p99_us,
+            p999_us: self.lateness_p999_us,
+            max_us: self.lateness_max_us,
+        }
+    }
+
+    /// Ingress lateness as the emulator summarised it.
+    pub fn ingress(&self) -> Lateness {
+        Lateness {
+            samples: self.ingress_samples,
+            p50_us: self.ingress_p50_us,
+            p99_us: self.ingress_p99_us,
+            p999_us: self.ingress_p999_us,
+            max_us: self.ingress_max_us,
+        }
+    }
+
+    /// The bound this segment's points are held to.
+    pub fn timing_bound(&self) -> TimingBound {
+        timing_bound(&self.medium, self.rate_bps)
+    }
+
+    /// Whether the segment kept its timing bound at both ends.
+    pub fn timing_kept(&self) -> bool {
+        let b = self.timing_bound();
+        b.kept_by(&self.egress()) && b.kept_by(&self.ingress())
+    }
 }
 
 /// One line of `media.jsonl`: one segment during one point's traffic.
@@ -206,6 +256,11 @@ pub fn media_frame(rows: &[MediaRow]) -> PolarsResult<DataFrame> {
             col!("lateness_p99_us", |r| r.stats.lateness_p99_us),
             col!("lateness_p999_us", |r| r.stats.lateness_p999_us),
             col!("lateness_max_us", |r| r.stats.lateness_max_us),
+            col!("ingress_samples", |r| r.stats.ingress_samples),
+            col!("ingress_p50_us", |r| r.stats.ingress_p50_us),
+            col!("ingress_p99_us", |r| r.stats.ingress_p99_us),
+            col!("ingress_p999_us", |r| r.stats.ingress_p999_us),
+            col!("ingress_max_us", |r| r.stats.ingress_max_us),
             col!("lateness_flagged", |r| r.stats.lateness_flagged),
             col!("realtime_priority", |r| r.realtime_priority),
         ],

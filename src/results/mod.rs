@@ -17,6 +17,7 @@
 //! | `pairs` | u32 | pairs active in the point |
 //! | `pair` | u32 | index of this pair within the point, from 0 |
 //! | `rep` | u32 | repetition of the point, from 0 |
+//! | `attempt` | u32 | which attempt at the point took the record, from 0; a point measured again (the emulator did not keep its timing bound) has records of each, and only those of the attempt `points.jsonl` marks ok count |
 //! | `client_node`, `server_node` | str | node names of the pair |
 //! | `schema` | u32 | worker record layout version |
 //! | `pattern`, `protocol`, `role` | str | `token`, `pingpong`, `stream`, ...; `tcp`/`udp`/`mptcp`; `client`/`server` |

@@ -21,10 +21,19 @@ pub struct RecordRow {
     pub pairs: u32,
     pub pair: u32,
     pub rep: u32,
+    /// Which attempt at the point took the record (0 for the first; a point the runner
+    /// measured again after one that did not count has records of each).
+    #[serde(default, skip_serializing_if = "is_first")]
+    pub attempt: u32,
     pub client_node: String,
     pub server_node: String,
     #[serde(flatten)]
     pub record: Record,
+}
+
+/// Lines of a point's first attempt say nothing of attempts, as before re-measurement.
+fn is_first(attempt: &u32) -> bool {
+    *attempt == 0
 }
 
 /// Outcome of one point attempt.
@@ -33,6 +42,10 @@ pub struct RecordRow {
 pub enum PointStatus {
     Ok,
     Failed,
+    /// Measured, but the medium emulator did not keep its timing bound on a segment during
+    /// it: its timing is not the wire's, so it counts nowhere (the runner measures it again a
+    /// bounded number of times; `--resume` too).
+    Untimed,
 }
 
 /// One line of `points.jsonl`: one attempt at one point.
@@ -47,6 +60,9 @@ pub struct PointRow {
     pub protocol: orchestrate_worker::record::Protocol,
     pub size_bytes: u64,
     pub rep: u32,
+    /// 0 for the first attempt at this point in the run, then 1, 2, ... (as in its records).
+    #[serde(default, skip_serializing_if = "is_first")]
+    pub attempt: u32,
     pub status: PointStatus,
     #[serde(default)]
     pub error: Option<String>,
@@ -70,6 +86,7 @@ pub mod col {
     pub const PAIRS: &str = "pairs";
     pub const PAIR: &str = "pair";
     pub const REP: &str = "rep";
+    pub const ATTEMPT: &str = "attempt";
     pub const PATTERN: &str = "pattern";
     pub const PROTOCOL: &str = "protocol";
     pub const ROLE: &str = "role";
@@ -93,6 +110,7 @@ pub struct RecordColumns {
     pairs: Vec<u32>,
     pair: Vec<u32>,
     rep: Vec<u32>,
+    attempt: Vec<u32>,
     client_node: Vec<String>,
     server_node: Vec<String>,
     schema: Vec<u32>,
@@ -154,6 +172,7 @@ impl RecordColumns {
             pairs,
             pair,
             rep,
+            attempt,
             client_node,
             server_node,
             record,
@@ -204,6 +223,7 @@ impl RecordColumns {
         self.pairs.push(pairs);
         self.pair.push(pair);
         self.rep.push(rep);
+        self.attempt.push(attempt);
         self.client_node.push(client_node);
         self.server_node.push(server_node);
         self.schema.push(schema);
@@ -257,6 +277,7 @@ impl RecordColumns {
             Column::new("pairs".into(), c.pairs),
             Column::new("pair".into(), c.pair),
             Column::new("rep".into(), c.rep),
+            Column::new("attempt".into(), c.attempt),
             Column::new("client_node".into(), c.client_node),
             Column::new("server_node".into(), c.server_node),
             Column::new("schema".into(), c.schema),
@@ -319,6 +340,7 @@ mod tests {
             pairs: 1,
             pair: 0,
             rep: 0,
+            attempt: 0,
             client_node: "a".into(),
             server_node: "b".into(),
             record,

@@ -19,7 +19,7 @@ use orchestrate_worker::ready::ServerReady;
 use orchestrate_worker::serve_args::ServeArgs;
 
 use crate::plan::{Configuration, Experiment, Point};
-use crate::results::{BondDriver, MediaContext, PointRow, PointStatus};
+use crate::results::{BondDriver, MediaContext, MediaRow, PointRow, PointStatus};
 use crate::spec::NodeName;
 use crate::topology::Topology;
 
@@ -27,7 +27,7 @@ use super::medium_stats::Sampler;
 use super::node::agent::Agent;
 use super::node::fanout::{listed, on_all};
 use super::node::worker_install::InstalledWorker;
-use super::options::{OnError, RunOptions};
+use super::options::{OnError, RunOptions, Timing};
 use super::point::{self, Outcome, PointContext};
 use super::show::events::{self, Event as RunEvent, Figures};
 use super::state::RunState;
@@ -110,37 +110,63 @@ impl Measurement<'_> {
             bond_driver: self.bond_driver,
         };
         let mut medium_warned = false;
+        let prior = state.writer.attempts()?;
         for p in self.todo {
             state.progress.point_started(p);
             state.events.emit(point_started(self.config, p));
             let t0 = Instant::now();
-            let outcome = tokio::select! {
-                o = point::run(&ctx, p, medium.as_deref_mut()) => Some(o),
-                _ = state.interrupted.wait_for(|stop| *stop) => None,
-            };
-            let Some(mut outcome) = outcome else {
-                state.stop(Stopped::Interrupted);
-                state.writer.log(&format!(
-                    "point {} interrupted; its partial results are not kept",
-                    p.id
-                ));
-                return Ok(());
-            };
-            if outcome.row.status == PointStatus::Failed {
-                name_silent_nodes(&mut outcome, agents).await;
-            }
-            if let Some(m) = medium.as_deref_mut() {
-                let (lines, hosts) = m.take(&media_context(self.config, &outcome.row));
-                state.writer.append_media(&lines, &hosts)?;
-                if let Some(e) = m.error().filter(|_| !medium_warned) {
-                    medium_warned = true;
-                    state.warn(&format!(
-                        "the medium emulator's statistics are unavailable from point {} on ({e}); the run goes on without them",
+            let first = prior.get(&(p.id as u32)).copied().unwrap_or(0);
+            let mut attempt = first;
+            let outcome = loop {
+                let outcome = tokio::select! {
+                    o = point::run(&ctx, p, attempt, medium.as_deref_mut()) => Some(o),
+                    _ = state.interrupted.wait_for(|stop| *stop) => None,
+                };
+                let Some(mut outcome) = outcome else {
+                    state.stop(Stopped::Interrupted);
+                    state.writer.log(&format!(
+                        "point {} interrupted; its partial results are not kept",
                         p.id
                     ));
+                    return Ok(());
+                };
+                if outcome.row.status == PointStatus::Failed {
+                    name_silent_nodes(&mut outcome, agents).await;
                 }
-            }
-            state.writer.append_point(&outcome.records, &outcome.row)?;
+                if let Some(m) = medium.as_deref_mut() {
+                    let (lines, hosts) = m.take(&media_context(self.config, &outcome.row));
+                    if outcome.row.status == PointStatus::Ok
+                        && self.opts.timing == Timing::Enforce
+                        && let Some(why) = timing_not_kept(&lines)
+                    {
+                        outcome.row.status = PointStatus::Untimed;
+                        outcome.row.error = Some(why);
+                    }
+                    state.writer.append_media(&lines, &hosts)?;
+                    if let Some(e) = m.error().filter(|_| !medium_warned) {
+                        medium_warned = true;
+                        state.warn(&format!(
+                            "the medium emulator's statistics are unavailable from point {} on ({e}); the run goes on without them",
+                            p.id
+                        ));
+                    }
+                }
+                state.writer.append_point(&outcome.records, &outcome.row)?;
+                if outcome.row.status == PointStatus::Untimed
+                    && attempt - first < self.opts.remeasure
+                {
+                    attempt += 1;
+                    state.writer.log(&format!(
+                        "point {}: {}; measuring it again ({} of {})",
+                        p.id,
+                        outcome.row.error.as_deref().unwrap_or_default(),
+                        attempt - first,
+                        self.opts.remeasure
+                    ));
+                    continue;
+                }
+                break outcome;
+            };
             let figures = Figures::of(&outcome.records);
             if !self.tally(p, outcome.row, figures, t0.elapsed(), state) {
                 return Ok(());
@@ -186,7 +212,9 @@ impl Measurement<'_> {
                 message: error.clone(),
             });
         }
-        if !ok && self.opts.on_error == OnError::Stop {
+        // A point the emulator did not keep time for is not the point's fault: the run goes
+        // on whatever `--on-error` says.
+        if row.status == PointStatus::Failed && self.opts.on_error == OnError::Stop {
             state.stop(Stopped::PointFailed(format!(
                 "point {} failed: {}",
                 p.id,
@@ -196,6 +224,24 @@ impl Measurement<'_> {
         }
         true
     }
+}
+
+/// Why a point's timing cannot be trusted: the first segment whose lateness was outside
+/// its bound during the point (`None` when every segment kept it).
+fn timing_not_kept(lines: &[MediaRow]) -> Option<String> {
+    let s = &lines.iter().find(|l| !l.stats.timing_kept())?.stats;
+    let b = s.timing_bound();
+    Some(format!(
+        "the medium emulator did not keep its timing bound on segment {} (p99 late by {:.1} \
+         µs writing frames, {:.1} µs reading them, the latest {:.0} µs; bound: p99 within \
+         {:.1} µs, none over {:.0} µs)",
+        s.segment,
+        s.lateness_p99_us,
+        s.ingress_p99_us,
+        s.lateness_max_us.max(s.ingress_max_us),
+        b.p99_us,
+        b.max_us
+    ))
 }
 
 /// The event of `p` beginning.

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use orchestrate_medium::realtime::control::{self, Request, Snapshot};
-use orchestrate_medium::stats::{SegmentReport, lateness_flagged};
+use orchestrate_medium::stats::{SegmentReport, timing_kept};
 
 use crate::results::{HostRow, HostStats, MediaContext, MediaRow, MediaTotal, SegmentStats};
 
@@ -152,7 +152,12 @@ pub fn segment_stats(r: &SegmentReport) -> SegmentStats {
         lateness_p99_us: r.lateness.p99_us,
         lateness_p999_us: r.lateness.p999_us,
         lateness_max_us: r.lateness.max_us,
-        lateness_flagged: lateness_flagged(&r.lateness, r.rate_bps),
+        ingress_samples: r.ingress.samples,
+        ingress_p50_us: r.ingress.p50_us,
+        ingress_p99_us: r.ingress.p99_us,
+        ingress_p999_us: r.ingress.p999_us,
+        ingress_max_us: r.ingress.max_us,
+        lateness_flagged: !timing_kept(r),
     }
 }
 
@@ -237,6 +242,13 @@ mod tests {
                     p999_us: p99_us,
                     max_us: p99_us,
                 },
+                ingress: Lateness {
+                    samples: 1000,
+                    p50_us: 3.0,
+                    p99_us: 12.0,
+                    p999_us: 20.0,
+                    max_us: 30.0,
+                },
             }],
             hosts: vec![HostReport {
                 node: "n01".into(),
@@ -260,8 +272,12 @@ mod tests {
         assert!(!r.stats.lateness_flagged);
         assert_eq!((h[0].stats.node.as_str(), h[0].stats.sent), ("n01", 500));
         assert_eq!(h[0].elapsed_ns, 1_000_000_000);
-        // 67.2 µs is a minimum frame at 10 Mbit/s: a p99 of 10 µs is over a tenth of it.
-        let (m, _) = rows(&context(7), &snapshot(10.0));
+        assert_eq!(
+            (r.stats.ingress_samples, r.stats.ingress_p99_us),
+            (1000, 12.0)
+        );
+        // A slot is 51.2 µs at 10 Mbit/s: a p99 of 60 µs is outside the bound.
+        let (m, _) = rows(&context(7), &snapshot(60.0));
         assert!(m[0].stats.lateness_flagged);
         // The line is flat JSON with the keys records.jsonl joins on.
         let v = serde_json::to_value(&m[0]).unwrap();

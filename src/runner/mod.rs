@@ -61,7 +61,7 @@ mod node;
 mod show;
 
 pub use node::agent::Agent;
-pub use options::{OnError, RunOptions};
+pub use options::{OnError, RunOptions, Timing};
 pub use run::run;
 pub use show::drawings::{RunDrawings, RunModel};
 pub use show::events::EventsTo;

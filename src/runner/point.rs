@@ -144,7 +144,12 @@ pub struct PointContext<'a> {
 /// Runs `point`. Never returns an error: a failure is an outcome, with the node and cause.
 /// `medium`, when given, is asked for its statistics just before the clients are released
 /// and right after the last one exits.
-pub async fn run(ctx: &PointContext<'_>, point: &Point, medium: Option<&mut Sampler>) -> Outcome {
+pub async fn run(
+    ctx: &PointContext<'_>,
+    point: &Point,
+    attempt: u32,
+    medium: Option<&mut Sampler>,
+) -> Outcome {
     let entry = &ctx.config.placements[point.placement_entry];
     let mut row = PointRow {
         point: point.id as u32,
@@ -156,6 +161,7 @@ pub async fn run(ctx: &PointContext<'_>, point: &Point, medium: Option<&mut Samp
         protocol: point.protocol,
         size_bytes: point.size_bytes,
         rep: point.rep,
+        attempt,
         status: PointStatus::Ok,
         error: None,
         window_start_unix_ns: None,
@@ -181,6 +187,7 @@ pub async fn run(ctx: &PointContext<'_>, point: &Point, medium: Option<&mut Samp
                 pairs: point.pairs,
                 pair: pair as u32,
                 rep: point.rep,
+                attempt,
                 client_node: p.client.to_string(),
                 server_node: p.server.to_string(),
                 record: rec,

@@ -18,10 +18,12 @@ use super::ssh;
 use super::state::State;
 use super::wires::{
     Node, Ns, SegmentId, Switch, Wanted, Wiring, apply_emulation, check_kernel, emulation_setup,
-    emulator_config, ip_batch, ns_links, offloads_off, rename_plan, start_emulator, switch_service,
+    emulator_config, ip_batch, ns_links, offloads_off, rename_plan, start_emulator, steer_receive,
+    switch_service,
 };
 use crate::remote::{Host, Inventory};
 use crate::spec::NodeName;
+use orchestrate_medium::realtime::placement::Placement;
 
 /// SSH logins tried at once while waiting for the nodes: each costs the host a few
 /// milliseconds of CPU on both ends, so more only queue.
@@ -326,6 +328,13 @@ fn name_node_interfaces(
         &ifnames,
         &format!("turning segmentation offloads off on node {}", n.name),
     )?;
+    let emulated: Vec<&str> = n
+        .ports
+        .iter()
+        .filter(|p| wiring.carries_frames(p.segment))
+        .map(|p| p.interface.as_str())
+        .collect();
+    steer_off_the_emulator(ci.state.pid, &emulated, &format!("node {}", n.name))?;
     let ports = n
         .ports
         .iter()
@@ -353,11 +362,34 @@ fn name_switch_ports(
         });
     }
     let peers = rename(ci, &wanted, &format!("building switch {}", sw.name))?;
+    let emulated: Vec<String> = sw
+        .segments
+        .iter()
+        .enumerate()
+        .filter(|(_, id)| wiring.carries_frames(**id))
+        .map(|(i, _)| format!("port{i}"))
+        .collect();
+    let emulated: Vec<&str> = emulated.iter().map(String::as_str).collect();
+    steer_off_the_emulator(ci.state.pid, &emulated, &format!("switch {}", sw.name))?;
     sw.segments
         .iter()
         .zip(&peers)
         .map(|(id, peer)| Ok((*id, attached.host_name(*peer, &switch_service(&sw.name))?)))
         .collect()
+}
+
+/// Steers the receive work of a container's interfaces on emulated segments to the CPUs the
+/// medium emulator's event thread leaves to the nodes (nothing on a one-CPU host).
+fn steer_off_the_emulator(pid: u32, ifnames: &[&str], owner: &str) -> Result<()> {
+    let Some(placement) = Placement::for_this_process() else {
+        return Ok(());
+    };
+    steer_receive(
+        pid,
+        ifnames,
+        &placement.steering_mask(),
+        &format!("steering {owner}'s receive work off the emulator's CPU"),
+    )
 }
 
 /// Emulates the wires on the host (ifb and tbf, or the medium emulator), each device and

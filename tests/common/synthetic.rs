@@ -178,6 +178,7 @@ pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointR
                 protocol: Protocol::Tcp,
                 size_bytes: size,
                 rep,
+                attempt: 0,
                 status: if failed {
                     PointStatus::Failed
                 } else {
@@ -221,6 +222,7 @@ pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointR
                             pairs,
                             pair,
                             rep,
+                            attempt: 0,
                             client_node: format!("node{}", pair * 2 + 1),
                             server_node: format!("node{}", pair * 2 + 2),
                             record: Record {

@@ -7,14 +7,26 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use crate::time::Nanos;
 
-pub fn monotonic() -> Nanos {
+fn now(clock: libc::clockid_t) -> Nanos {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: a valid clock id and a live timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &raw mut ts) };
+    unsafe { libc::clock_gettime(clock, &raw mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+pub fn monotonic() -> Nanos {
+    now(libc::CLOCK_MONOTONIC)
+}
+
+/// How far CLOCK_REALTIME is ahead of CLOCK_MONOTONIC now (ns): what turns the kernel's
+/// receive stamps into the event clock. Read around one monotonic sample, so the error is
+/// the width of two vDSO calls (tens of ns).
+pub fn realtime_offset() -> Nanos {
+    let real = now(libc::CLOCK_REALTIME);
+    real.saturating_sub(monotonic())
 }
 
 /// Asks for 1 ns timer slack (the default 50 µs would make every wake-up late) and
@@ -36,6 +48,9 @@ pub fn tune_thread(fifo_priority: i32) -> bool {
 /// A timerfd on CLOCK_MONOTONIC, armed at absolute times.
 pub struct Timer {
     fd: OwnedFd,
+    /// The time it is armed for, until it fires: arming it again for the same time is
+    /// skipped (a `timerfd_settime` per wait was a fifth of the event thread's time).
+    armed: std::cell::Cell<Option<Nanos>>,
 }
 
 impl Timer {
@@ -53,6 +68,7 @@ impl Timer {
         // SAFETY: a new descriptor we own.
         Ok(Timer {
             fd: unsafe { OwnedFd::from_raw_fd(raw) },
+            armed: std::cell::Cell::new(None),
         })
     }
 
@@ -62,6 +78,9 @@ impl Timer {
 
     /// Fires at `at` (monotonic ns). False when the kernel refused (the caller then polls).
     pub fn arm(&self, at: Nanos) -> bool {
+        if self.armed.get() == Some(at) {
+            return true;
+        }
         let spec = libc::itimerspec {
             it_interval: libc::timespec {
                 tv_sec: 0,
@@ -73,18 +92,21 @@ impl Timer {
             },
         };
         // SAFETY: our timerfd and a valid itimerspec.
-        unsafe {
+        let ok = unsafe {
             libc::timerfd_settime(
                 self.raw_fd(),
                 libc::TFD_TIMER_ABSTIME,
                 &raw const spec,
                 std::ptr::null_mut(),
             ) == 0
-        }
+        };
+        self.armed.set(ok.then_some(at));
+        ok
     }
 
     /// Clears a fired timer.
     pub fn drain(&self) {
+        self.armed.set(None);
         let mut n = 0u64;
         // SAFETY: reading 8 bytes into a live u64 from our non-blocking timerfd.
         unsafe { libc::read(self.raw_fd(), (&raw mut n).cast(), 8) };

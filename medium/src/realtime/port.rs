@@ -2,10 +2,12 @@
 //! The socket sees every frame the node sends (not the ones it is sent: those are ours) and
 //! writes around the host's qdiscs.
 //!
-//! Frames are stamped when the event thread reads them, not with the kernel's receive time:
-//! a frame that crossed a veth keeps the timestamp its sender's stack put on it (TCP's
-//! departure time, on another clock), so kernel stamps here are not arrival times. The event
-//! thread reads as soon as epoll wakes it, a few µs after arrival.
+//! Every frame comes with the kernel's receive time (`SO_TIMESTAMPNS`, on CLOCK_REALTIME),
+//! taken when the node's write reached this end of the veth, so the event thread knows how
+//! long a frame waited for it (ingress lateness) and can start it on the wire when it
+//! arrived rather than when it was read. Kernels that keep a sender's delivery time on a
+//! forwarded frame instead (TCP's departure time, on CLOCK_MONOTONIC) give a stamp the
+//! caller recognises as implausible and replaces with its read time.
 
 use std::ffi::CString;
 use std::io;
@@ -14,8 +16,19 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 /// Linux's `PACKET_QDISC_BYPASS` and `PACKET_IGNORE_OUTGOING` (not in every libc version).
 const PACKET_QDISC_BYPASS: libc::c_int = 20;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+/// `SO_TIMESTAMPNS` (`SO_TIMESTAMPNS_OLD`: a 64-bit `timespec`) and its control message;
+/// not in libc for Linux.
+const SO_TIMESTAMPNS: libc::c_int = 35;
+const SCM_TIMESTAMPNS: libc::c_int = SO_TIMESTAMPNS;
 /// Big enough for anything a veth can carry, offloads or not.
 const MAX_FRAME: usize = 65_536;
+
+/// A frame the node sent, with the kernel's receive time when it has one.
+pub struct Received {
+    pub frame: Vec<u8>,
+    /// CLOCK_REALTIME ns at which the frame reached the port.
+    pub stamp_realtime: Option<u64>,
+}
 
 pub struct Port {
     fd: OwnedFd,
@@ -109,6 +122,11 @@ impl Port {
             "PACKET_QDISC_BYPASS",
             ifname,
         )?;
+        check(
+            set_int(f, libc::SOL_SOCKET, SO_TIMESTAMPNS, 1),
+            "SO_TIMESTAMPNS",
+            ifname,
+        )?;
         // Room for a burst while the event thread is busy elsewhere; root may exceed rmem_max.
         set_int(f, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, 4 << 20);
         set_int(f, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, 4 << 20);
@@ -137,17 +155,22 @@ impl Port {
     }
 
     /// The next frame the node sent, or `None` when there is none waiting.
-    pub fn recv(&self, buf: &mut Vec<u8>) -> io::Result<Option<Vec<u8>>> {
+    pub fn recv(&self, buf: &mut Vec<u8>) -> io::Result<Option<Received>> {
         buf.resize(MAX_FRAME, 0);
-        // SAFETY: the socket is ours and the buffer is live and as long as given.
-        let n = unsafe {
-            libc::recv(
-                self.raw_fd(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                libc::MSG_DONTWAIT,
-            )
+        // Room for one cmsghdr and a timespec, aligned as cmsghdr wants.
+        let mut control = [0u64; 8];
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
         };
+        // SAFETY: zeroed msghdr is valid; the pointers set below are live for the call.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &raw mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&control);
+        // SAFETY: the socket is ours; `msg` points at live buffers of the lengths given.
+        let n = unsafe { libc::recvmsg(self.raw_fd(), &raw mut msg, libc::MSG_DONTWAIT) };
         if n < 0 {
             let e = io::Error::last_os_error();
             return match e.kind() {
@@ -158,7 +181,10 @@ impl Port {
                 _ => Err(e),
             };
         }
-        Ok(Some(buf[..n as usize].to_vec()))
+        Ok(Some(Received {
+            frame: buf[..n as usize].to_vec(),
+            stamp_realtime: receive_stamp(&msg),
+        }))
     }
 
     /// Writes a frame out to the node (as if it came off the wire).
@@ -170,5 +196,23 @@ impl Port {
         } else {
             Ok(())
         }
+    }
+}
+
+/// The `SCM_TIMESTAMPNS` control message of a received `msg`, in ns.
+fn receive_stamp(msg: &libc::msghdr) -> Option<u64> {
+    // SAFETY: walking the control messages the kernel wrote into `msg`'s live buffer with
+    // the libc macros; the payload is read unaligned.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(msg);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == SCM_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+                let ns = ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64;
+                return (ns > 0).then_some(ns);
+            }
+            c = libc::CMSG_NXTHDR(msg, c);
+        }
+        None
     }
 }

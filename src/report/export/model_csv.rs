@@ -6,6 +6,7 @@ use super::exporter::{Exporter, RenderedFile};
 use crate::report::document::Report;
 use crate::report::error::ReportError;
 use crate::report::format::{csv_f64, csv_field};
+use crate::report::predicted::ModelRow;
 
 pub struct ModelCsv;
 
@@ -16,24 +17,29 @@ impl Exporter for ModelCsv {
         }
         let mut s = String::from(
             "topology,bonding,bond_driver,placement,pairs,size_bytes,measured_mbit_s,\
-             model_mbit_s,measured_over_model,within_tolerance,bound\n",
+             model_mbit_s,measured_over_model,within_tolerance,bound,wire_capacity_mbit_s,\
+             over_the_wire\n",
         );
         for r in &report.model {
             let k = &r.key;
+            // A figure over the wire is left empty: it is not a measurement.
+            let shown = (!r.over_the_wire()).then_some(r);
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 csv_field(&k.config.topology),
                 csv_field(&k.config.bonding),
                 k.config.bond_driver.map(|d| d.as_str()).unwrap_or(""),
                 k.config.placement.as_str(),
                 k.pairs,
                 k.size_bytes,
-                csv_f64(Some(r.measured_mbit_s)),
+                csv_f64(shown.map(|r| r.measured_mbit_s)),
                 csv_f64(Some(r.predicted_mbit_s)),
-                csv_f64(Some(r.ratio())),
+                csv_f64(shown.map(ModelRow::ratio)),
                 r.within_tolerance(),
                 csv_field(&r.bound),
+                csv_f64(r.capacity_mbit_s),
+                r.over_the_wire(),
             );
         }
         Ok(vec![RenderedFile {

@@ -85,6 +85,7 @@ impl InTheStudy {
                 .collect(),
             media: MediaReport {
                 present: media.present,
+                untimed: media.untimed,
                 cells: media
                     .cells
                     .iter()

@@ -14,10 +14,10 @@
 //! | `run.log` | runner | one time-stamped line per event |
 //! | `manifest.json` | runner | tool, experiment, seed, statistic, baseline, node probes, topologies ([`Manifest`](crate::results::Manifest)) |
 //! | `records.jsonl` | runner | one [`RecordRow`](crate::results::RecordRow) per line: run context + the worker's flattened record |
-//! | `points.jsonl` | runner | one [`PointRow`](crate::results::PointRow) per point attempt, with its status and overlap window |
+//! | `points.jsonl` | runner | one [`PointRow`](crate::results::PointRow) per point attempt, with its attempt number, its status (`ok`, `failed`, or `untimed`: measured while the medium emulator was outside its timing bound, so it counts nowhere and is measured again) and overlap window |
 //! | `records.parquet`, `records.csv` | [`ingest`](crate::results::ingest) | the same records, typed columns, for Polars and for people; the Parquet file names the experiment, seed and tool version in its key-value metadata ([`RecordsMetadata`](crate::results::RecordsMetadata)) |
 //! | `bonds.jsonl` | runner | userspace bonds' final counters, one line per bond and configuration: per slave, per flow (which wire each flow took), failovers |
-//! | `media.jsonl` | runner | the medium emulator's statistics of one segment during one point's traffic ([`MediaRow`](crate::results::MediaRow)): the point's keys, frames, bytes, utilisation, collisions, drops, deferrals, lateness percentiles and flag; only on emulated media |
+//! | `media.jsonl` | runner | the medium emulator's statistics of one segment during one point's traffic ([`MediaRow`](crate::results::MediaRow)): the point's keys, frames, bytes, utilisation, collisions, drops, deferrals, lateness percentiles at both ends (ingress: how long frames waited to be read; egress: how late they were written) and whether the timing bound was kept; only on emulated media |
 //! | `hosts.jsonl` | runner | the emulator's host costs of one node during one point ([`HostRow`](crate::results::HostRow)): frames sent, received, forwarded, backlog drops, CPU busy time; only nodes with a host profile |
 //! | `media-total.jsonl` | runner | per configuration, every segment and host from the emulator's start to the configuration's end, or why statistics are missing ([`MediaTotal`](crate::results::MediaTotal)) |
 //!

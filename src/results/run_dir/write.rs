@@ -198,6 +198,16 @@ impl RunWriter {
         Ok(())
     }
 
+    /// How many attempts at each point `points.jsonl` already has (a point measured again
+    /// numbers its attempts on from there).
+    pub fn attempts(&self) -> anyhow::Result<std::collections::BTreeMap<u32, u32>> {
+        let mut n = std::collections::BTreeMap::new();
+        for p in self.dir.points()? {
+            *n.entry(p.point).or_insert(0) += 1;
+        }
+        Ok(n)
+    }
+
     /// Points already measured successfully (for `--resume`).
     pub fn done_points(&self) -> anyhow::Result<std::collections::BTreeSet<u32>> {
         Ok(self

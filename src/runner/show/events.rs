@@ -312,6 +312,7 @@ mod tests {
             pairs: 2,
             pair,
             rep: 0,
+            attempt: 0,
             client_node: "a".into(),
             server_node: "b".into(),
             record,

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use orchestrate_medium::config::{MediumConfig, NodeSpec, PortSpec, SegmentSpec};
 use orchestrate_medium::realtime::control;
+use orchestrate_medium::realtime::placement::Placement;
 
 use super::wiring::{SegmentId, Wiring};
 use crate::vcluster::cluster_dir::ClusterDir;
@@ -172,6 +173,13 @@ pub fn start(dir: &ClusterDir, config: &MediumConfig) -> Result<u32> {
         .arg(&config_path)
         .arg("--socket")
         .arg(&socket)
+        // The event thread gets a CPU to itself; the nodes' receive work is steered to the
+        // others (`up` sets their interfaces' rps_cpus to match).
+        .args(
+            Placement::for_this_process()
+                .map(|p| vec!["--cpu".to_owned(), p.event_cpu.to_string()])
+                .unwrap_or_default(),
+        )
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log2)

@@ -174,8 +174,12 @@ impl Wiring {
 
     /// Segments the medium emulator carries.
     pub fn emulated_segments(&self) -> impl Iterator<Item = SegmentId> + '_ {
-        self.segment_ids()
-            .filter(|&id| self.segment(id).emulation == Emulation::Frames)
+        self.segment_ids().filter(|&id| self.carries_frames(id))
+    }
+
+    /// Whether the medium emulator carries segment `id`.
+    pub fn carries_frames(&self, id: SegmentId) -> bool {
+        self.segment(id).emulation == Emulation::Frames
     }
 
     /// Does any segment ask for delay or loss (and so need netem)?

@@ -47,6 +47,7 @@ fn intro(s: &mut String, report: &Report) {
     };
     let (w1, n1) = count(true);
     let (w2, n2) = count(false);
+    let over: Vec<&ModelRow> = report.model.iter().filter(|r| r.over_the_wire()).collect();
     if n1 > 0 {
         let _ = writeln!(
             s,
@@ -58,6 +59,28 @@ fn intro(s: &mut String, report: &Report) {
         let _ = writeln!(
             s,
             "- Cells whose pairs cross a forwarding node or a switch: {w2} of {n2} within ±{tol}."
+        );
+    }
+    if !over.is_empty() {
+        let list: Vec<String> = over
+            .iter()
+            .map(|r| {
+                format!(
+                    "{} {}× {} ({} measured, {} possible)",
+                    md_cell(&r.key.config.label()),
+                    r.key.pairs,
+                    size(r.key.size_bytes),
+                    human(r.measured_mbit_s),
+                    human(r.capacity_mbit_s.unwrap_or_default())
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            s,
+            "- **⛔ Over the wire:** {} cell(s) measured more than their wires can carry, so \
+             their figures are not measurements and are not printed as such: {}.",
+            over.len(),
+            list.join("; ")
         );
     }
     s.push('\n');
@@ -72,12 +95,13 @@ fn model_table(s: &mut String, report: &Report, media: &MediaReport) {
         "measured Mbit/s",
         "model Mbit/s",
         "measured/model",
+        "wires carry Mbit/s",
         "limited by",
         "likely cause",
     ]
     .map(String::from)
     .to_vec();
-    let mut right = vec![false, true, true, true, true, true, false, false];
+    let mut right = vec![false, true, true, true, true, true, true, false, false];
     if media.present {
         header.extend(MEDIA_COLUMNS.map(String::from));
         right.extend([true, false, true, true]);
@@ -88,13 +112,20 @@ fn model_table(s: &mut String, report: &Report, media: &MediaReport) {
         .model
         .iter()
         .map(|r| {
+            // A figure over the wire is not a measurement: it is not printed as one.
+            let (measured, ratio) = if r.over_the_wire() {
+                ("⛔ over the wire".to_owned(), "—".to_owned())
+            } else {
+                (human(r.measured_mbit_s), format!("{:.2}", r.ratio()))
+            };
             let mut row = vec![
                 md_cell(&r.key.config.label()),
                 r.key.pairs.to_string(),
                 size(r.key.size_bytes),
-                human(r.measured_mbit_s),
+                measured,
                 human(r.predicted_mbit_s),
-                format!("{:.2}", r.ratio()),
+                ratio,
+                r.capacity_mbit_s.map(human).unwrap_or_default(),
                 r.bound.clone(),
                 causes.reference(r),
             ];

@@ -104,6 +104,7 @@ fn the_disk_finding_names_the_collisions_behind_a_degrading_bonded_net() {
     };
     let media = MediaReport {
         present: true,
+        untimed: Default::default(),
         cells: vec![
             medium(BONDED_DUAL_NET, L, 1, 30, 0),
             medium(BONDED_DUAL_NET, L, 7, 520, 400),
@@ -229,6 +230,7 @@ fn the_model_ratio_is_quoted_and_cells_outside_the_tolerance_get_a_cause() {
             bound: Bound::Segment("bus-a".parse().unwrap()),
             host_bound: None,
             one_way_us: 0.0,
+            wire_capacity_mbit_s: None,
         },
     };
     let model = rows(

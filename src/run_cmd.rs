@@ -59,11 +59,11 @@ pub struct RunArgs {
     /// UTC): `run_started` (experiment, run_dir, points, done_before, configurations,
     /// estimate_s); `configuration_up` (configuration, topology, bonding, nodes);
     /// `point_started` (point, configuration, topology, bonding, pattern, protocol, placement,
-    /// pairs, size_bytes, rep, estimate_s); `point_finished` (point, status ok|failed, error,
+    /// pairs, size_bytes, rep, estimate_s); `point_finished` (point, status ok|failed|untimed, error,
     /// seconds, figures {pairs, throughput_mbit_s: the pairs' mean rates summed, latency_us:
     /// the clients' median}, done, total, left_s); `failure` (configuration, point, message);
     /// `warning` (message); `teardown` (configuration, clean, nodes_left); `run_finished` (ok,
-    /// failed, skipped, stopped, error, seconds). Times are in seconds.
+    /// failed, untimed, skipped, stopped, error, seconds). Times are in seconds.
     #[arg(long, value_name = "FILE|-")]
     events: Option<EventsTo>,
 }
@@ -90,7 +90,8 @@ impl RunArgs {
     }
 }
 
-/// `orchestrate run`: 0 when every point succeeded, 130 when interrupted, 1 otherwise. With
+/// `orchestrate run`: 0 when no point failed (untimed points are not failures: the report
+/// lists them), 130 when interrupted, 1 otherwise. With
 /// `quiet`, only warnings and errors reach stderr.
 pub fn run(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
     let open = OpenRun::open(args.start())?;
@@ -123,8 +124,15 @@ pub fn run(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
         runner::run(open, &*source, &opts, rx).await
     })?;
     if !quiet {
+        let untimed = match summary.untimed {
+            0 => String::new(),
+            n => format!(
+                ", {n} untimed (the medium emulator did not keep its timing bound however often \
+                 measured: left out of the report, listed there; --resume measures them again)"
+            ),
+        };
         eprintln!(
-            "{} point(s) ok, {} failed, {} done before; results in {}",
+            "{} point(s) ok, {} failed{untimed}, {} done before; results in {}",
             summary.ok,
             summary.failed,
             summary.skipped,

@@ -41,6 +41,9 @@ fn segment(name: &str, frames: u64, collisions: u64, util: f64, p99_us: f64) -> 
         ingress_p99_us: p99_us / 2.0,
         ingress_p999_us: p99_us / 2.0,
         ingress_max_us: p99_us,
+        entry_samples: frames,
+        entry_p99_us: p99_us / 4.0,
+        entry_max_us: p99_us,
         lateness_flagged: p99_us > 51.2,
     }
 }
@@ -200,7 +203,7 @@ fn the_report_shows_the_medium_beside_each_cell_and_per_configuration() {
         "{md}"
     );
     assert!(md.contains("over 51.2 µs (one slot)"), "{md}");
-    assert!(md.contains(": egress p99 60.0 µs, ingress p99 30.0 µs, latest frame 120 µs."));
+    assert!(md.contains(": egress p99 60.0 µs, onto the wire p99 15.0 µs, latest frame 120 µs."));
     assert!(md.contains("**⚠ Medium statistics missing for point(s) 4242**"));
     assert!(md.contains("Connection refused"));
     assert!(md.contains("| segment | medium |"));

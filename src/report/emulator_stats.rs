@@ -141,8 +141,9 @@ pub struct FlaggedPoint {
     pub segment: String,
     /// How late frames were written (egress), p99, µs.
     pub p99_us: f64,
-    /// How long frames waited to be read (ingress), p99, µs; 0 where it was not measured.
-    pub ingress_p99_us: f64,
+    /// How much later than their arrival frames entered the wire, p99, µs; 0 where it was
+    /// not measured.
+    pub entry_p99_us: f64,
     /// The latest frame at either end, µs.
     pub max_us: f64,
     /// The bound's p99 at the segment's rate, µs.
@@ -152,7 +153,7 @@ pub struct FlaggedPoint {
 impl FlaggedPoint {
     /// The worse p99 of the two ends.
     pub fn worst_p99_us(&self) -> f64 {
-        self.p99_us.max(self.ingress_p99_us)
+        self.p99_us.max(self.entry_p99_us)
     }
 }
 
@@ -263,7 +264,7 @@ fn cells(rows: &[MediaRow], ok: &BTreeMap<(u32, u32), bool>) -> Vec<CellMedia> {
         a.collisions += s.collisions;
         a.excess += s.excess_collision_drops;
         a.queue += s.queue_drops;
-        a.p99 = a.p99.max(s.lateness_p99_us).max(s.ingress_p99_us);
+        a.p99 = a.p99.max(s.lateness_p99_us).max(s.entry_p99_us);
         let seg = a.segments.entry(s.segment.clone()).or_default();
         seg.0 += s.carried_ns;
         seg.1 += s.elapsed_ns;
@@ -326,8 +327,8 @@ fn configs(rows: &[MediaRow], totals: &[MediaTotal]) -> Vec<ConfigMedia> {
                 size_bytes: c.size_bytes,
                 segment: s.segment.clone(),
                 p99_us: s.lateness_p99_us,
-                ingress_p99_us: s.ingress_p99_us,
-                max_us: s.lateness_max_us.max(s.ingress_max_us),
+                entry_p99_us: s.entry_p99_us,
+                max_us: s.lateness_max_us.max(s.entry_max_us),
                 limit_us: s.timing_bound().p99_us,
             });
         }

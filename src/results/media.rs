@@ -77,6 +77,14 @@ pub struct SegmentStats {
     pub ingress_p999_us: f64,
     #[serde(default)]
     pub ingress_max_us: f64,
+    /// How much later than their arrival frames entered the emulated wire (absent before it
+    /// was measured: read as nothing measured).
+    #[serde(default)]
+    pub entry_samples: u64,
+    #[serde(default)]
+    pub entry_p99_us: f64,
+    #[serde(default)]
+    pub entry_max_us: f64,
     /// The segment's timing was outside its bound at either end
     /// ([`orchestrate_medium::stats::timing_bound`]) when the point was measured. Runs
     /// before the bound held a tenth of a minimum frame here; readers judge with
@@ -107,15 +115,26 @@ impl SegmentStats {
         }
     }
 
+    /// How much later than their arrival frames entered the wire, as far as stored.
+    pub fn entry(&self) -> Lateness {
+        Lateness {
+            samples: self.entry_samples,
+            p99_us: self.entry_p99_us,
+            max_us: self.entry_max_us,
+            ..Lateness::default()
+        }
+    }
+
     /// The bound this segment's points are held to.
     pub fn timing_bound(&self) -> TimingBound {
         timing_bound(&self.medium, self.rate_bps)
     }
 
-    /// Whether the segment kept its timing bound at both ends.
+    /// Whether the segment kept its timing bound at both ends (entering the wire and
+    /// leaving it; see [`orchestrate_medium::stats::timing_bound`]).
     pub fn timing_kept(&self) -> bool {
         let b = self.timing_bound();
-        b.kept_by(&self.egress()) && b.kept_by(&self.ingress())
+        b.kept_by(&self.egress()) && b.kept_by(&self.entry())
     }
 }
 
@@ -261,6 +280,9 @@ pub fn media_frame(rows: &[MediaRow]) -> PolarsResult<DataFrame> {
             col!("ingress_p99_us", |r| r.stats.ingress_p99_us),
             col!("ingress_p999_us", |r| r.stats.ingress_p999_us),
             col!("ingress_max_us", |r| r.stats.ingress_max_us),
+            col!("entry_samples", |r| r.stats.entry_samples),
+            col!("entry_p99_us", |r| r.stats.entry_p99_us),
+            col!("entry_max_us", |r| r.stats.entry_max_us),
             col!("lateness_flagged", |r| r.stats.lateness_flagged),
             col!("realtime_priority", |r| r.realtime_priority),
         ],

@@ -184,11 +184,10 @@ impl Measurement<'_> {
         took: Duration,
         state: &mut RunState,
     ) -> bool {
-        let ok = row.status == PointStatus::Ok;
-        if ok {
-            state.summary.ok += 1;
-        } else {
-            state.summary.failed += 1;
+        match row.status {
+            PointStatus::Ok => state.summary.ok += 1,
+            PointStatus::Failed => state.summary.failed += 1,
+            PointStatus::Untimed => state.summary.untimed += 1,
         }
         let line = state
             .progress
@@ -233,12 +232,12 @@ fn timing_not_kept(lines: &[MediaRow]) -> Option<String> {
     let b = s.timing_bound();
     Some(format!(
         "the medium emulator did not keep its timing bound on segment {} (p99 late by {:.1} \
-         µs writing frames, {:.1} µs reading them, the latest {:.0} µs; bound: p99 within \
-         {:.1} µs, none over {:.0} µs)",
+         µs writing frames, {:.1} µs putting them on the wire, the latest {:.0} µs; bound: \
+         p99 within {:.1} µs, none over {:.0} µs)",
         s.segment,
         s.lateness_p99_us,
-        s.ingress_p99_us,
-        s.lateness_max_us.max(s.ingress_max_us),
+        s.entry_p99_us,
+        s.lateness_max_us.max(s.entry_max_us),
         b.p99_us,
         b.max_us
     ))

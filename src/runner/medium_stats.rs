@@ -157,6 +157,9 @@ pub fn segment_stats(r: &SegmentReport) -> SegmentStats {
         ingress_p99_us: r.ingress.p99_us,
         ingress_p999_us: r.ingress.p999_us,
         ingress_max_us: r.ingress.max_us,
+        entry_samples: r.entry.samples,
+        entry_p99_us: r.entry.p99_us,
+        entry_max_us: r.entry.max_us,
         lateness_flagged: !timing_kept(r),
     }
 }
@@ -248,6 +251,12 @@ mod tests {
                     p99_us: 12.0,
                     p999_us: 20.0,
                     max_us: 30.0,
+                },
+                entry: Lateness {
+                    samples: 1000,
+                    p99_us: 2.0,
+                    max_us: 4.0,
+                    ..Lateness::default()
                 },
             }],
             hosts: vec![HostReport {

@@ -69,6 +69,7 @@ pub async fn run(
             dir: writer.root().to_owned(),
             ok: 0,
             failed: 0,
+            untimed: 0,
             skipped: done.len(),
             stopped: None,
         },

@@ -45,6 +45,7 @@ impl RunState {
         self.events.emit(Event::RunFinished {
             ok: s.ok,
             failed: s.failed,
+            untimed: s.untimed,
             skipped: s.skipped,
             stopped: s.stopped.as_ref().map(|why| match why {
                 Stopped::Interrupted => "interrupted".to_owned(),
@@ -72,6 +73,9 @@ pub struct Summary {
     pub dir: PathBuf,
     pub ok: usize,
     pub failed: usize,
+    /// Points the medium emulator never kept time for, however often measured: they count
+    /// nowhere, but nothing failed ([`crate::results::PointStatus::Untimed`]).
+    pub untimed: usize,
     pub skipped: usize,
     /// Why the run stopped early, if it did.
     pub stopped: Option<Stopped>,

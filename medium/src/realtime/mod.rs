@@ -39,7 +39,7 @@ use port::Port;
 /// How the event thread times itself.
 #[derive(Debug, Clone, Copy)]
 pub struct Timing {
-    /// Wake this long before a deadline and spin the rest.
+    /// Wake this long before a delivery and spin the rest.
     pub spin_ns: Nanos,
     /// SCHED_FIFO priority to ask for (0: stay SCHED_OTHER).
     pub fifo_priority: i32,
@@ -48,11 +48,14 @@ pub struct Timing {
 }
 
 impl Default for Timing {
-    /// 20 µs of spin covers the wake-up lateness measured here under SCHED_FIFO (p99 15 µs)
-    /// and costs at most a third of a minimum frame's time per event.
+    /// 100 µs of spin before a delivery: on a 2-vCPU virtual machine of the project's kind
+    /// a frame waited 50-90 µs at p99 for the sleeping thread to read it (its wake-up), and
+    /// with 20 µs of spin half the quick start's segments delivered later than a slot at p99.
+    /// It costs CPU only before deliveries (at most the wire time of a minimum frame's
+    /// worth of spinning per delivery, less when deliveries follow closely).
     fn default() -> Timing {
         Timing {
-            spin_ns: 20_000,
+            spin_ns: 100_000,
             fifo_priority: 10,
             cpu: None,
         }
@@ -67,10 +70,8 @@ struct Published {
     started: Nanos,
     counters: Vec<SegmentCounters>,
     hosts: Vec<crate::host::HostCounters>,
-    total_lateness: Vec<LatenessHistogram>,
-    interval_lateness: Vec<LatenessHistogram>,
-    total_ingress: Vec<LatenessHistogram>,
-    interval_ingress: Vec<LatenessHistogram>,
+    total: Measured,
+    interval: Measured,
     interval_start: Nanos,
     interval_base: Vec<SegmentCounters>,
     interval_hosts: Vec<crate::host::HostCounters>,
@@ -95,10 +96,8 @@ impl Published {
             started: monotonic(),
             counters: vec![SegmentCounters::default(); segments],
             hosts: vec![Default::default(); costly.len()],
-            total_lateness: vec![LatenessHistogram::default(); segments],
-            interval_lateness: vec![LatenessHistogram::default(); segments],
-            total_ingress: vec![LatenessHistogram::default(); segments],
-            interval_ingress: vec![LatenessHistogram::default(); segments],
+            total: Measured::new(segments),
+            interval: Measured::new(segments),
             interval_start: monotonic(),
             interval_base: vec![SegmentCounters::default(); segments],
             interval_hosts: vec![Default::default(); costly.len()],
@@ -108,18 +107,12 @@ impl Published {
 
     fn snapshot(&mut self, r: Request) -> Snapshot {
         let now = monotonic();
-        let (since, base, lateness, ingress) = match r {
-            Request::Total => (
-                self.started,
-                None,
-                &self.total_lateness,
-                &self.total_ingress,
-            ),
+        let (since, base, measured) = match r {
+            Request::Total => (self.started, None, &self.total),
             _ => (
                 self.interval_start,
                 Some(&self.interval_base),
-                &self.interval_lateness,
-                &self.interval_ingress,
+                &self.interval,
             ),
         };
         let segments = self
@@ -135,8 +128,9 @@ impl Published {
                     Some(b) => self.counters[i].since(&b[i]),
                     None => self.counters[i],
                 },
-                lateness: lateness[i].summary(),
-                ingress: ingress[i].summary(),
+                lateness: measured.egress[i].summary(),
+                ingress: measured.ingress[i].summary(),
+                entry: measured.entry[i].summary(),
             })
             .collect();
         let hosts = self
@@ -163,10 +157,7 @@ impl Published {
             self.interval_start = now;
             self.interval_base = self.counters.clone();
             self.interval_hosts = self.hosts.clone();
-            self.interval_lateness
-                .iter_mut()
-                .chain(self.interval_ingress.iter_mut())
-                .for_each(LatenessHistogram::clear);
+            self.interval.clear();
         }
         snap
     }
@@ -355,10 +346,7 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
     let mut events = vec![libc::epoll_event { events: 0, u64: 0 }; ports.len() + 3];
     let mut buf = Vec::new();
     let mut out: Vec<DueFrame<Vec<u8>>> = Vec::new();
-    let mut lateness = Measured {
-        egress: vec![LatenessHistogram::default(); segments],
-        ingress: vec![LatenessHistogram::default(); segments],
-    };
+    let mut lateness = Measured::new(segments);
     // How far the engine has been advanced: a frame stamped before it starts now (what is
     // decided stays decided), one stamped after it starts when it arrived.
     let mut advanced: Nanos = 0;
@@ -400,12 +388,14 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
                             Ok(Some(r)) => {
                                 let read = monotonic();
                                 let arrived = arrival(r.stamp_realtime, offset, read);
+                                let segment = engine.segment_of(i as usize);
                                 if let Some(at) = arrived {
-                                    let segment = engine.segment_of(i as usize);
                                     lateness.ingress[segment].record(read - at);
                                 }
-                                let at = arrived.unwrap_or(read).max(advanced);
-                                engine.arrive(i as usize, r.frame, at);
+                                let at = arrived.unwrap_or(read);
+                                let entered = at.max(advanced);
+                                lateness.entry[segment].record(entered - at);
+                                engine.arrive(i as usize, r.frame, entered);
                             }
                             Ok(None) => break,
                             Err(e) => {
@@ -436,12 +426,47 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
     }
 }
 
-/// The event thread's own lateness since it last published, per segment.
+/// The event thread's own lateness, per segment.
 struct Measured {
     /// How late frames were written to their ports after they were due.
     egress: Vec<LatenessHistogram>,
     /// How long frames waited at their ports before the event thread read them.
     ingress: Vec<LatenessHistogram>,
+    /// How much later than it arrived a frame entered the emulated wire: 0 unless the
+    /// engine had already decided past its arrival when it was read (what a late read
+    /// changes; a frame read late is otherwise placed at its arrival).
+    entry: Vec<LatenessHistogram>,
+}
+
+impl Measured {
+    fn new(segments: usize) -> Measured {
+        Measured {
+            egress: vec![LatenessHistogram::default(); segments],
+            ingress: vec![LatenessHistogram::default(); segments],
+            entry: vec![LatenessHistogram::default(); segments],
+        }
+    }
+
+    /// Adds `other`'s samples to these.
+    fn merge(&mut self, other: &Measured) {
+        for (mine, theirs) in [
+            (&mut self.egress, &other.egress),
+            (&mut self.ingress, &other.ingress),
+            (&mut self.entry, &other.entry),
+        ] {
+            for (m, t) in mine.iter_mut().zip(theirs) {
+                m.merge(t);
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.egress
+            .iter_mut()
+            .chain(self.ingress.iter_mut())
+            .chain(self.entry.iter_mut())
+            .for_each(LatenessHistogram::clear);
+    }
 }
 
 /// Receive stamps further from the read than this are not arrival times (a clock step, or a
@@ -507,16 +532,9 @@ fn publish(shared: &Shared, engine: &Engine<Vec<u8>>, lateness: &mut Measured, c
     p.counters = engine.segment_counters();
     let hosts = engine.host_counters();
     p.hosts = costly.iter().map(|&i| hosts[i]).collect();
-    for (i, h) in lateness.egress.iter_mut().enumerate() {
-        p.total_lateness[i].merge(h);
-        p.interval_lateness[i].merge(h);
-        h.clear();
-    }
-    for (i, h) in lateness.ingress.iter_mut().enumerate() {
-        p.total_ingress[i].merge(h);
-        p.interval_ingress[i].merge(h);
-        h.clear();
-    }
+    p.total.merge(lateness);
+    p.interval.merge(lateness);
+    lateness.clear();
     shared.wanted.store(false, Ordering::Release);
     shared.done.notify_all();
 }

@@ -80,6 +80,7 @@ pub enum Event {
     RunFinished {
         ok: usize,
         failed: usize,
+        untimed: usize,
         skipped: usize,
         stopped: Option<String>,
         error: Option<String>,

@@ -59,12 +59,13 @@ pub fn the_medium(s: &mut String, report: &Report, media: &MediaReport) {
          What the emulated wires did while the points ran, from the medium emulator's counters: \
          frames carried, utilisation (wire time carried over the points' time), collisions per \
          frame, frames dropped after 16 collisions (excess) or on a full transmit queue, and \
-         the emulator's lateness at both ends of a frame: how long it waited at its port \
-         before the emulator read it (ingress) and how late it was written out against its \
-         deadline (egress). A point keeps the timing bound when, on every segment and at both \
-         ends, the p99 is within one contention slot (512 bit times: 51.2 µs at 10 Mbit/s) \
-         and no frame is later than 1 ms; a point outside it is flagged: its timing is not \
-         that of the wire.\n\n",
+         the emulator's lateness at both ends of a frame: how much later than its arrival it \
+         entered the emulated wire (a frame read late still enters at its kernel receive \
+         stamp, unless the emulator had already decided past it) and how late it was written \
+         out against its deadline (egress). A point keeps the timing bound when, on every \
+         segment and at both ends, the p99 is within one contention slot (512 bit times: \
+         51.2 µs at 10 Mbit/s) and no frame is later than 1 ms; a point outside it is \
+         flagged: its timing is not that of the wire.\n\n",
     );
     let before = s.len();
     remeasured(s, media);
@@ -150,15 +151,15 @@ fn lateness_flagged(c: &ConfigMedia) -> Option<String> {
         .max_by(|a, b| a.worst_p99_us().total_cmp(&b.worst_p99_us()))?;
     let points: std::collections::BTreeSet<(u32, u32)> =
         c.flagged.iter().map(|f| (f.point, f.rep)).collect();
-    let ingress = if worst.ingress_p99_us > 0.0 {
-        format!(", ingress p99 {} µs", human(worst.ingress_p99_us))
+    let entry = if worst.entry_p99_us > 0.0 {
+        format!(", onto the wire p99 {} µs", human(worst.entry_p99_us))
     } else {
         String::new()
     };
     Some(format!(
         "**⚠ Timing outside its bound** on {} point(s): p99 lateness over {} µs (one slot) or \
          a frame over 1 ms at either end, by the most at point {} (rep {}, {} {}×, {}) on \
-         segment {}: egress p99 {} µs{ingress}, latest frame {} µs. Frame timing there is off \
+         segment {}: egress p99 {} µs{entry}, latest frame {} µs. Frame timing there is off \
          by up to that much at the 99th percentile.",
         points.len(),
         human(worst.limit_us),

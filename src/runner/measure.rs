@@ -204,7 +204,12 @@ impl Measurement<'_> {
             total: state.progress.total(),
             left_s: events::secs(state.progress.left()),
         });
-        if let Some(error) = &row.error {
+        // An untimed point's reason travels in its point_finished event; it is no failure.
+        if let Some(error) = row
+            .error
+            .as_ref()
+            .filter(|_| row.status == PointStatus::Failed)
+        {
             state.events.emit(RunEvent::Failure {
                 configuration: Some(p.configuration),
                 point: Some(p.id),

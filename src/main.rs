@@ -196,7 +196,8 @@ fn run(command: Command, quiet: bool) -> anyhow::Result<ExitCode> {
             let drawer = orchestrate::runner::RunDrawings::new(&dir);
             let model = orchestrate::runner::RunModel::new(&dir);
             use orchestrate::report::{CHECK_FAILED, Outcome};
-            match orchestrate::report::run_command(args, Some(&drawer), Some(&model))? {
+            match orchestrate::report::run_command(args, Some(&drawer), Some(&model), Some(&model))?
+            {
                 Outcome::Passed => Ok(ExitCode::SUCCESS),
                 Outcome::ChecksFailed => Ok(ExitCode::from(CHECK_FAILED)),
             }

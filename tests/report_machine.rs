@@ -99,6 +99,8 @@ fn comparison_csv_loads_in_polars_with_plain_typed_columns() {
             "ratio_to_baseline",
             "rank",
             "winner_significance",
+            "ratio_ci_low",
+            "ratio_ci_high",
         ]
     );
     for (name, dtype) in [
@@ -108,6 +110,8 @@ fn comparison_csv_loads_in_polars_with_plain_typed_columns() {
         ("ci_low_mbit_s", DataType::Float64),
         ("n", DataType::Int64),
         ("ratio_to_baseline", DataType::Float64),
+        ("ratio_ci_low", DataType::Float64),
+        ("ratio_ci_high", DataType::Float64),
         ("rank", DataType::Int64),
         ("configuration", DataType::String),
     ] {
@@ -115,14 +119,23 @@ fn comparison_csv_loads_in_polars_with_plain_typed_columns() {
     }
     // One row per cell × configuration: 3 configurations × 2 pair counts × 2 sizes.
     assert_eq!(df.height(), 12);
-    // Every (pairs, size) row has exactly one winner.
+    // Every (pairs, size) row has one winner per placement: configurations are ranked only
+    // against alternatives with the same placement.
     let winners = df
         .clone()
         .lazy()
         .filter(col("rank").eq(lit(1)))
         .collect()
         .unwrap();
-    assert_eq!(winners.height(), 4);
+    assert_eq!(winners.height(), 8);
+    let placements = winners.column("placement").unwrap().str().unwrap();
+    let remote = (0..placements.len())
+        .filter(|&i| placements.get(i) == Some("remote-wire"))
+        .count();
+    assert_eq!(
+        remote, 4,
+        "the lone remote-wire configuration wins its own contests"
+    );
     // Only baselines lack a ratio, and the baseline is the bonded bus.
     let no_ratio = df.column("ratio_to_baseline").unwrap().null_count();
     assert_eq!(no_ratio, 4);

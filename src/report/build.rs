@@ -17,6 +17,7 @@ use super::options::ReportOptions;
 use super::predicted;
 use super::references::{self, ReferenceCheck};
 use super::regression::{self, RegressionCheck};
+use super::same_paths::SamePaths;
 use super::study::{self, Evidence};
 use super::topology;
 use crate::results::{RunDir, Statistic};
@@ -55,7 +56,7 @@ fn build_with(
         Some(b) => BaselineRule::Topology(b),
         None => BaselineRule::None,
     };
-    let comparison = compare::compare(&one.cells, statistic, &rule);
+    let comparison = compare::compare(&one.cells, statistic, &rule, &SamePaths::of(opts.paths));
     let findings = findings(&comparison, &one.failures, statistic);
     let predictions = opts.model.map(|m| m.predictions()).unwrap_or_default();
     let model = predicted::rows(&one.cells, &predictions, statistic);
@@ -161,7 +162,13 @@ pub fn compare(
         .or(runs[0].manifest.statistic)
         .unwrap_or_default();
     let first = runs[0].label.clone();
-    let comparison = compare::compare(&cells, statistic, &BaselineRule::Run(&first));
+    // Runs are compared with each other, not paths: no contest is a tie for its path.
+    let comparison = compare::compare(
+        &cells,
+        statistic,
+        &BaselineRule::Run(&first),
+        &SamePaths::default(),
+    );
     let findings = findings(&comparison, &failures, statistic);
     let report = Report {
         runs,

@@ -34,9 +34,12 @@ pub fn summarize(agg: &Aggregated) -> Vec<CellSummary> {
         .map(|(key, acc)| {
             let mut rates = acc.pair_rates.clone();
             rates.sort_by(f64::total_cmp);
+            let mut repetitions = acc.aggregates.clone();
+            repetitions.sort_by(f64::total_cmp);
             CellSummary {
                 key: key.clone(),
                 aggregate: rep_stats(&acc.aggregates),
+                repetitions,
                 per_pair_mean_mbit_s: (!rates.is_empty())
                     .then(|| rates.iter().sum::<f64>() / rates.len() as f64),
                 per_pair_min_mbit_s: rates.first().copied(),

@@ -8,6 +8,7 @@ use super::build::{Written, check_regression, compare, report_and_check};
 use super::error::ReportError;
 use super::options::{NetpipeSource, ReportOptions};
 use super::predicted::PredictThroughput;
+use super::same_paths::DescribePaths;
 use super::terminal;
 use super::topology::DrawTopology;
 use crate::results::Statistic;
@@ -100,6 +101,7 @@ pub fn run(
     args: ReportArgs,
     drawer: Option<&dyn DrawTopology>,
     model: Option<&dyn PredictThroughput>,
+    paths: Option<&dyn DescribePaths>,
 ) -> Result<Outcome, ReportError> {
     let opts = ReportOptions {
         statistic: args.statistic,
@@ -108,6 +110,7 @@ pub fn run(
         topology: drawer,
         png: args.png,
         model,
+        paths,
     };
     if let Some(threshold) = args.threshold {
         return regression_check(&args.compare, threshold, &opts, args.json);

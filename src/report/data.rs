@@ -138,6 +138,9 @@ pub struct CellSummary {
     pub key: CellKey,
     /// Aggregate throughput over the repetitions; `None` when every attempt failed.
     pub aggregate: Option<RepStats>,
+    /// The aggregate of each successful repetition, Mbit/s, ascending: what comparisons
+    /// between cells are computed from ([`super::contrast`]).
+    pub repetitions: Vec<f64>,
     /// Mean over repetitions and pairs of one pair's throughput, Mbit/s.
     pub per_pair_mean_mbit_s: Option<f64>,
     /// Slowest pair seen in any repetition, Mbit/s: shows unfair sharing a sum hides.

@@ -1,8 +1,8 @@
 //! Findings: plain sentences written from the comparison, in a fixed order.
 
-use super::compare::{ComparisonTable, Significance, significance};
+use super::compare::{ComparisonTable, Significance};
 use super::data::Failure;
-use super::format::{human, ratio, size};
+use super::format::{human, ratio, size, times};
 use crate::results::Statistic;
 
 /// Sentences for every measurement table, then one about failures.
@@ -40,13 +40,21 @@ fn headline(out: &mut Vec<String>, t: &ComparisonTable, p: &str, statistic: Stat
             continue;
         };
         let (me, base) = (t.cell(row, col).unwrap(), t.cell(row, b).unwrap());
-        let caveat = match significance(me, base) {
-            Significance::Clear => "",
-            Significance::TooFew => " (fewer than 3 repetitions: not a claim)",
-            _ => " (confidence intervals overlap: the difference is not shown)",
+        let caveat = match row.ratio_interval[col] {
+            Some(i) if i.excludes_one() => format!(
+                "; the ratio's 95% interval is {}–{}",
+                times(i.low),
+                times(i.high)
+            ),
+            Some(i) => format!(
+                "; the ratio's 95% interval, {}–{}, includes 1: the difference is not shown",
+                times(i.low),
+                times(i.high)
+            ),
+            None => "; too few repetitions for an interval: not a claim".into(),
         };
         out.push(format!(
-            "{p}{} {} and {} {}, {} reaches {} {} ({} vs {} Mbit/s, {}){caveat}.",
+            "{p}{} {} and {} {}, {} reaches {} {} ({} vs {} Mbit/s, {}{caveat}).",
             if p.is_empty() { "At" } else { "at" },
             size(row.size_bytes),
             row.pairs,
@@ -86,28 +94,50 @@ fn peaks(out: &mut Vec<String>, t: &ComparisonTable, p: &str, statistic: Statist
     }
 }
 
-/// Who wins how often, and how often the win is real.
+/// Who wins how often among its alternatives (the same placement), and how often the win is
+/// real.
 fn wins(out: &mut Vec<String>, t: &ComparisonTable, p: &str, statistic: Statistic) {
-    let contested: Vec<_> = t.rows.iter().filter(|r| r.runner_up.is_some()).collect();
-    let mut tally: Vec<(usize, usize, usize)> = (0..t.configs.len())
+    let contested: Vec<_> = t
+        .rows
+        .iter()
+        .flat_map(|r| r.contests.iter())
+        .filter(|c| c.runner_up.is_some())
+        .collect();
+    let mut tally: Vec<(usize, usize, usize, usize, usize)> = (0..t.configs.len())
         .map(|c| {
-            let won: Vec<_> = contested.iter().filter(|r| r.winner == Some(c)).collect();
-            let clear = won
+            let placement = t.configs[c].placement;
+            let entered = contested
                 .iter()
-                .filter(|r| r.significance == Significance::Clear)
+                .filter(|k| k.placement == placement)
                 .count();
-            (c, won.len(), clear)
+            let won: Vec<_> = contested.iter().filter(|k| k.winner == c).collect();
+            let count = |s: Significance| won.iter().filter(|k| k.significance == s).count();
+            (
+                c,
+                won.len(),
+                entered,
+                count(Significance::Clear),
+                count(Significance::SamePath),
+            )
         })
         .filter(|t| t.1 > 0)
         .collect();
     tally.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    for (c, won, clear) in tally {
+    for (c, won, entered, clear, same_path) in tally {
+        let ties = if same_path > 0 {
+            format!(
+                " ({same_path} more {} on the same path as the runner-up: ties)",
+                if same_path == 1 { "is" } else { "are" }
+            )
+        } else {
+            String::new()
+        };
         out.push(format!(
-            "{p}{} has the highest {} in {} of {} cells; {} of those wins are clear of the runner-up's confidence interval.",
+            "{p}{} has the highest {} in {} of the {} cells where it has an alternative of its placement; {} of those wins are clear{ties}.",
             t.configs[c].label(),
             statistic.as_str(),
             won,
-            contested.len(),
+            entered,
             clear,
         ));
     }

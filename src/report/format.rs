@@ -55,6 +55,11 @@ pub fn ratio(r: f64) -> String {
     }
 }
 
+/// A ratio between two measurements to two decimals, as comparisons give it: `1.04×`.
+pub fn times(r: f64) -> String {
+    format!("{r:.2}×")
+}
+
 /// A number for CSV: fixed decimals so that re-runs and platforms agree byte for byte.
 pub fn csv_f64(v: Option<f64>) -> String {
     v.map(|v| format!("{v:.4}")).unwrap_or_default()

@@ -90,6 +90,7 @@ mod tests {
                 size_bytes: 8,
             },
             aggregate: rep_stats(&values),
+            repetitions: values,
             per_pair_mean_mbit_s: None,
             per_pair_min_mbit_s: None,
             latency: Default::default(),

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use super::predicted::PredictThroughput;
+use super::same_paths::DescribePaths;
 use super::topology::DrawTopology;
 use crate::results::Statistic;
 
@@ -28,4 +29,7 @@ pub struct ReportOptions<'a> {
     pub png: bool,
     /// The analytic model's predictions, shown beside the measurement when given.
     pub model: Option<&'a dyn PredictThroughput>,
+    /// The paths of the run's placements: configurations that send a cell's pairs the same
+    /// way are a tie, whatever their numbers.
+    pub paths: Option<&'a dyn DescribePaths>,
 }

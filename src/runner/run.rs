@@ -188,6 +188,7 @@ fn finish(mut state: RunState) -> anyhow::Result<Summary> {
     let report_opts = crate::report::ReportOptions {
         topology: Some(&drawer),
         model: Some(&model),
+        paths: Some(&model),
         ..Default::default()
     };
     match crate::report::report_run(root, &report_opts) {

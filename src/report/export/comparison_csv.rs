@@ -15,8 +15,9 @@
 //! | `n` | successful repetitions |
 //! | `baseline` | the configuration this one is compared with (`run: configuration` when runs are compared); empty for baselines |
 //! | `ratio_to_baseline` | `value_mbit_s` over the baseline's |
-//! | `rank` | 1 for the highest value in its (measurement, pairs, size) row |
-//! | `winner_significance` | whether that row's winner is told apart from its runner-up: `clear`, `overlap`, `too_few` (n < 3) or `alone` |
+//! | `rank` | 1 for the highest value among the row's configurations with the same placement (its alternatives) |
+//! | `winner_significance` | whether the winner among those alternatives is told apart from its runner-up: `clear` (Welch on the logarithms, Holm-corrected over the report), `not_shown`, `same_path` (a tie: the same hops and wires), `too_few` (n < 3) or `alone` |
+//! | `ratio_ci_low`, `ratio_ci_high` | the 95% interval of the ratio to the baseline (of geometric means, Welch) |
 
 use std::fmt::Write;
 
@@ -32,7 +33,8 @@ pub struct ComparisonCsv;
 
 const COLUMNS: &str = "pattern,protocol,pairs,size_bytes,configuration,topology,bonding,\
                        bond_driver,placement,statistic,value_mbit_s,ci_low_mbit_s,ci_high_mbit_s,\
-                       ci_coverage,n,baseline,ratio_to_baseline,rank,winner_significance";
+                       ci_coverage,n,baseline,ratio_to_baseline,rank,winner_significance,\
+                       ratio_ci_low,ratio_ci_high";
 
 impl Exporter for ComparisonCsv {
     fn export(&self, report: &Report) -> Result<Vec<RenderedFile>, ReportError> {
@@ -79,7 +81,7 @@ fn line(
     }
     let _ = writeln!(
         s,
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
         t.measure.pattern.as_str(),
         t.measure.protocol.as_str(),
         row.pairs,
@@ -100,7 +102,11 @@ fn line(
             .unwrap_or_default(),
         csv_f64(row.ratio[col]),
         rank.map(|r| r.to_string()).unwrap_or_default(),
-        row.significance.slug(),
+        row.contest_of(&t.configs, col)
+            .map(|c| c.significance.slug())
+            .unwrap_or_default(),
+        csv_f64(row.ratio_interval[col].map(|i| i.low)),
+        csv_f64(row.ratio_interval[col].map(|i| i.high)),
     );
 }
 
@@ -113,16 +119,19 @@ fn without_run(c: &Config) -> String {
     .label()
 }
 
-/// Each column's rank by value in `row`, 1 for the highest; ties keep column order, as the
-/// winner does. `None` for columns without a value.
+/// Each column's rank by value among the row's columns of its placement, 1 for the highest;
+/// ties keep column order, as the winner does. `None` for columns without a value.
 fn ranks(t: &ComparisonTable, row: &ComparisonRow, statistic: Statistic) -> Vec<Option<usize>> {
-    let mut ranked: Vec<(usize, f64)> = (0..t.configs.len())
-        .filter_map(|col| t.cell(row, col)?.value(statistic).map(|v| (col, v)))
-        .collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     let mut out = vec![None; t.configs.len()];
-    for (rank, (col, _)) in ranked.into_iter().enumerate() {
-        out[col] = Some(rank + 1);
+    for contest in &row.contests {
+        let mut ranked: Vec<(usize, f64)> = (0..t.configs.len())
+            .filter(|&col| t.configs[col].placement == contest.placement)
+            .filter_map(|col| t.cell(row, col)?.value(statistic).map(|v| (col, v)))
+            .collect();
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        for (rank, (col, _)) in ranked.into_iter().enumerate() {
+            out[col] = Some(rank + 1);
+        }
     }
     out
 }

@@ -12,12 +12,12 @@ mod table;
 use std::fmt::Write;
 
 use super::exporter::{Exporter, RenderedFile};
-use crate::report::compare::ComparisonTable;
+use crate::report::compare::{ComparisonRow, ComparisonTable, Significance, tested_contests};
 use crate::report::data::CellSummary;
 use crate::report::document::{Report, RunInfo};
 use crate::report::error::ReportError;
 use crate::report::figures::figures;
-use crate::report::format::{human, md_cell, ratio, size, unix_ns};
+use crate::report::format::{human, md_cell, size, times, unix_ns};
 use crate::report::intervals::IntervalNames;
 use crate::report::netpipe_curves::curves;
 use crate::results::Statistic;
@@ -46,7 +46,11 @@ impl Exporter for Markdown {
             study::study(&mut s, st);
         }
         figures_section(&mut s, report);
-        method(&mut s, report.statistic);
+        method(
+            &mut s,
+            report.statistic,
+            tested_contests(&report.comparison),
+        );
         setup(&mut s, report);
         model::against_model(&mut s, report, &report.media);
         medium::the_medium(&mut s, report, &report.media);
@@ -126,7 +130,7 @@ fn run_facts(s: &mut String, run: &RunInfo) {
     table(s, &["fact".into(), "value".into()], &rows, &[false, false]);
 }
 
-fn method(s: &mut String, statistic: Statistic) {
+fn method(s: &mut String, statistic: Statistic, tested: usize) {
     let _ = writeln!(
         s,
         "## Method\n\n\
@@ -139,9 +143,14 @@ fn method(s: &mut String, statistic: Statistic) {
          repetitions on, the 95% confidence interval; with 2 to 5 no interval reaches 95%, so \
          [min, max] is given with the coverage it has (50% at n=2, 75% at 3, 87.5% at 4, 93.8% \
          at 5). Each table's heading names its kind; a cell of the other kind is marked †.\n\
-         - A winner is *clear* when its median's interval does not overlap the runner-up's; \
-         *CIs overlap* means the data do not show a difference; *n<3* means too few \
-         repetitions to say.\n\
+         - Winners are named among alternatives only: configurations with the same placement \
+         of pairs. A winner is *clear* when Welch's t-test on the logarithms of the \
+         repetitions (the ratio of geometric means) rejects equality with the runner-up at 5% \
+         after Holm's correction over all {tested} such comparisons in this report; *not \
+         shown* means it does not; *same path: tie* means both send their pairs over the same \
+         hops and wires, so any difference is noise or drift; *n<3* means too few repetitions \
+         to say. Beside each ratio, in brackets, its 95% interval (Welch, on the ratio of \
+         geometric means; not corrected for the number of ratios).\n\
          - Latency: percentiles (nearest rank) of the per-trial one-way latency over all \
          successful trials of a cell.\n\
          - Failed point attempts are listed below and never enter the statistics.\n\
@@ -217,15 +226,12 @@ fn comparison(s: &mut String, t: &ComparisonTable, stat: Statistic) {
             for (c, &with_ratio) in has_ratio.iter().enumerate() {
                 r.push(value_cell(t.cell(row, c), stat, &names));
                 if with_ratio {
-                    r.push(row.ratio[c].map(ratio).unwrap_or_default());
+                    r.push(ratio_cell(row, c));
                 }
             }
-            r.push(
-                row.winner
-                    .map(|w| md_cell(&t.configs[w].label()))
-                    .unwrap_or_default(),
-            );
-            r.push(row.significance.as_str().into());
+            let (winners, differences) = contests_cells(t, row);
+            r.push(winners);
+            r.push(differences);
             r
         })
         .collect();
@@ -233,6 +239,38 @@ fn comparison(s: &mut String, t: &ComparisonTable, stat: Statistic) {
     if let Some(note) = names.note() {
         let _ = writeln!(s, "{note}\n");
     }
+}
+
+/// A ratio to the baseline with its 95% interval: `0.93× [0.90×, 0.96×]`.
+fn ratio_cell(row: &ComparisonRow, column: usize) -> String {
+    let Some(r) = row.ratio[column] else {
+        return String::new();
+    };
+    match row.ratio_interval[column] {
+        Some(i) => format!("{} [{}, {}]", times(r), times(i.low), times(i.high)),
+        None => times(r),
+    }
+}
+
+/// The winner of each placement's contest and what the data say of its win, `; `-separated
+/// when a row has several placements. A configuration alone in its placement wins nothing.
+fn contests_cells(t: &ComparisonTable, row: &ComparisonRow) -> (String, String) {
+    let mut winners = Vec::new();
+    let mut differences = Vec::new();
+    for c in row.contests.iter().filter(|c| c.runner_up.is_some()) {
+        winners.push(md_cell(&t.configs[c.winner].label()));
+        differences.push(match (c.significance, c.difference) {
+            (Significance::Clear | Significance::NotShown, Some(d)) => format!(
+                "{}, {} [{}, {}]",
+                c.significance.as_str(),
+                times(d.ratio),
+                times(d.low),
+                times(d.high)
+            ),
+            (s, _) => s.as_str().to_owned(),
+        });
+    }
+    (winners.join("; "), differences.join("; "))
 }
 
 fn capitalised(s: &str) -> String {

@@ -456,6 +456,7 @@ mod tests {
                     coverage: 0.97,
                 }),
             }),
+            repetitions: vec![mbit_s; 6],
             per_pair_mean_mbit_s: None,
             per_pair_min_mbit_s: None,
             latency: Latency::default(),

@@ -2,8 +2,12 @@
 //! topology copies) and the analytic model's predictions (from the copied experiment).
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-use crate::report::{CellPrediction, DrawTopology, PredictThroughput};
+use crate::plan::Plan;
+use crate::report::{
+    CellPrediction, DescribePaths, DrawTopology, PlacementPaths, PredictThroughput,
+};
 use crate::results::RunDir;
 
 /// Draws the topologies a run directory holds (`topologies/<name>.toml`).
@@ -26,39 +30,105 @@ impl DrawTopology for RunDrawings {
     }
 }
 
-/// The analytic model's predictions for a run, from the experiment copied into its directory
-/// (re-planned: the plan is deterministic, so the placements are the ones that ran).
+/// The analytic model's predictions and the placements' paths for a run, from the experiment
+/// copied into its directory (re-planned once: the plan is deterministic, so the placements
+/// are the ones that ran).
 pub struct RunModel {
     experiment: PathBuf,
+    plan: OnceLock<Option<Plan>>,
 }
 
 impl RunModel {
     pub fn new(run_dir: &Path) -> RunModel {
         RunModel {
             experiment: RunDir::new(run_dir).experiment_toml(),
+            plan: OnceLock::new(),
         }
+    }
+
+    /// The run's plan; without one the report goes without the model and the paths, and
+    /// the log says why.
+    fn plan(&self) -> Option<&Plan> {
+        self.plan
+            .get_or_init(|| {
+                let Ok(e) = crate::plan::load(&self.experiment) else {
+                    tracing::warn!(
+                        "{}: cannot be loaded, so the report shows no model predictions",
+                        self.experiment.display()
+                    );
+                    return None;
+                };
+                crate::plan::expand(&e)
+                    .map_err(|err| {
+                        tracing::warn!(
+                            "re-planning {} for the model: {err}",
+                            self.experiment.display()
+                        )
+                    })
+                    .ok()
+            })
+            .as_ref()
+    }
+}
+
+impl DescribePaths for RunModel {
+    fn paths(&self) -> Vec<PlacementPaths> {
+        let Some(plan) = self.plan() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for c in &plan.configurations {
+            let bonding = c.bonding_label();
+            for entry in &c.placements {
+                // The pairs' hops both ways (and any other ways multipath routes allow), and
+                // each wire they cross as what it is; addresses differ between topologies
+                // that are wired alike, so they are left out.
+                let pairs: Vec<serde_json::Value> = entry
+                    .placement
+                    .pairs
+                    .iter()
+                    .map(|p| {
+                        let wires: Vec<serde_json::Value> = p
+                            .path
+                            .segments
+                            .iter()
+                            .map(|name| {
+                                let seg = c.topology.segments.iter().find(|s| &s.name == name);
+                                serde_json::json!({
+                                    "name": name,
+                                    "rate": seg.map(|s| s.rate.to_string()),
+                                    "medium": seg.map(|s| format!("{:?}", s.medium)),
+                                    "emulation": seg.map(|s| format!("{:?}", s.emulation)),
+                                })
+                            })
+                            .collect();
+                        serde_json::json!({
+                            "client": p.client,
+                            "server": p.server,
+                            "hops": p.path.hops,
+                            "reply": p.path.reply,
+                            "alternatives": p.path.alternatives,
+                            "wires": wires,
+                        })
+                    })
+                    .collect();
+                out.push(PlacementPaths {
+                    topology: c.topology.name.to_string(),
+                    bonding: bonding.clone(),
+                    placement: entry.placement.kind,
+                    pairs: entry.pairs,
+                    signature: serde_json::Value::Array(pairs).to_string(),
+                });
+            }
+        }
+        out
     }
 }
 
 impl PredictThroughput for RunModel {
     fn predictions(&self) -> Vec<CellPrediction> {
-        // Without a plan the report goes without the model section; say why.
-        let Ok(e) = crate::plan::load(&self.experiment) else {
-            tracing::warn!(
-                "{}: cannot be loaded, so the report shows no model predictions",
-                self.experiment.display()
-            );
+        let Some(plan) = self.plan() else {
             return Vec::new();
-        };
-        let plan = match crate::plan::expand(&e) {
-            Ok(p) => p,
-            Err(err) => {
-                tracing::warn!(
-                    "re-planning {} for the model: {err}",
-                    self.experiment.display()
-                );
-                return Vec::new();
-            }
         };
         let mut out = Vec::new();
         for c in &plan.configurations {

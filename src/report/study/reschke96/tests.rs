@@ -51,6 +51,7 @@ fn cell(
             size_bytes: size,
         },
         aggregate: rep_stats(&[v]),
+        repetitions: vec![v],
         per_pair_mean_mbit_s: None,
         per_pair_min_mbit_s: None,
         latency: Latency::default(),

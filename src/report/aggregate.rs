@@ -27,7 +27,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use polars::prelude::*;
 
-use super::data::{CellKey, Config, Failure, FailureReason, Latency, Measure, PointSample};
+use super::data::{
+    CellKey, Config, Failure, FailureReason, Latency, Measure, PointSample, TcpEvidence,
+};
 use super::error::ReportError;
 use crate::results::schema::col as c;
 use crate::results::{BondDriver, Manifest, PointRow, PointStatus};
@@ -42,6 +44,8 @@ pub struct Aggregated {
     pub samples: Vec<PointSample>,
     pub failures: Vec<Failure>,
     pub latency: BTreeMap<CellKey, Latency>,
+    /// TCP's counters per cell, where records carried them.
+    pub tcp: BTreeMap<CellKey, TcpEvidence>,
 }
 
 /// The records the aggregation reads: the timing side of each pattern.
@@ -101,13 +105,16 @@ pub fn aggregate(
     let mut failures = status_failures(points, &attempts, &spans, &keys);
     let windows = common_windows(&spans, &attempts, &mut failures);
     let cell_ids = cell_ids(&windows);
-    let (bytes_in_window, latency) = window_pass(records, window_frame(&windows, &cell_ids)?)?;
+    let window_frame = window_frame(&windows, &cell_ids)?;
+    let tcp = tcp_pass(records.clone(), window_frame.clone())?;
+    let (bytes_in_window, latency) = window_pass(records, window_frame)?;
     // In the order the runner ran them.
     failures.sort_by(|a, b| (a.point, a.rep, &a.reason).cmp(&(b.point, b.rep, &b.reason)));
     Ok(Aggregated {
         samples: samples(&windows, &bytes_in_window),
         failures,
-        latency: latency_by_key(latency, &cell_ids),
+        latency: by_key(latency, &cell_ids),
+        tcp: by_key(tcp, &cell_ids),
     })
 }
 
@@ -405,16 +412,83 @@ fn samples(windows: &[Window<'_>], bytes_in_window: &WindowBytes) -> Vec<PointSa
         .collect()
 }
 
-/// The second pass's latency per cell id, keyed by the cell again.
-fn latency_by_key(
-    latency: BTreeMap<u32, Latency>,
-    cell_ids: &BTreeMap<&CellKey, u32>,
-) -> BTreeMap<CellKey, Latency> {
+/// A pass's figures per cell id, keyed by the cell again.
+fn by_key<T>(per_id: BTreeMap<u32, T>, cell_ids: &BTreeMap<&CellKey, u32>) -> BTreeMap<CellKey, T> {
     let by_id: BTreeMap<u32, &CellKey> = cell_ids.iter().map(|(k, &i)| (i, *k)).collect();
-    latency
+    per_id
         .into_iter()
-        .filter_map(|(id, lat)| by_id.get(&id).map(|k| ((*k).clone(), lat)))
+        .filter_map(|(id, v)| by_id.get(&id).map(|k| ((*k).clone(), v)))
         .collect()
+}
+
+/// TCP's counters per cell id over the attempts that count, both ends of every connection
+/// (each end counts what it sent and received). Records from before the worker read them
+/// have no such columns: then nothing, never zeros.
+fn tcp_pass(
+    mut records: LazyFrame,
+    windows: DataFrame,
+) -> Result<BTreeMap<u32, TcpEvidence>, ReportError> {
+    let counters = [
+        c::TCP_RETRANS,
+        c::TCP_REORD_SEEN,
+        c::TCP_DSACK_DUPS,
+        c::TCP_RCV_OOOPACK,
+    ];
+    let schema = records.collect_schema()?;
+    if !counters.iter().all(|name| schema.contains(name)) {
+        return Ok(BTreeMap::new());
+    }
+    let sum = |name: &str| col(name).cast(DataType::UInt64).sum().alias(name);
+    let df = records
+        .filter(col(c::TCP_RETRANS).is_not_null())
+        .select([
+            col(c::POINT),
+            col(c::REP),
+            col(c::TCP_RETRANS),
+            col(c::TCP_REORD_SEEN),
+            col(c::TCP_DSACK_DUPS),
+            col(c::TCP_RCV_OOOPACK),
+        ])
+        .join(
+            windows.lazy(),
+            [col(c::POINT), col(c::REP)],
+            [col(c::POINT), col(c::REP)],
+            JoinArgs::new(JoinType::Inner),
+        )
+        .group_by([col("cell")])
+        .agg([
+            len().cast(DataType::UInt64).alias("trials"),
+            sum(c::TCP_RETRANS),
+            sum(c::TCP_REORD_SEEN),
+            sum(c::TCP_DSACK_DUPS),
+            sum(c::TCP_RCV_OOOPACK),
+        ])
+        .collect_with_engine(ENGINE)?
+        .unwrap_single();
+    let cell = df.column("cell")?.u32()?;
+    let trials = df.column("trials")?.u64()?;
+    let [retrans, reord, dsack, ooo] = [
+        c::TCP_RETRANS,
+        c::TCP_REORD_SEEN,
+        c::TCP_DSACK_DUPS,
+        c::TCP_RCV_OOOPACK,
+    ]
+    .map(|name| df.column(name).and_then(|c| c.u64()));
+    let (retrans, reord, dsack, ooo) = (retrans?, reord?, dsack?, ooo?);
+    Ok((0..df.height())
+        .filter_map(|i| {
+            Some((
+                cell.get(i)?,
+                TcpEvidence {
+                    trials: trials.get(i).unwrap_or(0),
+                    retransmissions: retrans.get(i).unwrap_or(0),
+                    reorderings: reord.get(i).unwrap_or(0),
+                    dsack_dups: dsack.get(i).unwrap_or(0),
+                    out_of_order: ooo.get(i).unwrap_or(0),
+                },
+            ))
+        })
+        .collect())
 }
 
 /// First pass: per (point, rep, pair), the cell key and the span of successful trials.

@@ -59,7 +59,7 @@ fn build_with(
     let comparison = compare::compare(&one.cells, statistic, &rule, &SamePaths::of(opts.paths));
     let findings = findings(&comparison, &one.failures, statistic);
     let predictions = opts.model.map(|m| m.predictions()).unwrap_or_default();
-    let model = predicted::rows(&one.cells, &predictions, statistic);
+    let model = predicted::rows(&one.cells, &predictions, statistic, &media);
     let studies = study::sections(&Evidence {
         cells: &one.cells,
         model: &model,

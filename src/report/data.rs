@@ -132,6 +132,22 @@ pub struct Latency {
     pub max_us: Option<f64>,
 }
 
+/// TCP's own counters over a cell's counted points, both ends of every connection summed
+/// (read by the worker from TCP_INFO at each trial's start and end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpEvidence {
+    /// Trial records that carried counters (UDP, MPTCP and older workers' records do not).
+    pub trials: u64,
+    /// Segments retransmitted.
+    pub retransmissions: u64,
+    /// Reorderings the sender detected.
+    pub reorderings: u64,
+    /// Duplicate segments the receiver reported (D-SACK): spurious retransmissions.
+    pub dsack_dups: u64,
+    /// Segments that arrived out of order.
+    pub out_of_order: u64,
+}
+
 /// Everything known about one cell.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellSummary {
@@ -146,6 +162,8 @@ pub struct CellSummary {
     /// Slowest pair seen in any repetition, Mbit/s: shows unfair sharing a sum hides.
     pub per_pair_min_mbit_s: Option<f64>,
     pub latency: Latency,
+    /// TCP's counters during the cell's counted points; `None` where no record carried them.
+    pub tcp: Option<TcpEvidence>,
     pub failed_attempts: usize,
     /// Errored trials in the cell's failed attempts.
     pub failed_trials: u64,

@@ -1,12 +1,14 @@
 //! The analytic model beside the measurement: for each token-test cell, what the wires allow
-//! (from `plan::throughput_model`) and the measured/predicted ratio, with a likely cause where the two
-//! differ by more than [`TOLERANCE`].
+//! (from `plan::throughput_model`) and the measured/predicted ratio; where the two differ by
+//! more than [`TOLERANCE`], what the run counted that explains it ([`Cause`]), or that nothing
+//! it counted does.
 //!
 //! The report does not know topologies; whoever does implements [`PredictThroughput`] (the
 //! runner re-plans the run directory's experiment) and hands it over in
 //! [`super::ReportOptions::model`].
 
-use super::data::{CellKey, CellSummary};
+use super::data::{CellKey, CellSummary, TcpEvidence};
+use super::emulator_stats::{CellMedia, MediaReport};
 use crate::plan::throughput_model::Prediction;
 use crate::results::{PlacementKind, Statistic};
 use orchestrate_worker::record::Pattern;
@@ -22,9 +24,6 @@ pub struct CellPrediction {
     pub bonding: String,
     pub placement: PlacementKind,
     pub pairs: u32,
-    /// The configuration's wires were token buckets (`emulation = "rate"`), not the
-    /// frame-by-frame medium: small frames and idle wires then cost less than on Ethernet.
-    pub token_bucket: bool,
     pub prediction: Prediction,
 }
 
@@ -43,8 +42,9 @@ pub struct ModelRow {
     /// The most the cell's wires can carry (the plan's wire capacity); `None` where it is not
     /// known.
     pub capacity_mbit_s: Option<f64>,
-    /// Set when measured and predicted differ by more than [`TOLERANCE`].
-    pub likely_cause: Option<Cause>,
+    /// What the run counted that explains the difference, set when measured and predicted
+    /// differ by more than [`TOLERANCE`].
+    pub cause: Option<Cause>,
 }
 
 impl ModelRow {
@@ -72,11 +72,13 @@ impl ModelRow {
     }
 }
 
-/// Token-test cells with a prediction, in cell order.
+/// Token-test cells with a prediction, in cell order, each outside the tolerance with what the
+/// run counted during its points (`media`, and the cells' TCP counters).
 pub fn rows(
     cells: &[CellSummary],
     predictions: &[CellPrediction],
     stat: Statistic,
+    media: &MediaReport,
 ) -> Vec<ModelRow> {
     cells
         .iter()
@@ -98,10 +100,10 @@ pub fn rows(
                     predicted_mbit_s: p.prediction.aggregate_mbit_s,
                     bound: p.prediction.limit(),
                     capacity_mbit_s: p.prediction.wire_capacity_mbit_s,
-                    likely_cause: None,
+                    cause: None,
                 };
                 if !row.within_tolerance() {
-                    row.likely_cause = Some(likely_cause(&row, p.token_bucket));
+                    row.cause = Some(measured_cause(&row, c.tcp, media.cell(k)));
                 }
                 row
             })
@@ -109,137 +111,98 @@ pub fn rows(
         .collect()
 }
 
-/// Why a cell strays from the model: what the model leaves out. Many cells share a cause, so
-/// the report names each once and refers to it from the cells.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// What the run measured that explains a cell outside the tolerance. Only counters the run
+/// has are cited; a guess at what the model leaves out is not a cause.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cause {
-    /// Below: balance-rr reorders segments.
-    BondReordering,
-    /// Below: a forwarding node's CPU limits, and delays acknowledgements.
-    HostBound,
-    /// Below, latency-bound: the nodes' own overheads exceed the per-hop cost.
-    HostOverheads,
-    /// Above, latency-bound on token buckets: no serialization time for a lone frame.
-    TokenBucketIdle,
-    /// Above, latency-bound: the stacks were faster than the per-hop cost.
-    FastStacks,
-    /// Below with several pairs: CSMA/CD capture and token waits on a shared bus.
-    BusContention,
-    /// Below with one pair: the wire idles between turns.
-    OnePairTurns,
-    /// Above on a busy bus: uneven service stretches the common window.
-    UnevenService,
-    /// Above with small frames on token buckets: no preamble, gap or padding charged.
-    TokenBucketFraming,
-    /// Above: frames of consecutive tokens overlap on separate segments.
-    Pipelining,
     /// Above what the wires can carry: not a measurement but an artefact of the aggregate.
     OverTheWire,
+    /// Below the model, with events the model has no room for, counted during the cell's
+    /// points (those that count); never empty.
+    Counted(Vec<Counted>),
+    /// Nothing the run counted explains the difference.
+    Unexplained,
+}
+
+/// One counter that explains a shortfall, with its total over the cell's points.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counted {
+    /// Segments TCP sent again (TCP_INFO, both ends).
+    Retransmissions(u64),
+    /// Segments that arrived out of order, or reorderings the sender detected when the
+    /// receiver's count is not there (TCP_INFO).
+    Reordering(u64),
+    /// Frames the emulated medium dropped after 16 collisions.
+    ExcessCollisionDrops(u64),
+    /// Frames dropped by a full transmit queue of the emulated medium.
+    QueueDrops(u64),
+    /// Points during which the emulator's timing was outside its bound.
+    LateTiming(usize),
+}
+
+impl Counted {
+    pub fn text(self) -> String {
+        match self {
+            Self::Retransmissions(n) => format!("{n} retransmissions"),
+            Self::Reordering(n) => format!("{n} out-of-order segments"),
+            Self::ExcessCollisionDrops(n) => format!("{n} excess-collision drops"),
+            Self::QueueDrops(n) => format!("{n} queue drops"),
+            Self::LateTiming(n) => format!("{n} points with late timing"),
+        }
+    }
 }
 
 impl Cause {
-    /// A few words that name the cause in a table.
-    pub fn short(self) -> &'static str {
+    /// As the table's cause column gives it.
+    pub fn text(&self) -> String {
         match self {
-            Self::BondReordering => "balance-rr reordering",
-            Self::HostBound => "forwarding CPU",
-            Self::HostOverheads => "host overheads",
-            Self::TokenBucketIdle => "token bucket: no serialization",
-            Self::FastStacks => "faster stacks",
-            Self::BusContention => "bus contention",
-            Self::OnePairTurns => "idle between turns",
-            Self::UnevenService => "uneven CSMA/CD service",
-            Self::TokenBucketFraming => "token bucket: no framing overhead",
-            Self::Pipelining => "pipelining across hops",
-            Self::OverTheWire => "over the wire",
-        }
-    }
-
-    /// The cause in full.
-    pub fn explanation(self) -> &'static str {
-        match self {
-            Self::BondReordering => {
-                "balance-rr stripes packets over the slaves, so segments arrive out of order: TCP \
-                 answers with duplicate acknowledgements and retransmits, which the model leaves out"
-            }
-            Self::HostBound => {
-                "host-bound: a forwarding node's CPU is the bottleneck, and its queue of frames \
-                 also delays the acknowledgements, so TCP's window stalls more than the model's \
-                 steady flow assumes"
-            }
-            Self::HostOverheads => {
-                "latency-bound: each exchange pays system calls, veth and bridge hops and the \
-                 scheduling of many containers on few cores, more than the model's fixed cost per hop"
-            }
-            Self::TokenBucketIdle => {
-                "latency-bound, the wire idle between tokens: an emulated bus is a token bucket, \
-                 which limits the rate but lets a lone frame through at once, where a real 10 Mbit/s \
-                 wire spends each frame's serialization time on every hop (75 µs for the smallest \
-                 frame, 1.2 ms for a full one); the model counts that time"
-            }
-            Self::FastStacks => {
-                "latency-bound and faster than the model: the nodes' own stacks took less than the \
-                 model's fixed cost per hop on this run (the wire's time the emulator charges \
-                 exactly)"
-            }
-            Self::BusContention => {
-                "pairs contend for a shared bus: CSMA/CD's capture effect lets one station keep the \
-                 wire while others back off (and drop frames after 16 collisions), and a bus idles \
-                 while its pairs wait for their tokens to come back"
-            }
-            Self::OnePairTurns => {
-                "one pair alternates directions on the wire: each token waits for the last one's \
-                 acknowledgement, leaving the wire idle between turns"
-            }
-            Self::UnevenService => {
-                "above a busy bus's capacity: CSMA/CD serves the pairs unevenly (a station that wins \
-                 keeps winning), so they finish at different times, and the aggregate over the window \
-                 in which all pairs ran counts the slower ones at their average over their whole run, \
-                 which includes the time after the faster ones had finished and left them the wire"
-            }
-            Self::TokenBucketFraming => {
-                "above the model with small frames: the emulated bus (tbf) charges a frame's length \
-                 from the Ethernet header on, while a real 10 Mbit/s wire also spends preamble, \
-                 inter-frame gap, checksum and padding to 64 bytes (up to 50 bytes more per frame), \
-                 which the model counts"
-            }
-            Self::Pipelining => {
-                "above the wire-time model: frames of consecutive tokens overlap on the path's \
-                 separate segments (pipelining across hops), which the model counts one after another"
-            }
-            Self::OverTheWire => {
-                "the figure is more than the cell's wires can carry (their frames' time alone, \
-                 both directions of every token, no acknowledgements, collisions or host costs), \
-                 so it is not printed: the aggregate over the window in which all pairs ran \
-                 counts a trial that straddles the window's edge in proportion to its overlap, \
-                 as if its rate were even, and pairs a busy bus serves unevenly are counted at \
-                 their whole-trial average"
-            }
+            Self::OverTheWire => "over the wire".into(),
+            Self::Counted(list) => list.iter().map(|c| c.text()).collect::<Vec<_>>().join(", "),
+            Self::Unexplained => "unexplained".into(),
         }
     }
 }
 
-/// The usual reason a cell strays from the model, from what the model leaves out.
-fn likely_cause(r: &ModelRow, token_bucket: bool) -> Cause {
+/// What the run counted that explains `r` missing the model: the wires' capacity for a figure
+/// above it; for one below, TCP's retransmissions and reordering and the medium's drops and
+/// late timing during the cell's points. A figure above the model that its wires allow has
+/// no counter to explain it.
+fn measured_cause(r: &ModelRow, tcp: Option<TcpEvidence>, media: Option<&CellMedia>) -> Cause {
     if r.over_the_wire() {
         return Cause::OverTheWire;
     }
-    let below = r.ratio() < 1.0;
-    let bonded_rr = r.key.config.bonding.contains("balance-rr");
-    let host_bound = r.bound.starts_with("host ");
-    match (r.bound.as_str(), below) {
-        (_, true) if bonded_rr => Cause::BondReordering,
-        (_, true) if host_bound => Cause::HostBound,
-        ("latency", true) => Cause::HostOverheads,
-        ("latency", false) if token_bucket => Cause::TokenBucketIdle,
-        ("latency", false) => Cause::FastStacks,
-        (_, true) if r.key.pairs > 1 => Cause::BusContention,
-        (_, true) => Cause::OnePairTurns,
-        (b, false) if b.starts_with("segment") && r.key.pairs > 1 && !token_bucket => {
-            Cause::UnevenService
+    if r.ratio() > 1.0 {
+        return Cause::Unexplained;
+    }
+    let mut counted = Vec::new();
+    if let Some(t) = tcp {
+        if t.retransmissions > 0 {
+            counted.push(Counted::Retransmissions(t.retransmissions));
         }
-        (_, false) if r.key.size_bytes < 1024 && token_bucket => Cause::TokenBucketFraming,
-        (_, false) => Cause::Pipelining,
+        let reordering = if t.out_of_order > 0 {
+            t.out_of_order
+        } else {
+            t.reorderings
+        };
+        if reordering > 0 {
+            counted.push(Counted::Reordering(reordering));
+        }
+    }
+    if let Some(m) = media {
+        if m.excess_collision_drops > 0 {
+            counted.push(Counted::ExcessCollisionDrops(m.excess_collision_drops));
+        }
+        if m.queue_drops > 0 {
+            counted.push(Counted::QueueDrops(m.queue_drops));
+        }
+        if m.flagged_points > 0 {
+            counted.push(Counted::LateTiming(m.flagged_points));
+        }
+    }
+    if counted.is_empty() {
+        Cause::Unexplained
+    } else {
+        Cause::Counted(counted)
     }
 }
 
@@ -270,10 +233,10 @@ mod tests {
             predicted_mbit_s: predicted,
             bound: "segment bus".into(),
             capacity_mbit_s: capacity,
-            likely_cause: None,
+            cause: None,
         };
         if !r.within_tolerance() {
-            r.likely_cause = Some(likely_cause(&r, false));
+            r.cause = Some(measured_cause(&r, None, None));
         }
         r
     }
@@ -287,12 +250,47 @@ mod tests {
             !over.within_tolerance(),
             "within 10% of the model, yet impossible"
         );
-        assert_eq!(over.likely_cause, Some(Cause::OverTheWire));
+        assert_eq!(over.cause, Some(Cause::OverTheWire));
         // Under its wires and near the model: an ordinary agreeing cell.
         let fine = row(4.1, 4.0, Some(4.25));
         assert!(!fine.over_the_wire() && fine.within_tolerance());
-        assert_eq!(fine.likely_cause, None);
+        assert_eq!(fine.cause, None);
         // Without a known capacity nothing is claimed.
         assert!(!row(5.35, 5.0, None).over_the_wire());
+    }
+
+    #[test]
+    fn a_shortfall_cites_only_what_the_run_counted() {
+        let short = row(3.0, 4.0, Some(4.25));
+        // Nothing counted: no story is made up.
+        assert_eq!(measured_cause(&short, None, None), Cause::Unexplained);
+        let quiet = TcpEvidence {
+            trials: 12,
+            ..TcpEvidence::default()
+        };
+        assert_eq!(
+            measured_cause(&short, Some(quiet), None),
+            Cause::Unexplained,
+            "counters read and all zero explain nothing"
+        );
+        let lossy = TcpEvidence {
+            trials: 12,
+            retransmissions: 7,
+            reorderings: 2,
+            out_of_order: 5,
+            ..TcpEvidence::default()
+        };
+        let cause = measured_cause(&short, Some(lossy), None);
+        assert_eq!(
+            cause,
+            Cause::Counted(vec![Counted::Retransmissions(7), Counted::Reordering(5)])
+        );
+        assert_eq!(cause.text(), "7 retransmissions, 5 out-of-order segments");
+        // The same counters do not explain a figure above the model.
+        let above = row(4.2, 3.5, Some(4.25));
+        assert_eq!(
+            measured_cause(&above, Some(lossy), None),
+            Cause::Unexplained
+        );
     }
 }

@@ -97,6 +97,10 @@ pub mod col {
     pub const LATENCY_US: &str = "latency_us";
     pub const LATENCY_MAX_US: &str = "latency_max_us";
     pub const ERROR: &str = "error";
+    pub const TCP_RETRANS: &str = "tcp_retrans";
+    pub const TCP_REORD_SEEN: &str = "tcp_reord_seen";
+    pub const TCP_DSACK_DUPS: &str = "tcp_dsack_dups";
+    pub const TCP_RCV_OOOPACK: &str = "tcp_rcv_ooopack";
 }
 
 /// Column buffers for a batch of [`RecordRow`]s, turned into one Polars [`DataFrame`].
@@ -309,10 +313,10 @@ impl RecordColumns {
             Column::new("peer_clock_rtt_ns".into(), c.peer_clock_rtt_ns),
             Column::new("gap_max_us".into(), c.gap_max_us),
             Column::new("subflows".into(), c.subflows),
-            Column::new("tcp_retrans".into(), c.tcp_retrans),
-            Column::new("tcp_reord_seen".into(), c.tcp_reord_seen),
-            Column::new("tcp_dsack_dups".into(), c.tcp_dsack_dups),
-            Column::new("tcp_rcv_ooopack".into(), c.tcp_rcv_ooopack),
+            Column::new(col::TCP_RETRANS.into(), c.tcp_retrans),
+            Column::new(col::TCP_REORD_SEEN.into(), c.tcp_reord_seen),
+            Column::new(col::TCP_DSACK_DUPS.into(), c.tcp_dsack_dups),
+            Column::new(col::TCP_RCV_OOOPACK.into(), c.tcp_rcv_ooopack),
             Column::new("tcp_rtt_us".into(), c.tcp_rtt_us),
             Column::new("tcp_rttvar_us".into(), c.tcp_rttvar_us),
             Column::new("tcp_snd_cwnd".into(), c.tcp_snd_cwnd),

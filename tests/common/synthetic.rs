@@ -59,6 +59,10 @@ pub struct SynthSpec {
     pub broken_trials: Vec<(u32, u32, u32, u32)>,
     /// Relative jitter of rates, e.g. 0.03.
     pub jitter: f64,
+    /// TCP's counters in every record when set (all zero, as on a clean path), with three
+    /// retransmissions in each record of the listed (point, rep); absent when `None`, as in
+    /// records from before the worker read them.
+    pub tcp_retrans: Option<Vec<(u32, u32)>>,
 }
 
 const T0_NS: u64 = 1_796_000_000_000_000_000;
@@ -124,6 +128,7 @@ impl SynthSpec {
             broken_pairs: vec![(7, 0, 3)],
             broken_trials: vec![(1, 2, 0, 1)],
             jitter: 0.03,
+            tcp_retrans: None,
         }
     }
 
@@ -255,10 +260,13 @@ pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointR
                                 peer_clock_rtt_ns: None,
                                 gap_max_us: None,
                                 subflows: None,
-                                tcp_retrans: None,
-                                tcp_reord_seen: None,
-                                tcp_dsack_dups: None,
-                                tcp_rcv_ooopack: None,
+                                tcp_retrans: spec
+                                    .tcp_retrans
+                                    .as_ref()
+                                    .map(|lossy| if lossy.contains(&(point, rep)) { 3 } else { 0 }),
+                                tcp_reord_seen: spec.tcp_retrans.as_ref().map(|_| 0),
+                                tcp_dsack_dups: spec.tcp_retrans.as_ref().map(|_| 0),
+                                tcp_rcv_ooopack: spec.tcp_retrans.as_ref().map(|_| 0),
                                 tcp_rtt_us: None,
                                 tcp_rttvar_us: None,
                                 tcp_snd_cwnd: None,

@@ -460,6 +460,7 @@ mod tests {
             per_pair_mean_mbit_s: None,
             per_pair_min_mbit_s: None,
             latency: Latency::default(),
+            tcp: None,
             failed_attempts: 0,
             failed_trials: 0,
         }

@@ -133,11 +133,7 @@ impl PredictThroughput for RunModel {
         let mut out = Vec::new();
         for c in &plan.configurations {
             let bonding = c.bonding_label();
-            let token_bucket = c
-                .topology
-                .segments
-                .iter()
-                .any(|s| s.emulation == crate::spec::topology::Emulation::Rate);
+
             for entry in &c.placements {
                 let placement = entry.placement.kind;
                 for p in &entry.predictions {
@@ -146,7 +142,6 @@ impl PredictThroughput for RunModel {
                         bonding: bonding.clone(),
                         placement,
                         pairs: entry.pairs,
-                        token_bucket,
                         prediction: p.clone(),
                     });
                 }

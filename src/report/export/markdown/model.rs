@@ -1,5 +1,5 @@
-//! "Measured against the model": each token-test cell beside the analytic model, with the
-//! causes of the cells outside the tolerance named once and referred to by number.
+//! "Measured against the model": each token-test cell beside the analytic model, with what the
+//! run counted that explains a cell outside the tolerance, or "unexplained".
 
 use std::fmt::Write;
 
@@ -32,8 +32,13 @@ fn intro(s: &mut String, report: &Report) {
          included, an idle wire too), store and forward at switches, shared-bus capacity with \
          CSMA/CD's efficiency (from the medium's own simulation), the nodes' host costs per frame \
          sent, received and forwarded, a fixed cost per hop for the nodes' own stacks, and \
-         bonding as striping over the slaves. Measured is the {} over repetitions; a cell more \
-         than ±{tol} from the model gets the likely cause.\n\n",
+         bonding as striping over the slaves. Measured is the {} over repetitions. A cell more \
+         than ±{tol} from the model gets its measured cause: for a shortfall, the events the \
+         model has no room for that the run counted during the cell's points (TCP's \
+         retransmissions and out-of-order segments from both ends' TCP_INFO, the medium's \
+         excess-collision and queue drops, points with the emulator's timing outside its \
+         bound); for any miss, a figure over what the wires carry. Where none was counted the \
+         cell is *unexplained*: the model leaves out something this run did not measure.\n\n",
         report.statistic.as_str()
     );
     let count = |single: bool| {
@@ -97,7 +102,7 @@ fn model_table(s: &mut String, report: &Report, media: &MediaReport) {
         "measured/model",
         "wires carry Mbit/s",
         "limited by",
-        "likely cause",
+        "measured cause",
     ]
     .map(String::from)
     .to_vec();
@@ -107,7 +112,6 @@ fn model_table(s: &mut String, report: &Report, media: &MediaReport) {
         right.extend([true, false, true, true]);
         s.push_str(MEDIA_LEGEND);
     }
-    let causes = Causes::of(&report.model);
     let rows: Vec<Vec<String>> = report
         .model
         .iter()
@@ -127,7 +131,7 @@ fn model_table(s: &mut String, report: &Report, media: &MediaReport) {
                 ratio,
                 r.capacity_mbit_s.map(human).unwrap_or_default(),
                 r.bound.clone(),
-                causes.reference(r),
+                r.cause.as_ref().map(Cause::text).unwrap_or_default(),
             ];
             if media.present {
                 row.extend(media_cells(media, &r.key));
@@ -136,50 +140,23 @@ fn model_table(s: &mut String, report: &Report, media: &MediaReport) {
         })
         .collect();
     table(s, &header, &rows, &right);
-    causes.write(s);
+    unexplained(s, &report.model);
 }
 
-/// The causes of the cells outside the tolerance, numbered in order of first appearance.
-struct Causes(Vec<(Cause, usize)>);
-
-impl Causes {
-    fn of(rows: &[ModelRow]) -> Self {
-        let mut list: Vec<(Cause, usize)> = Vec::new();
-        for c in rows.iter().filter_map(|r| r.likely_cause) {
-            match list.iter_mut().find(|(seen, _)| *seen == c) {
-                Some((_, count)) => *count += 1,
-                None => list.push((c, 1)),
-            }
-        }
-        Self(list)
-    }
-
-    /// A row's cause as `(2) forwarding CPU`, the number pointing into the list below the
-    /// table; empty for a row within the tolerance.
-    fn reference(&self, row: &ModelRow) -> String {
-        let Some(cause) = row.likely_cause else {
-            return String::new();
-        };
-        let n = self.0.iter().position(|(c, _)| *c == cause).unwrap_or(0) + 1;
-        format!("({n}) {}", cause.short())
-    }
-
-    /// The numbered list of causes, each explained once.
-    fn write(&self, s: &mut String) {
-        if self.0.is_empty() {
-            return;
-        }
-        s.push_str("Likely causes of the cells outside the tolerance:\n\n");
-        for (i, (cause, count)) in self.0.iter().enumerate() {
-            let _ = writeln!(
-                s,
-                "{}. **{}** ({count} {}): {}.",
-                i + 1,
-                cause.short(),
-                if *count == 1 { "cell" } else { "cells" },
-                cause.explanation()
-            );
-        }
-        s.push('\n');
+/// How many misses nothing counted explains, said once under the table.
+fn unexplained(s: &mut String, rows: &[ModelRow]) {
+    let misses = rows.iter().filter(|r| r.cause.is_some()).count();
+    let none = rows
+        .iter()
+        .filter(|r| r.cause == Some(Cause::Unexplained))
+        .count();
+    if misses > 0 {
+        let _ = writeln!(
+            s,
+            "Of the {misses} cells outside ±{}, {none} {} unexplained by anything this run \
+             counted.\n",
+            percent(TOLERANCE),
+            if none == 1 { "is" } else { "are" }
+        );
     }
 }

@@ -5,7 +5,7 @@ use super::finding::PaperFinding;
 use super::names::{BONDED_DUAL_NET, MESHES};
 use crate::report::data::CellSummary;
 use crate::report::emulator_stats::{CellMedia, MediaReport};
-use crate::report::predicted::ModelRow;
+use crate::report::predicted::{Cause, ModelRow};
 use crate::report::verdict::Verdict;
 use crate::results::{PlacementKind, Statistic};
 use orchestrate_worker::record::Pattern;
@@ -91,6 +91,25 @@ impl Measured<'_> {
                     && r.key.size_bytes == size
             })
             .map(|r| r.predicted_mbit_s)
+    }
+
+    /// What the run counted that explains a token cell missing the model, when it does.
+    pub(super) fn model_cause(
+        &self,
+        topology: &str,
+        placement: PlacementKind,
+        pairs: u32,
+        size: u64,
+    ) -> Option<&Cause> {
+        self.model
+            .iter()
+            .find(|r| {
+                r.key.config.topology == topology
+                    && r.key.config.placement == placement
+                    && r.key.pairs == pairs
+                    && r.key.size_bytes == size
+            })
+            .and_then(|r| r.cause.as_ref())
     }
 
     /// The heaviest token cell of the bonded dual net: its largest size at its most pairs.

@@ -5,6 +5,7 @@ use super::finding::PaperFinding;
 use super::measured::{Measured, mb_s};
 use super::names::{BONDED_DUAL_NET, ROUTED_MESH, SWITCHED_BONDED_MESH, SWITCHED_MESH};
 use crate::report::format::{human, percent, ratio, size};
+use crate::report::predicted::Cause;
 use crate::report::verdict::Verdict;
 use crate::results::PlacementKind;
 use orchestrate_worker::record::Pattern;
@@ -80,11 +81,20 @@ impl Measured<'_> {
             Some("userspace") => "the userspace bond (this kernel has no bonding driver)",
             _ => "the bond",
         };
+        let counted = match self.model_cause(BONDED_DUAL_NET, PlacementKind::LocalWire, pairs, sz) {
+            Some(Cause::Counted(list)) => format!(
+                " During these points the run counted {}, which the model has no room for.",
+                list.iter().map(|c| c.text()).collect::<Vec<_>>().join(", ")
+            ),
+            Some(Cause::Unexplained) => " The run counted no retransmission, reordering or \
+                                          drop during these points: the shortfall is \
+                                          unexplained."
+                .into(),
+            Some(Cause::OverTheWire) | None => String::new(),
+        };
         format!(
-            " The bonded dual net reached {} of its model here: {driver} stripes packets \
-             round-robin over the two buses, and today's TCP takes the resulting reordering for \
-             loss (duplicate acknowledgements, fast retransmits, a smaller window), which costs \
-             most when seven pairs keep both buses full.",
+            " The bonded dual net reached {} of its model here; {driver} stripes packets \
+             round-robin over the two buses.{counted}",
             percent(b / pb)
         )
     }

@@ -126,7 +126,7 @@ fn wins(out: &mut Vec<String>, t: &ComparisonTable, p: &str, statistic: Statisti
     for (c, won, entered, clear, same_path) in tally {
         let ties = if same_path > 0 {
             format!(
-                " ({same_path} more {} on the same path as the runner-up: ties)",
+                ", and {same_path} {} a tie with a runner-up on the same path",
                 if same_path == 1 { "is" } else { "are" }
             )
         } else {

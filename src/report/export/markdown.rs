@@ -253,12 +253,17 @@ fn ratio_cell(row: &ComparisonRow, column: usize) -> String {
 }
 
 /// The winner of each placement's contest and what the data say of its win, `; `-separated
-/// when a row has several placements. A configuration alone in its placement wins nothing.
+/// when a row has several placements. A configuration alone in its placement wins nothing,
+/// and two on the same path are named as the tie they are (`a = b`).
 fn contests_cells(t: &ComparisonTable, row: &ComparisonRow) -> (String, String) {
     let mut winners = Vec::new();
     let mut differences = Vec::new();
     for c in row.contests.iter().filter(|c| c.runner_up.is_some()) {
-        winners.push(md_cell(&t.configs[c.winner].label()));
+        let winner = t.configs[c.winner].label();
+        winners.push(md_cell(&match (c.significance, c.runner_up) {
+            (Significance::SamePath, Some(r)) => format!("{winner} = {}", t.configs[r].label()),
+            _ => winner,
+        }));
         differences.push(match (c.significance, c.difference) {
             (Significance::Clear | Significance::NotShown, Some(d)) => format!(
                 "{}, {} [{}, {}]",

@@ -344,3 +344,42 @@ fn a_point_measured_again_counts_only_its_last_attempt() {
             .contains("timing bound")
     );
 }
+
+#[test]
+fn progress_samples_count_what_moved_in_the_window_where_pro_rating_exceeds_the_wire() {
+    // One 10 Mbit/s bus served unevenly, as CSMA/CD serves it. Pair 0 runs 0–10 s: alone, it
+    // moves 6.25 MB in its first 5 s (10 Mbit/s), then pair 1 arrives and takes the wire, and
+    // pair 0 moves 0.625 MB more (1 Mbit/s). Pair 1 runs 5–15 s: 5.625 MB while both run
+    // (9 Mbit/s), 6.25 MB alone after. The window is 5–10 s, in which the bus carried
+    // 6.25 MB: 10 Mbit/s, all it can. Pro-rating each trial's total by its overlap counts
+    // half of each pair's bytes: (6.875 + 11.875) / 2 MB in 5 s = 15 Mbit/s, half again what
+    // the wire can carry.
+    const WIRE_MBIT_S: f64 = 10.0;
+    let with_samples = |samples: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        let pair = |pair: u32, start_s: u64, first_half: u64, total: u64| {
+            let mut r = row(trial(0, 2, pair, start_s, start_s + 10, total));
+            if samples {
+                r.record.progress_offset_ns = Some(vec![5 * S, 10 * S]);
+                r.record.progress_bytes = Some(vec![first_half, total]);
+            }
+            r
+        };
+        write(
+            dir.path(),
+            vec![
+                pair(0, 0, 6_250_000, 6_875_000),
+                pair(1, 5, 5_625_000, 11_875_000),
+            ],
+            &[],
+        );
+        let report = build(&RunDir::new(dir.path()), &ReportOptions::default()).unwrap();
+        report.cells[0].aggregate.unwrap().best
+    };
+    let pro_rated = with_samples(false);
+    let sampled = with_samples(true);
+    assert_eq!(pro_rated, 15.0);
+    assert!(pro_rated > WIRE_MBIT_S, "the old figure is over the wire");
+    assert_eq!(sampled, 10.0);
+    assert!(sampled <= WIRE_MBIT_S);
+}

@@ -8,9 +8,12 @@
 //!
 //! 1. each pair's interval is `[first trial start, last trial end]` over its successful trials;
 //! 2. the window is the intersection of the pairs' intervals: latest start to earliest end;
-//! 3. each trial contributes `bytes × |trial ∩ window| / |trial|`: records carry only per-trial
-//!    totals, so a trial that straddles an edge is assumed to move data at a constant rate
-//!    (the error is at most one trial per pair per edge; short trials keep it small);
+//! 3. each trial contributes the payload it delivered inside the window, read off its progress
+//!    samples (the worker samples the bytes delivered every 10 ms on the side that times the
+//!    pattern: exact at each sample, linear within one interval; [`super::window_progress`]).
+//!    A trial without samples (older workers; patterns that do not sample) contributes
+//!    `bytes × |trial ∩ window| / |trial|`, as if its rate were constant, which a shared bus
+//!    serving pairs unevenly does not give;
 //! 4. a pair's throughput is its bytes in the window × 8 / window length, and the point's
 //!    aggregate is the sum over pairs.
 //!
@@ -31,6 +34,7 @@ use super::data::{
     CellKey, Config, Failure, FailureReason, Latency, Measure, PointSample, TcpEvidence,
 };
 use super::error::ReportError;
+use super::window_progress;
 use crate::results::schema::col as c;
 use crate::results::{BondDriver, Manifest, PointRow, PointStatus};
 
@@ -609,23 +613,30 @@ fn read_pair_spans(
 type WindowBytes = BTreeMap<(u32, u32, u32), f64>;
 
 /// Second pass: bytes each pair moved inside its point's window, and latency percentiles per
-/// cell over the trials of the attempts that count.
+/// cell over the trials of the attempts that count. A trial with progress samples is counted
+/// from them ([`super::window_progress`]); one without (older workers, patterns that do not
+/// sample) is pro-rated.
 fn window_pass(
-    records: LazyFrame,
+    mut records: LazyFrame,
     windows: DataFrame,
 ) -> Result<(WindowBytes, BTreeMap<u32, Latency>), ReportError> {
+    let sampled = records.collect_schema()?.contains(c::PROGRESS_BYTES);
+    let mut columns = vec![
+        col(c::POINT),
+        col(c::REP),
+        col(c::PAIR),
+        col(c::START_UNIX_NS),
+        col(c::END_UNIX_NS),
+        col(c::BYTES),
+        col(c::LATENCY_US),
+        col(c::LATENCY_MAX_US),
+    ];
+    if sampled {
+        columns.extend([col(c::PROGRESS_OFFSET_NS), col(c::PROGRESS_BYTES)]);
+    }
     let joined = records
         .filter(timing_side().and(trial_ok()))
-        .select([
-            col(c::POINT),
-            col(c::REP),
-            col(c::PAIR),
-            col(c::START_UNIX_NS),
-            col(c::END_UNIX_NS),
-            col(c::BYTES),
-            col(c::LATENCY_US),
-            col(c::LATENCY_MAX_US),
-        ])
+        .select(columns)
         .join(
             windows.lazy(),
             [col(c::POINT), col(c::REP)],
@@ -633,21 +644,40 @@ fn window_pass(
             JoinArgs::new(JoinType::Inner),
         )
         .cache();
-    let bytes_q = window_bytes_query(joined.clone());
+    let (unsampled, samples_q) = if sampled {
+        let has = || col(c::PROGRESS_BYTES).is_not_null();
+        (
+            joined.clone().filter(has().not()),
+            Some(joined.clone().filter(has()).select([
+                col(c::POINT),
+                col(c::REP),
+                col(c::PAIR),
+                col(c::START_UNIX_NS),
+                col("w_start"),
+                col("w_end"),
+                col(c::PROGRESS_OFFSET_NS),
+                col(c::PROGRESS_BYTES),
+            ])),
+        )
+    } else {
+        (joined.clone(), None)
+    };
+    let bytes_q = window_bytes_query(unsampled);
     let latency_q = latency_query(joined);
     let opt = bytes_q.get_current_optimizations();
-    let mut frames = LazyFrame::collect_all_with_engine(
-        vec![bytes_q.logical_plan, latency_q.logical_plan],
-        ENGINE,
-        opt,
-    )?
-    .into_iter();
+    let mut plans = vec![bytes_q.logical_plan, latency_q.logical_plan];
+    plans.extend(samples_q.map(|q| q.logical_plan));
+    let mut frames = LazyFrame::collect_all_with_engine(plans, ENGINE, opt)?.into_iter();
     let (Some(bytes_df), Some(latency_df)) = (frames.next(), frames.next()) else {
         return Err(ReportError::Internal(
             "collect_all returned fewer frames".into(),
         ));
     };
-    Ok((read_window_bytes(&bytes_df)?, read_latency(&latency_df)?))
+    let mut bytes = read_window_bytes(&bytes_df)?;
+    if let Some(samples_df) = frames.next() {
+        window_progress::add_window_bytes(&samples_df, &mut bytes)?;
+    }
+    Ok((bytes, read_latency(&latency_df)?))
 }
 
 /// Bytes a trial moved inside its point's window (`w_start`, `w_end`), pro-rated by the part
@@ -721,7 +751,7 @@ fn read_window_bytes(bytes_df: &DataFrame) -> Result<WindowBytes, ReportError> {
         if let (Some(a), Some(b), Some(p), Some(v)) =
             (point.get(i), rep.get(i), pair.get(i), wb.get(i))
         {
-            bytes.insert((a, b, p), v);
+            *bytes.entry((a, b, p)).or_insert(0.0) += v;
         }
     }
     Ok(bytes)

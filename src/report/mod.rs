@@ -55,6 +55,7 @@ mod study;
 mod terminal;
 mod topology;
 mod verdict;
+mod window_progress;
 
 pub use build::{build, compare, report_run};
 pub use cli::{CHECK_FAILED, Outcome, ReportArgs, run as run_command};

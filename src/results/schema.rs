@@ -101,6 +101,9 @@ pub mod col {
     pub const TCP_REORD_SEEN: &str = "tcp_reord_seen";
     pub const TCP_DSACK_DUPS: &str = "tcp_dsack_dups";
     pub const TCP_RCV_OOOPACK: &str = "tcp_rcv_ooopack";
+    /// Lists (the record's `progress_*`): not written to records.csv, which has no lists.
+    pub const PROGRESS_OFFSET_NS: &str = "progress_offset_ns";
+    pub const PROGRESS_BYTES: &str = "progress_bytes";
 }
 
 /// Column buffers for a batch of [`RecordRow`]s, turned into one Polars [`DataFrame`].
@@ -153,6 +156,8 @@ pub struct RecordColumns {
     tcp_rtt_us: Vec<Option<u32>>,
     tcp_rttvar_us: Vec<Option<u32>>,
     tcp_snd_cwnd: Vec<Option<u32>>,
+    progress_offset_ns: Vec<Option<Vec<u64>>>,
+    progress_bytes: Vec<Option<Vec<u64>>>,
 }
 
 impl RecordColumns {
@@ -218,6 +223,8 @@ impl RecordColumns {
             tcp_rtt_us,
             tcp_rttvar_us,
             tcp_snd_cwnd,
+            progress_offset_ns,
+            progress_bytes,
         } = record;
         self.point.push(point);
         self.topology.push(topology);
@@ -266,6 +273,8 @@ impl RecordColumns {
         self.tcp_rtt_us.push(tcp_rtt_us);
         self.tcp_rttvar_us.push(tcp_rttvar_us);
         self.tcp_snd_cwnd.push(tcp_snd_cwnd);
+        self.progress_offset_ns.push(progress_offset_ns);
+        self.progress_bytes.push(progress_bytes);
     }
 
     /// Moves the buffered rows into a [`DataFrame`], leaving the buffers empty.
@@ -320,9 +329,30 @@ impl RecordColumns {
             Column::new("tcp_rtt_us".into(), c.tcp_rtt_us),
             Column::new("tcp_rttvar_us".into(), c.tcp_rttvar_us),
             Column::new("tcp_snd_cwnd".into(), c.tcp_snd_cwnd),
+            u64_lists(col::PROGRESS_OFFSET_NS, c.progress_offset_ns),
+            u64_lists(col::PROGRESS_BYTES, c.progress_bytes),
         ];
         DataFrame::new(height, columns)
     }
+}
+
+/// A column of `List(UInt64)`, null where a record has no list; typed even when empty, so
+/// every batch of a file has the same schema.
+fn u64_lists(name: &str, rows: Vec<Option<Vec<u64>>>) -> Column {
+    let values: usize = rows.iter().flatten().map(Vec::len).sum();
+    let mut b = ListPrimitiveChunkedBuilder::<UInt64Type>::new(
+        name.into(),
+        rows.len(),
+        values,
+        DataType::UInt64,
+    );
+    for r in rows {
+        match r {
+            Some(v) => b.append_slice(&v),
+            None => b.append_null(),
+        }
+    }
+    b.finish().into_column()
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use polars::prelude::*;
 use super::error::ResultsError;
 use super::manifest::Manifest;
 use super::run_dir::RunDir;
-use super::schema::{RecordColumns, RecordRow};
+use super::schema::{RecordColumns, RecordRow, col as c};
 
 /// Rows per Parquet row group and per CSV batch.
 const BATCH_ROWS: usize = 1 << 20;
@@ -90,7 +90,7 @@ impl RecordWriter {
             .with_key_value_metadata(Some(KeyValueMetadata::from_static(metadata.key_values())))
             .batched(&schema)?;
         let csv = match csv_path {
-            Some(p) => Some(CsvWriter::new(open(p, &mut renames)?).batched(&schema)?),
+            Some(p) => Some(CsvWriter::new(open(p, &mut renames)?).batched(&csv_schema(&schema))?),
             None => None,
         };
         Ok(Self {
@@ -118,7 +118,7 @@ impl RecordWriter {
         let frame = self.buffer.take_frame()?;
         self.parquet.write_batch(&frame)?;
         if let Some(csv) = &mut self.csv {
-            csv.write_batch(&frame)?;
+            csv.write_batch(&frame.drop_many(LIST_COLUMNS))?;
         }
         Ok(())
     }
@@ -145,6 +145,18 @@ impl RecordWriter {
         }
         Ok(rows)
     }
+}
+
+/// The records' list columns, which CSV cannot hold: records.csv leaves them out (they are in
+/// records.parquet and records.jsonl).
+const LIST_COLUMNS: [&str; 2] = [c::PROGRESS_OFFSET_NS, c::PROGRESS_BYTES];
+
+fn csv_schema(schema: &Schema) -> Schema {
+    schema
+        .iter()
+        .filter(|(name, _)| !LIST_COLUMNS.contains(&name.as_str()))
+        .map(|(name, dtype)| (name.clone(), dtype.clone()))
+        .collect()
 }
 
 fn tmp_path(path: &Path) -> PathBuf {

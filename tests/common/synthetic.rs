@@ -270,6 +270,8 @@ pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointR
                                 tcp_rtt_us: None,
                                 tcp_rttvar_us: None,
                                 tcp_snd_cwnd: None,
+                                progress_offset_ns: None,
+                                progress_bytes: None,
                             },
                         });
                     }

@@ -369,6 +369,7 @@ impl Trials<'_> {
         rec.peer_clock_rtt_ns = s.clock.map(|k| k.rtt_ns);
         rec.subflows = m.subflows;
         rec.set_tcp(m.tcp);
+        rec.set_progress(m.progress.as_ref());
         self.pattern.figures(m, spec, rep, &mut rec);
         rec
     }
@@ -439,6 +440,7 @@ pub fn server_record(params: &Params, spec: &TrialSpec, rep: &TrialReport) -> Re
     r.gap_max_us = rep.gap_max_ns.map(|ns| ns as f64 / 1e3);
     r.subflows = rep.subflows;
     r.set_tcp(rep.tcp);
+    r.set_progress(rep.progress.as_ref());
     r
 }
 

@@ -18,6 +18,7 @@ pub mod netpipe;
 pub mod output;
 pub mod patterns;
 pub mod probe;
+pub mod progress;
 pub mod protocol;
 pub mod ready;
 pub mod record;

@@ -24,6 +24,7 @@ use std::net::TcpStream;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use crate::error::{Result, WorkerError};
+use crate::progress::Progress;
 use crate::record::{Pattern, Protocol};
 use crate::tcp_counters::TcpCounters;
 
@@ -181,6 +182,10 @@ pub struct TrialReport {
     /// workers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp: Option<TcpCounters>,
+    /// How the payload arrived over the trial, on the server's side (stream; absent from
+    /// older workers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Progress>,
 }
 
 /// Write one control frame.

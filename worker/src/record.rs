@@ -29,6 +29,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::progress::Progress;
 use crate::tcp_counters::TcpCounters;
 
 /// Version of the record layout. Bump when a field's meaning changes.
@@ -219,6 +220,13 @@ pub struct Record {
     /// Congestion window at the trial's end, segments (tcp).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_snd_cwnd: Option<u32>,
+    /// How the payload accumulated, on the side that times the pattern (`progress`): ns
+    /// after `start_unix_ns` of each sample, ascending, the last at `elapsed_ns`...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_offset_ns: Option<Vec<u64>>,
+    /// ...and the payload bytes delivered by then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress_bytes: Option<Vec<u64>>,
 }
 
 impl Record {
@@ -261,7 +269,15 @@ impl Record {
             tcp_rtt_us: None,
             tcp_rttvar_us: None,
             tcp_snd_cwnd: None,
+            progress_offset_ns: None,
+            progress_bytes: None,
         }
+    }
+
+    /// Fills in how the payload accumulated, or leaves it absent.
+    pub fn set_progress(&mut self, progress: Option<&Progress>) {
+        self.progress_offset_ns = progress.map(|p| p.offset_ns.clone());
+        self.progress_bytes = progress.map(|p| p.bytes.clone());
     }
 
     /// Fills in the TCP counters of this side of the trial, or leaves them absent.

@@ -429,6 +429,7 @@ fn trial_report(c: &Conn, m: &Measure) -> TrialReport {
         gap_max_ns: m.gap_max_ns,
         subflows: m.subflows,
         tcp: m.tcp,
+        progress: m.progress.clone(),
     }
 }
 

@@ -249,6 +249,37 @@ fn stream_for_a_duration_ends_on_time() {
         "0.3 s stream took {el} s at the receiver"
     );
     assert_eq!(u(c, "bytes"), u(s, "bytes"));
+    // The receiver, which times a stream, samples its progress about every 10 ms.
+    let (offsets, bytes) = progress(s);
+    assert!(offsets.len() >= 10, "{} samples in {el} s", offsets.len());
+    assert_eq!(*offsets.last().unwrap(), u(s, "elapsed_ns"));
+    assert_eq!(*bytes.last().unwrap(), u(s, "bytes"));
+}
+
+/// A record's progress samples, checked to be a delivery curve: as many times as counts,
+/// both ascending, no two samples less than 10 ms apart but the last.
+fn progress(rec: &serde_json::Value) -> (Vec<u64>, Vec<u64>) {
+    let list = |name: &str| -> Vec<u64> {
+        rec[name]
+            .as_array()
+            .unwrap_or_else(|| panic!("no {name} in {rec}"))
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect()
+    };
+    let (o, b) = (list("progress_offset_ns"), list("progress_bytes"));
+    assert_eq!(o.len(), b.len());
+    assert!(o.windows(2).all(|w| w[0] < w[1]), "{o:?}");
+    assert!(b.windows(2).all(|w| w[0] <= w[1]), "{b:?}");
+    let spaced = &o[..o.len().saturating_sub(1)];
+    assert!(
+        spaced
+            .iter()
+            .enumerate()
+            .all(|(i, &t)| t >= 10_000_000 * (i as u64 + 1)),
+        "{o:?}"
+    );
+    (o, b)
 }
 
 #[test]
@@ -272,6 +303,11 @@ fn token_throughput_is_tokens_times_size_over_elapsed() {
         assert_eq!(u(s, "bytes"), 1000 * size);
         let expect = 1000.0 * size as f64 * 8.0 / (u(c, "elapsed_ns") as f64 / 1e9) / 1e6;
         assert!((f(c, "throughput_mbit_s") - expect).abs() / expect < 1e-9);
+        // The client times a token trial, and its samples count whole tokens.
+        let (offsets, bytes) = progress(c);
+        assert_eq!(*offsets.last().unwrap(), u(c, "elapsed_ns"));
+        assert_eq!(*bytes.last().unwrap(), 1000 * size);
+        assert!(bytes.iter().all(|b| b % size == 0), "{bytes:?}");
     }
 }
 

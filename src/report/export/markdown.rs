@@ -136,8 +136,10 @@ fn method(s: &mut String, statistic: Statistic, tested: usize) {
         "## Method\n\n\
          - Aggregate throughput of a point is the sum over its pairs of the payload each moved \
          inside the window in which all pairs were running (latest pair start to earliest pair \
-         end); a trial that straddles an edge counts in proportion to its overlap. Records of \
-         the timing side only: the receiver for `stream`, the client otherwise.\n\
+         end), read off the payload each trial's worker sampled every 10 ms (linear within a \
+         sample interval); a trial without samples (older workers, patterns that do not \
+         sample) counts in proportion to its overlap with the window. Records of the timing \
+         side only: the receiver for `stream`, the client otherwise.\n\
          - Headline statistic: **{}** of the repetitions{}. In brackets, an interval for the \
          median, distribution-free (order statistics of the binomial distribution): from 6 \
          repetitions on, the 95% confidence interval; with 2 to 5 no interval reaches 95%, so \

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use super::trial::Measure;
 use crate::error::{Result, WorkerError};
+use crate::progress::Meter;
 use crate::protocol::{LAST, TrialSpec};
 use crate::session::{Buffers, Conn, Stopwatch};
 
@@ -35,6 +36,7 @@ pub(super) fn exchange(c: &mut Conn, t: &TrialSpec, b: &mut Buffers) -> Result<M
     let (tx, rx) = b.get(size, size);
     let sw = Stopwatch::start();
     let dl = deadline(t, sw.instant());
+    let mut meter = Meter::start(sw.instant());
     let mut i: u64 = 0;
     match c.udp.as_ref() {
         None => {
@@ -49,6 +51,7 @@ pub(super) fn exchange(c: &mut Conn, t: &TrialSpec, b: &mut Buffers) -> Result<M
                 s.read_exact(rx)
                     .map_err(|e| WorkerError::io(e, "waiting for the reply", ts))?;
                 i += 1;
+                meter.delivered(i * t.size_bytes);
                 if last {
                     break;
                 }
@@ -70,12 +73,15 @@ pub(super) fn exchange(c: &mut Conn, t: &TrialSpec, b: &mut Buffers) -> Result<M
                 )));
             }
             i += 1;
+            meter.delivered(i * t.size_bytes);
             if last {
                 break;
             }
         },
     }
-    Ok(Measure::from_watch(&sw, i, i * t.size_bytes))
+    let mut m = Measure::from_watch(&sw, i, i * t.size_bytes);
+    m.progress = Some(meter.finish(m.elapsed_ns, m.bytes));
+    Ok(m)
 }
 
 /// Serving side of ping-pong, token and pipeline: echo whole messages back until the one marked

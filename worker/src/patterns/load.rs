@@ -177,6 +177,7 @@ impl PatternImpl for Load {
             gap_max_ns: None,
             subflows: None,
             tcp: None,
+            progress: None,
         })
     }
 

@@ -11,6 +11,7 @@ use super::exchange::{deadline, is_last};
 use super::trial::{Measure, PatternImpl, Repeats, mbit_s};
 use crate::argv::Argv;
 use crate::error::{Result, WorkerError};
+use crate::progress::Meter;
 use crate::protocol::{LAST, Params, TrialReport, TrialSpec};
 use crate::record::{Protocol, Record};
 use crate::session::{Buffers, Conn, Stopwatch};
@@ -101,6 +102,7 @@ impl PatternImpl for Stream {
         // From the first arrival on: waiting for the sender to start is not a stall.
         let mut arrived: Option<std::time::Instant> = None;
         let mut gap_max = std::time::Duration::ZERO;
+        let mut meter = Meter::start(sw.instant());
         loop {
             let n = s
                 .read(buf)
@@ -114,6 +116,7 @@ impl PatternImpl for Stream {
             }
             arrived = Some(now);
             bytes += n as u64;
+            meter.delivered(bytes);
             let mut off = 0usize;
             while off < n {
                 if pos == 0 && buf[off] == LAST {
@@ -130,6 +133,7 @@ impl PatternImpl for Stream {
             if last && pos == 0 {
                 let mut m = Measure::from_watch(&sw, msgs, bytes);
                 m.gap_max_ns = Some(gap_max.as_nanos() as u64);
+                m.progress = Some(meter.finish(m.elapsed_ns, bytes));
                 return Ok(m);
             }
         }

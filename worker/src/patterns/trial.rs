@@ -2,6 +2,7 @@
 //! measured.
 
 use crate::error::Result;
+use crate::progress::Progress;
 use crate::protocol::{Params, TrialReport, TrialSpec};
 use crate::record::Record;
 use crate::session::{Buffers, Conn, Stopwatch};
@@ -27,6 +28,9 @@ pub struct Measure {
     /// TCP's counters for the trial's connection (tcp only): read by the session driver
     /// around the pattern, like `subflows`.
     pub tcp: Option<TcpCounters>,
+    /// How the payload accumulated over the trial, on the side that times the pattern
+    /// (the client of an exchange, the receiver of a stream).
+    pub progress: Option<Progress>,
 }
 
 impl Measure {

@@ -374,6 +374,27 @@ fn progress_samples_count_what_moved_in_the_window_where_pro_rating_exceeds_the_
             &[],
         );
         let report = build(&RunDir::new(dir.path()), &ReportOptions::default()).unwrap();
+        if samples {
+            // The point is drawn: each pair's rate over time, the window marked.
+            let p = report.progress.as_ref().expect("a sampled point is drawn");
+            assert_eq!(p.window_s, (5.0, 10.0));
+            assert_eq!(p.pairs.len(), 2);
+            let rate_at = |pair: usize, t: f64| {
+                p.pairs[pair]
+                    .1
+                    .iter()
+                    .find(|pt| (pt.0 - t).abs() < 1e-9)
+                    .unwrap()
+                    .1
+            };
+            assert!((rate_at(0, 1.0) - 10.0).abs() < 1e-6);
+            assert!((rate_at(0, 7.0) - 1.0).abs() < 1e-6);
+            assert!((rate_at(1, 7.0) - 9.0).abs() < 1e-6);
+            report_run(dir.path(), &ReportOptions::default()).unwrap();
+            assert!(dir.path().join("figures/progress-token-tcp.svg").is_file());
+        } else {
+            assert!(report.progress.is_none());
+        }
         report.cells[0].aggregate.unwrap().best
     };
     let pro_rated = with_samples(false);

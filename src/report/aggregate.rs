@@ -31,7 +31,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use polars::prelude::*;
 
 use super::data::{
-    CellKey, Config, Failure, FailureReason, Latency, Measure, PointSample, TcpEvidence,
+    CellKey, Config, Failure, FailureReason, Latency, Measure, PointProgress, PointSample,
+    TcpEvidence,
 };
 use super::error::ReportError;
 use super::window_progress;
@@ -50,6 +51,9 @@ pub struct Aggregated {
     pub latency: BTreeMap<CellKey, Latency>,
     /// TCP's counters per cell, where records carried them.
     pub tcp: BTreeMap<CellKey, TcpEvidence>,
+    /// How the pairs of the heaviest point delivered over time, when its records have
+    /// progress samples.
+    pub progress: Option<PointProgress>,
 }
 
 /// The records the aggregation reads: the timing side of each pattern.
@@ -111,6 +115,17 @@ pub fn aggregate(
     let cell_ids = cell_ids(&windows);
     let window_frame = window_frame(&windows, &cell_ids)?;
     let tcp = tcp_pass(records.clone(), window_frame.clone())?;
+    let progress = heaviest(&windows)
+        .map(|w| {
+            window_progress::point_progress(
+                records.clone().filter(timing_side().and(trial_ok())),
+                w.span.key.clone(),
+                (w.point, w.rep),
+                (w.start, w.end),
+            )
+        })
+        .transpose()?
+        .flatten();
     let (bytes_in_window, latency) = window_pass(records, window_frame)?;
     // In the order the runner ran them.
     failures.sort_by(|a, b| (a.point, a.rep, &a.reason).cmp(&(b.point, b.rep, &b.reason)));
@@ -119,7 +134,17 @@ pub fn aggregate(
         failures,
         latency: by_key(latency, &cell_ids),
         tcp: by_key(tcp, &cell_ids),
+        progress,
     })
+}
+
+/// The window of the point with the most pairs at its largest size, its first repetition
+/// (the first configuration's on a tie): where pairs compete hardest, the one worth drawing.
+fn heaviest<'a, 'b>(windows: &'b [Window<'a>]) -> Option<&'b Window<'a>> {
+    windows
+        .iter()
+        .rev()
+        .max_by_key(|w| (w.span.key.pairs, w.span.key.size_bytes))
 }
 
 /// Drops the records of attempts at a point other than the one that counts, when the point

@@ -91,6 +91,7 @@ fn build_with(
         failures: one.failures,
         netpipe: netpipe_baselines(opts)?,
         references,
+        progress: one.progress,
     })
 }
 
@@ -184,6 +185,7 @@ pub fn compare(
         netpipe: netpipe_baselines(opts)?,
         topology_drawings: Vec::new(),
         references: Vec::new(),
+        progress: None,
     };
     export::write_all(out, &report, &exporters)
 }
@@ -227,6 +229,7 @@ fn measured(one: LoadedRun, opts: &ReportOptions<'_>) -> Report {
         netpipe: Vec::new(),
         topology_drawings: Vec::new(),
         references: Vec::new(),
+        progress: None,
     }
 }
 

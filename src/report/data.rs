@@ -132,6 +132,23 @@ pub struct Latency {
     pub max_us: Option<f64>,
 }
 
+/// How each pair of one point's repetition delivered its payload over time, from the workers'
+/// progress samples: the report draws one, so a reader sees what the aggregate's window cut.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PointProgress {
+    pub key: CellKey,
+    pub point: u32,
+    pub rep: u32,
+    /// The common window, seconds after the earliest trial start of the point.
+    pub window_s: (f64, f64),
+    /// Per pair, in pair order: (seconds after the earliest trial start, Mbit/s over the bin
+    /// that ends there), one point per [`PROGRESS_BIN_S`].
+    pub pairs: Vec<(u32, Vec<(f64, f64)>)>,
+}
+
+/// The bin a pair's rate is drawn over, seconds: ten of the workers' 10 ms samples.
+pub const PROGRESS_BIN_S: f64 = 0.1;
+
 /// TCP's own counters over a cell's counted points, both ends of every connection summed
 /// (read by the worker from TCP_INFO at each trial's start and end).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

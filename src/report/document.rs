@@ -2,7 +2,7 @@
 //! for the exporters. It sits above the stages that build its sections.
 
 use super::compare::ComparisonTable;
-use super::data::{CellSummary, Failure};
+use super::data::{CellSummary, Failure, PointProgress};
 use super::emulator_stats::MediaReport;
 use super::netpipe::NetpipeBaseline;
 use super::predicted::ModelRow;
@@ -34,6 +34,9 @@ pub struct Report {
     pub topology_drawings: Vec<(String, String)>,
     /// The experiment's reference values checked against this run ([`super::references`]).
     pub references: Vec<ReferenceCheck>,
+    /// How the pairs of the run's heaviest point delivered over time, when its workers
+    /// sampled it (one run only).
+    pub progress: Option<PointProgress>,
 }
 
 /// What the report says about a run's setup.

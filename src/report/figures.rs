@@ -86,7 +86,79 @@ pub fn figures(report: &Report) -> Vec<Figure> {
     if let Some(f) = netpipe_figure(report) {
         out.push(f);
     }
-    out.into_iter().map(shaped).collect()
+    let mut out: Vec<Figure> = out.into_iter().map(shaped).collect();
+    // Its pairs are one point's, each to be followed: never split into panels.
+    out.extend(progress_figure(report));
+    out
+}
+
+/// How the pairs of the heaviest point delivered over time, with the common window the
+/// aggregate counts marked: a pair served unevenly shows as a curve that is not flat.
+fn progress_figure(report: &Report) -> Option<Figure> {
+    let p = report.progress.as_ref()?;
+    let peak = p
+        .pairs
+        .iter()
+        .flat_map(|(_, pts)| pts.iter().map(|pt| pt.1))
+        .fold(0.0, f64::max);
+    let mut series: Vec<Series> = p
+        .pairs
+        .iter()
+        .enumerate()
+        .map(|(i, (pair, pts))| Series {
+            label: format!("pair {pair}"),
+            points: pts.clone(),
+            whiskers: Vec::new(),
+            reference: false,
+            style: Style {
+                colour: i,
+                shape: i,
+            },
+            facet: None,
+        })
+        .collect();
+    let (ws, we) = p.window_s;
+    series.push(Series {
+        label: "common window (what the aggregate counts)".into(),
+        points: vec![(ws, peak), (ws, 0.0), (we, 0.0), (we, peak)],
+        whiskers: Vec::new(),
+        reference: true,
+        style: Style {
+            colour: p.pairs.len(),
+            shape: 0,
+        },
+        facet: None,
+    });
+    let k = &p.key;
+    Some(Figure {
+        stem: format!("progress-{}", k.measure.slug()),
+        title: format!(
+            "Delivery over time: {}, {} {}, {} (point {}, repetition {})",
+            k.config.label(),
+            k.pairs,
+            if k.pairs == 1 { "pair" } else { "pairs" },
+            size(k.size_bytes),
+            p.point,
+            p.rep
+        ),
+        x_label: "time since the first pair started [s]".into(),
+        y_label: format!(
+            "payload per {:.0} ms [Mbit/s]",
+            super::data::PROGRESS_BIN_S * 1e3
+        ),
+        x_log: false,
+        y_log: false,
+        chart: Chart::Lines,
+        panels: vec![Panel {
+            title: k.measure.label(),
+            series,
+        }],
+        note: Some(
+            "Each pair's payload per bin, from its worker's samples every 10 ms; the aggregate \
+             counts what falls between the window's edges."
+                .into(),
+        ),
+    })
 }
 
 /// A figure made readable: bars when it has one x value, else crowded panels split.

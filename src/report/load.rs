@@ -8,7 +8,7 @@ use polars::prelude::{DataType, len};
 
 use super::aggregate::aggregate;
 use super::cells::summarize;
-use super::data::{CellSummary, Failure};
+use super::data::{CellSummary, Failure, PointProgress};
 use super::document::RunInfo;
 use super::emulator_stats::{self, MediaReport};
 use super::error::ReportError;
@@ -21,6 +21,7 @@ pub struct LoadedRun {
     pub info: RunInfo,
     pub cells: Vec<CellSummary>,
     pub failures: Vec<Failure>,
+    pub progress: Option<PointProgress>,
 }
 
 /// Loads the run in `dir`: its cells, labelled `label` when given (a comparison across runs)
@@ -62,6 +63,7 @@ pub fn run(
         },
         cells,
         failures: agg.failures,
+        progress: agg.progress,
     })
 }
 

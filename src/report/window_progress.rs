@@ -4,8 +4,11 @@
 //! two (at most one sampling interval, 10 ms); a trial without samples is pro-rated by
 //! [`super::aggregate`] instead.
 
+use std::collections::BTreeMap;
+
 use polars::prelude::*;
 
+use super::data::{CellKey, PROGRESS_BIN_S, PointProgress};
 use super::error::ReportError;
 use crate::results::schema::col as c;
 
@@ -83,6 +86,96 @@ pub fn add_window_bytes(
         *into.entry((pt, rp, pr)).or_insert(0.0) += (in_window(s, a, b, &o, &v) + 0.5).floor();
     }
     Ok(())
+}
+
+/// One trial's samples, absolute: its start and the samples after it.
+struct SampledTrial {
+    start: u64,
+    offsets: Vec<u64>,
+    bytes: Vec<u64>,
+}
+
+/// How each pair of `(point, rep)` delivered over time, in [`PROGRESS_BIN_S`] bins from the
+/// earliest trial start; `None` when its records have no samples. `records` are the timing
+/// side's successful trials.
+pub fn point_progress(
+    mut records: LazyFrame,
+    key: CellKey,
+    (point, rep): (u32, u32),
+    (w_start, w_end): (u64, u64),
+) -> Result<Option<PointProgress>, ReportError> {
+    if !records.collect_schema()?.contains(c::PROGRESS_BYTES) {
+        return Ok(None);
+    }
+    let df = records
+        .filter(
+            col(c::POINT)
+                .eq(lit(point))
+                .and(col(c::REP).eq(lit(rep)))
+                .and(col(c::PROGRESS_BYTES).is_not_null()),
+        )
+        .select([
+            col(c::PAIR),
+            col(c::START_UNIX_NS),
+            col(c::PROGRESS_OFFSET_NS),
+            col(c::PROGRESS_BYTES),
+        ])
+        .collect()?;
+    let pair = df.column(c::PAIR)?.u32()?;
+    let start = df.column(c::START_UNIX_NS)?.u64()?;
+    let offsets = df.column(c::PROGRESS_OFFSET_NS)?.list()?;
+    let bytes = df.column(c::PROGRESS_BYTES)?.list()?;
+    let mut by_pair: BTreeMap<u32, Vec<SampledTrial>> = BTreeMap::new();
+    for i in 0..df.height() {
+        let (Some(p), Some(s), Some(o), Some(b)) = (
+            pair.get(i),
+            start.get(i),
+            offsets.get_as_series(i),
+            bytes.get_as_series(i),
+        ) else {
+            continue;
+        };
+        by_pair.entry(p).or_default().push(SampledTrial {
+            start: s,
+            offsets: o.u64()?.into_no_null_iter().collect(),
+            bytes: b.u64()?.into_no_null_iter().collect(),
+        });
+    }
+    let trials = || by_pair.values().flatten();
+    let (Some(t0), Some(t_end)) = (
+        trials().map(|t| t.start).min(),
+        trials()
+            .filter_map(|t| t.offsets.last().map(|o| t.start + o))
+            .max(),
+    ) else {
+        return Ok(None);
+    };
+    let bin_ns = (PROGRESS_BIN_S * 1e9) as u64;
+    let bins = (t_end - t0).div_ceil(bin_ns);
+    let secs = |t: u64| (t - t0) as f64 / 1e9;
+    let pairs = by_pair
+        .iter()
+        .map(|(&p, trials)| {
+            let rates = (0..bins)
+                .map(|k| {
+                    let (a, b) = (t0 + k * bin_ns, t0 + (k + 1) * bin_ns);
+                    let moved: f64 = trials
+                        .iter()
+                        .map(|t| in_window(t.start, a, b, &t.offsets, &t.bytes))
+                        .sum();
+                    (secs(b), moved * 8.0 / PROGRESS_BIN_S / 1e6)
+                })
+                .collect();
+            (p, rates)
+        })
+        .collect();
+    Ok(Some(PointProgress {
+        key,
+        point,
+        rep,
+        window_s: (secs(w_start.max(t0)), secs(w_end.max(t0))),
+        pairs,
+    }))
 }
 
 #[cfg(test)]

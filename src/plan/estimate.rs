@@ -24,7 +24,12 @@ pub fn point(t: &Topology, w: &Workload, size: u64, placement: &Placement) -> Op
         Amount::Duration(d) => d,
         Amount::Exchanges(n) => {
             let per = per_exchange(t, w, size, placement)?;
-            per.checked_mul(u32::try_from(n.checked_add(w.warmup)?).ok()?)?
+            let counted = per.checked_mul(u32::try_from(n).ok()?)?;
+            let warmup = per.checked_mul(u32::try_from(w.warmup).ok()?)?;
+            // A run held to a minimum time lasts at least that long; its warm-up is not.
+            counted
+                .max(w.min_duration.unwrap_or_default())
+                .checked_add(warmup)?
         }
     };
     measured.checked_add(POINT_OVERHEAD)

@@ -166,6 +166,11 @@ pub struct WorkloadSpec {
     /// Or a duration per run, e.g. "10s".
     #[schemars(with = "Option<String>")]
     pub duration: Option<Spanned<HumanDuration>>,
+    /// With `exchanges` (token, pingpong, stream): each run goes on past the count until it
+    /// has lasted this long, e.g. "2s", so that pairs started a few milliseconds apart
+    /// overlap for most of their runs and short messages still give a long sample.
+    #[schemars(with = "Option<String>")]
+    pub min_duration: Option<Spanned<HumanDuration>>,
     /// Exchanges before measuring starts.
     #[serde(default = "no_warmup")]
     #[schemars(with = "u64")]

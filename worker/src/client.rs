@@ -34,6 +34,8 @@ pub enum Go {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Count {
     Fixed(u64),
+    /// This many messages, and on until the trial has lasted this long.
+    AtLeast(u64, Duration),
     Duration(Duration),
     /// NetPIPE's way: as many as fit in this time, judged from the warm-up.
     Budget(Duration),
@@ -296,6 +298,7 @@ impl Trials<'_> {
             warmup: false,
             count: None,
             duration_ns: None,
+            min_duration_ns: None,
             rate_msgs_s: self.plan.rate_msgs_s,
             source_file: self.plan.source_file.clone(),
             drop_cache: self.plan.drop_cache,
@@ -331,6 +334,10 @@ impl Trials<'_> {
     fn count_messages(&self, spec: &mut TrialSpec, ns_per_message: Option<f64>) {
         match self.plan.count {
             Count::Fixed(n) => spec.count = Some(n.max(1)),
+            Count::AtLeast(n, d) => {
+                spec.count = Some(n.max(1));
+                spec.min_duration_ns = Some(d.as_nanos() as u64);
+            }
             Count::Duration(d) => {
                 spec.count = None;
                 spec.duration_ns = Some(d.as_nanos() as u64);

@@ -50,11 +50,12 @@ fn sizes_or(sizes: &Sizes, default: impl FnOnce() -> Vec<u64>) -> Vec<u64> {
 }
 
 fn counting(c: &Counting, default: Count) -> Result<Count, String> {
-    Ok(match (c.exchanges, c.duration) {
-        (Some(0), _) => return Err("--exchanges must be at least 1".into()),
-        (Some(n), _) => Count::Fixed(n),
-        (None, Some(d)) => Count::Duration(secs(d, "--duration")?),
-        (None, None) => default,
+    Ok(match (c.exchanges, c.duration, c.min_duration) {
+        (Some(0), _, _) => return Err("--exchanges must be at least 1".into()),
+        (Some(n), _, None) => Count::Fixed(n),
+        (Some(n), _, Some(d)) => Count::AtLeast(n, secs(d, "--min-duration")?),
+        (None, Some(d), _) => Count::Duration(secs(d, "--duration")?),
+        (None, None, _) => default,
     })
 }
 

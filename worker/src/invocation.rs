@@ -160,21 +160,29 @@ mod tests {
         ]
     }
 
-    fn countings() -> [Counting; 4] {
+    fn countings() -> [Counting; 5] {
         [
             Counting::default(),
             Counting {
                 exchanges: Some(5000),
                 duration: None,
+                min_duration: None,
+            },
+            Counting {
+                exchanges: Some(200),
+                duration: None,
+                min_duration: Some(2.0),
             },
             Counting {
                 exchanges: None,
                 duration: Some(3.0),
+                min_duration: None,
             },
             // Finer than a millisecond: written in full.
             Counting {
                 exchanges: None,
                 duration: Some(0.000_25),
+                min_duration: None,
             },
         ]
     }
@@ -333,6 +341,7 @@ mod tests {
             counting: Counting {
                 exchanges: Some(1000),
                 duration: None,
+                min_duration: None,
             },
             protocol: Protocol::Tcp,
         };

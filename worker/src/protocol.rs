@@ -151,6 +151,10 @@ pub struct TrialSpec {
     /// Messages to send (the client ends the trial; the server only follows).
     pub count: Option<u64>,
     pub duration_ns: Option<u64>,
+    /// With `count`: the trial goes on past it until it has lasted this long (the client's
+    /// affair; absent from older workers).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_duration_ns: Option<u64>,
     /// Offered load, messages per second (load).
     pub rate_msgs_s: Option<f64>,
     /// The client's file to send (filecopy); never leaves the client.

@@ -312,6 +312,33 @@ fn token_throughput_is_tokens_times_size_over_elapsed() {
 }
 
 #[test]
+fn a_counted_token_run_held_to_a_minimum_time_goes_on_past_its_count() {
+    let srv = Server::start(&[]);
+    let r = run_ok(&[
+        "token",
+        "--connect",
+        &srv.addr,
+        "--size",
+        "64",
+        "--exchanges",
+        "5",
+        "--min-duration",
+        "0.3",
+        "--trials",
+        "1",
+        "--warmup",
+        "0",
+    ]);
+    let (c, s) = pairs(&r)[0];
+    assert!(u(c, "elapsed_ns") >= 300_000_000, "{c}");
+    assert!(
+        u(c, "messages") > 5,
+        "five tokens on loopback take far less than 0.3 s"
+    );
+    assert_eq!(u(s, "messages"), u(c, "messages"));
+}
+
+#[test]
 fn token_for_a_duration() {
     let srv = Server::start(&[]);
     let r = run_ok(&[

@@ -33,6 +33,12 @@ pub struct Workload {
     pub placements: Vec<PlacementKind>,
     pub explicit_pairs: Vec<(NodeName, NodeName)>,
     pub amount: Amount,
+    /// With [`Amount::Exchanges`]: each run lasts at least this long.
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "serialize_secs_opt"
+    )]
+    pub min_duration: Option<Duration>,
     pub warmup: u64,
     pub repetitions: u32,
     pub statistic: Statistic,
@@ -118,6 +124,7 @@ fn workload(w: &WorkloadSpec, topologies: &[Topology], errors: &mut ErrorList) -
         placements,
         explicit_pairs,
         amount,
+        min_duration: min_duration(w, errors),
         warmup: *w.warmup.get_ref(),
         repetitions: *w.repetitions.get_ref(),
         statistic: w.statistic,
@@ -366,6 +373,50 @@ fn check_node_everywhere(
             return;
         }
     }
+}
+
+fn serialize_secs_opt<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+/// Patterns whose runs can be held to a minimum time: their client ends a run by a count
+/// of lock-step messages or blocks.
+const MIN_DURATION_PATTERNS: [Pattern; 3] = [Pattern::Token, Pattern::Pingpong, Pattern::Stream];
+
+/// `min_duration`: with `exchanges`, for a pattern that can honour it, within
+/// [`MAX_DURATION`].
+fn min_duration(w: &WorkloadSpec, errors: &mut ErrorList) -> Option<Duration> {
+    let d = w.min_duration.as_ref()?;
+    let length = d.get_ref().0;
+    if w.exchanges.is_none() {
+        errors.push(
+            d.span(),
+            "`min_duration` goes with `exchanges` (a run of a `duration` already lasts that long)",
+        );
+    } else if !MIN_DURATION_PATTERNS.contains(&w.pattern) {
+        errors.push(
+            d.span(),
+            format!(
+                "`min_duration` applies to patterns \"token\", \"pingpong\" and \"stream\", not \"{}\"",
+                w.pattern.as_str()
+            ),
+        );
+    } else if length.is_zero() || length > MAX_DURATION {
+        errors.push(
+            d.span(),
+            format!(
+                "`min_duration` must be longer than zero and at most {}, got {}",
+                humantime::format_duration(MAX_DURATION),
+                humantime::format_duration(length)
+            ),
+        );
+    } else {
+        return Some(length);
+    }
+    None
 }
 
 /// How much traffic one run carries: `exchanges` or `duration`, exactly one of them, within

@@ -178,12 +178,17 @@ pub struct Counting {
     /// Seconds per trial.
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
+    /// With --exchanges: go on past N until the trial has lasted this many seconds, so that
+    /// trials of pairs started a few milliseconds apart overlap for most of their length.
+    #[arg(long, value_name = "SECS", requires = "exchanges")]
+    pub min_duration: Option<f64>,
 }
 
 impl Counting {
     pub(crate) fn write(&self, a: &mut Argv) {
         a.opt_some("--exchanges", self.exchanges);
         a.opt_some("--duration", self.duration.map(seconds));
+        a.opt_some("--min-duration", self.min_duration.map(seconds));
     }
 }
 

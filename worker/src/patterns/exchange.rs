@@ -13,19 +13,40 @@ fn size_usize(t: &TrialSpec) -> usize {
     t.size_bytes as usize
 }
 
-/// Deadline of a duration-bounded trial.
+/// Deadline of a duration-bounded trial (pipeline's own loop).
 pub(super) fn deadline(t: &TrialSpec, from: Instant) -> Option<Instant> {
     t.duration_ns.map(|d| from + Duration::from_nanos(d))
 }
 
-/// Whether message `i` (0-based) of a trial is its last.
-#[inline]
-pub(super) fn is_last(i: u64, count: Option<u64>, deadline: Option<Instant>) -> bool {
-    if count.is_some_and(|c| i + 1 >= c) {
-        return true;
+/// When a trial started at `from` ends: after a count (and not before a minimum time), or
+/// at a deadline.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct End {
+    count: Option<u64>,
+    not_before: Option<Instant>,
+    deadline: Option<Instant>,
+}
+
+impl End {
+    pub(super) fn of(t: &TrialSpec, from: Instant) -> End {
+        End {
+            count: t.count,
+            not_before: t.min_duration_ns.map(|d| from + Duration::from_nanos(d)),
+            deadline: deadline(t, from),
+        }
     }
-    // One clock read per message only when the trial is bounded by time.
-    deadline.is_some_and(|d| Instant::now() >= d)
+
+    /// Whether message `i` (0-based) of the trial is its last. One clock read per message
+    /// only when the trial is bounded by time.
+    #[inline]
+    pub(super) fn is_last(&self, i: u64) -> bool {
+        if self.count.is_some_and(|c| i + 1 >= c)
+            && self.not_before.is_none_or(|t| Instant::now() >= t)
+        {
+            return true;
+        }
+        self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
 }
 
 /// Client side of a lock-step exchange (ping-pong, token): send a message, wait for it to come
@@ -35,14 +56,14 @@ pub(super) fn exchange(c: &mut Conn, t: &TrialSpec, b: &mut Buffers) -> Result<M
     let ts = c.timeout_s();
     let (tx, rx) = b.get(size, size);
     let sw = Stopwatch::start();
-    let dl = deadline(t, sw.instant());
+    let end = End::of(t, sw.instant());
     let mut meter = Meter::start(sw.instant());
     let mut i: u64 = 0;
     match c.udp.as_ref() {
         None => {
             let s = &mut c.stream;
             loop {
-                let last = is_last(i, t.count, dl);
+                let last = end.is_last(i);
                 if last {
                     tx[0] = LAST;
                 }
@@ -58,7 +79,7 @@ pub(super) fn exchange(c: &mut Conn, t: &TrialSpec, b: &mut Buffers) -> Result<M
             }
         }
         Some(u) => loop {
-            let last = is_last(i, t.count, dl);
+            let last = end.is_last(i);
             if last {
                 tx[0] = LAST;
             }

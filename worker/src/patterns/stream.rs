@@ -7,7 +7,7 @@ use clap::Args;
 use std::io::{Read, Write};
 
 use super::client_args::{Common, Counting, Schedule, Sizes};
-use super::exchange::{deadline, is_last};
+use super::exchange::End;
 use super::trial::{Measure, PatternImpl, Repeats, mbit_s};
 use crate::argv::Argv;
 use crate::error::{Result, WorkerError};
@@ -70,10 +70,10 @@ impl PatternImpl for Stream {
         let (tx, _) = b.get(size, 0);
         let s = &mut c.stream;
         let sw = Stopwatch::start();
-        let dl = deadline(t, sw.instant());
+        let end = End::of(t, sw.instant());
         let mut i = 0u64;
         loop {
-            let last = is_last(i, t.count, dl);
+            let last = end.is_last(i);
             if last {
                 tx[0] = LAST;
             }

@@ -21,6 +21,7 @@ pub mod clock;
 pub mod control;
 pub mod placement;
 pub mod port;
+pub mod spin_budget;
 
 use std::io;
 use std::path::Path;
@@ -35,6 +36,7 @@ use crate::time::Nanos;
 use clock::{Timer, monotonic};
 use control::{HostReport, Request, Snapshot};
 use port::Port;
+use spin_budget::SpinBudget;
 
 /// How the event thread times itself.
 #[derive(Debug, Clone, Copy)]
@@ -52,7 +54,8 @@ impl Default for Timing {
     /// a frame waited 50-90 µs at p99 for the sleeping thread to read it (its wake-up), and
     /// with 20 µs of spin half the quick start's segments delivered later than a slot at p99.
     /// It costs CPU only before deliveries (at most the wire time of a minimum frame's
-    /// worth of spinning per delivery, less when deliveries follow closely).
+    /// worth of spinning per delivery, less when deliveries follow closely), and never more
+    /// than the [`spin_budget`] allows, so that real-time priority is not throttled.
     fn default() -> Timing {
         Timing {
             spin_ns: 100_000,
@@ -351,32 +354,34 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
     // decided stays decided), one stamped after it starts when it arrived.
     let mut advanced: Nanos = 0;
     let mut send_errors = 0u64;
+    let mut budget = SpinBudget::new(monotonic());
     loop {
         let now = monotonic();
+        budget.tick(now);
+        let spin_ns = budget.spin_ns(timing.spin_ns);
         // Spin only before a frame is due at a port: the segments' own decisions (who starts,
         // when a collision ends) are computed from their exact times whenever they are made.
         let delivery = engine.next_delivery();
         let timeout = match engine.next_deadline() {
             Some(d) if d <= now => 0,
-            Some(d) if Some(d) == delivery && d <= now + timing.spin_ns => 0,
+            Some(d) if Some(d) == delivery && d <= now + spin_ns => 0,
             Some(d) => {
-                let wake = if Some(d) == delivery {
-                    d - timing.spin_ns
-                } else {
-                    d
-                };
+                let wake = if Some(d) == delivery { d - spin_ns } else { d };
                 if timer.arm(wake) { -1 } else { 1 }
             }
             None => 5,
         };
         let n = epoll.wait(&mut events, timeout);
+        if timeout != 0 {
+            budget.blocked(now, monotonic());
+        }
         let offset = clock::realtime_offset();
         for ev in &events[..n] {
             match ev.u64 {
                 TIMER => timer.drain(),
                 WAKE => shared.doorbell.drain(),
                 SIGNALS => {
-                    stop(socket, send_errors);
+                    stop(socket, send_errors, budget.withheld());
                     return Ok(());
                 }
                 i => {
@@ -518,10 +523,18 @@ fn start_control_thread(
 }
 
 /// On SIGTERM or SIGINT: the control socket goes, and a word on frames that were lost.
-fn stop(socket: &Path, send_errors: u64) {
+fn stop(socket: &Path, send_errors: u64, spin_withheld: u64) {
     let _ = std::fs::remove_file(socket);
     if send_errors > 0 {
         eprintln!("medium: {send_errors} frames could not be written to a port");
+    }
+    if spin_withheld > 0 {
+        eprintln!(
+            "medium: spinning was withheld in {spin_withheld} windows of {} ms that kept the \
+             CPU more than {:.0}% busy",
+            spin_budget::WINDOW / 1_000_000,
+            spin_budget::MAX_BUSY * 100.0
+        );
     }
 }
 

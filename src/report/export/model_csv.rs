@@ -1,4 +1,6 @@
-//! `model.csv`: each token-test cell beside the analytic model's prediction.
+//! `model.csv`: each token-test cell beside the analytic model's prediction, and for a cell
+//! outside the tolerance its measured cause (`measured_cause`: the counters the run has, as
+//! report.md gives them, `over the wire`, or `unexplained`; empty within the tolerance).
 
 use std::fmt::Write;
 
@@ -18,7 +20,7 @@ impl Exporter for ModelCsv {
         let mut s = String::from(
             "topology,bonding,bond_driver,placement,pairs,size_bytes,measured_mbit_s,\
              model_mbit_s,measured_over_model,within_tolerance,bound,wire_capacity_mbit_s,\
-             over_the_wire\n",
+             over_the_wire,measured_cause\n",
         );
         for r in &report.model {
             let k = &r.key;
@@ -26,7 +28,7 @@ impl Exporter for ModelCsv {
             let shown = (!r.over_the_wire()).then_some(r);
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 csv_field(&k.config.topology),
                 csv_field(&k.config.bonding),
                 k.config.bond_driver.map(|d| d.as_str()).unwrap_or(""),
@@ -40,6 +42,7 @@ impl Exporter for ModelCsv {
                 csv_field(&r.bound),
                 csv_f64(r.capacity_mbit_s),
                 r.over_the_wire(),
+                csv_field(&r.cause.as_ref().map(|c| c.text()).unwrap_or_default()),
             );
         }
         Ok(vec![RenderedFile {

@@ -97,8 +97,12 @@ fn docker_the_emulated_bus_times_frames_like_a_10_mbit_ethernet() {
         .collect();
     assert!(!stream.is_empty(), "no stream record");
     eprintln!("one stream: {stream:?} Mbit/s");
+    // Never above the wire's share (9.5 leaves room for timestamps' rounding); below it by
+    // what a loaded 2-vCPU guest takes from the receiver: alone on such a machine this stream
+    // measured 8.94-9.03 Mbit/s in four runs on 2026-12-03, with and without the emulator's
+    // spin budget. A broken medium (a token bucket, a lost frame per window) is far below.
     for g in &stream {
-        assert!((9.0..=9.5).contains(g), "one stream: {g:.2} Mbit/s");
+        assert!((8.8..=9.5).contains(g), "one stream: {g:.2} Mbit/s");
     }
 
     // A 64-byte token one way: one 130-byte frame, 113.6 µs on the wire even when idle; a

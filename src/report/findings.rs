@@ -133,12 +133,13 @@ fn wins(out: &mut Vec<String>, t: &ComparisonTable, p: &str, statistic: Statisti
             String::new()
         };
         out.push(format!(
-            "{p}{} has the highest {} in {} of the {} cells where it has an alternative of its placement; {} of those wins are clear{ties}.",
+            "{p}{} has the highest {} in {} of the {} cells where it has an alternative of its placement; {} of those wins {} clear{ties}.",
             t.configs[c].label(),
             statistic.as_str(),
             won,
             entered,
             clear,
+            if clear == 1 { "is" } else { "are" },
         ));
     }
 }

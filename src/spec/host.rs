@@ -14,7 +14,16 @@
 //!   and the emulated node's own (modern) stack adds about 60 µs per hop
 //!   (`plan::throughput_model::ModelParams::hop_latency`), so the two hosts' share of one small
 //!   message is about 700 − 67 − 60 ≈ 570 µs, one send and one receive: **send ≈ receive ≈ 300 µs**
-//!   (rounded; ≈ 285 µs each exactly).
+//!   (rounded; ≈ 285 µs each exactly). That figure was measured between two SGI Indy
+//!   workstations, not 486 PCs: it is a workstation pair of the same years, the anchor of the
+//!   derivation, not a measurement of the study's hosts.
+//! - lmbench (McVoy & Staelin, USENIX 1996; the result tables shipped with it) brackets it
+//!   from machines of the kind: Linux on i486, loopback, a small message's round trip takes
+//!   351–368 µs over UDP and 1465–1592 µs over TCP (two sends, two receives and two context
+//!   switches: about 90 µs of UDP stack per side, without driver, interrupt or ISA copy); a
+//!   Linux row over 10baseT whose CPU the table does not name gives 1912 µs (UDP) and
+//!   2954 µs (TCP) per round trip, at most about 445 µs per side once the wire is taken off.
+//!   300 µs per frame sits inside that bracket.
 //! - Mogul (TCP-IP list, 1988) reports "a few hundred microseconds" of interrupt work per sent
 //!   packet on a 15 MIPS processor, the same order as the 300 µs above (a 486DX4-100 is faster
 //!   at computing, but its ISA bus is not).

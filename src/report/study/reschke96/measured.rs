@@ -82,14 +82,7 @@ impl Measured<'_> {
         pairs: u32,
         size: u64,
     ) -> Option<f64> {
-        self.model
-            .iter()
-            .find(|r| {
-                r.key.config.topology == topology
-                    && r.key.config.placement == placement
-                    && r.key.pairs == pairs
-                    && r.key.size_bytes == size
-            })
+        self.model_row(topology, placement, pairs, size)
             .map(|r| r.predicted_mbit_s)
     }
 
@@ -101,15 +94,24 @@ impl Measured<'_> {
         pairs: u32,
         size: u64,
     ) -> Option<&Cause> {
-        self.model
-            .iter()
-            .find(|r| {
-                r.key.config.topology == topology
-                    && r.key.config.placement == placement
-                    && r.key.pairs == pairs
-                    && r.key.size_bytes == size
-            })
+        self.model_row(topology, placement, pairs, size)
             .and_then(|r| r.cause.as_ref())
+    }
+
+    /// The model's row for a token cell.
+    fn model_row(
+        &self,
+        topology: &str,
+        placement: PlacementKind,
+        pairs: u32,
+        size: u64,
+    ) -> Option<&ModelRow> {
+        self.model.iter().find(|r| {
+            r.key.config.topology == topology
+                && r.key.config.placement == placement
+                && r.key.pairs == pairs
+                && r.key.size_bytes == size
+        })
     }
 
     /// The heaviest token cell of the bonded dual net: its largest size at its most pairs.

@@ -88,6 +88,11 @@ pub struct PlacementEntry {
     pub placement: Placement,
     /// The analytic model's expectation per size, for the token test.
     pub predictions: Vec<Prediction>,
+    /// For one-way TCP patterns (stream, file copy, load), the most the placement's wires
+    /// carry at any size ([`throughput_model::bulk_wire_capacity`]): a measured aggregate above
+    /// it is impossible. Token cells carry theirs in [`Self::predictions`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bulk_capacity_mbit_s: Option<f64>,
 }
 
 /// One measurement: a workload at one size on one placement, one repetition.
@@ -258,11 +263,13 @@ fn configuration(
                         .ok_or_else(|| SpecErrors::from(estimate_overflow(e, w)))?,
                 );
                 let predictions = predictions(&config, w, &placement);
+                let bulk_capacity_mbit_s = bulk_capacity(&config, w, &placement);
                 config.placements.push(PlacementEntry {
                     workload: wi,
                     pairs,
                     placement,
                     predictions,
+                    bulk_capacity_mbit_s,
                 });
             }
         }
@@ -356,6 +363,19 @@ fn predictions(config: &Configuration, w: &Workload, placement: &Placement) -> V
         .iter()
         .map(|&s| throughput_model::predict_token(&config.topology, placement, s, &params))
         .collect()
+}
+
+/// The wires' bound on a one-way TCP pattern's aggregate (stream, file copy, load); `None`
+/// for the others, and under MPTCP.
+fn bulk_capacity(config: &Configuration, w: &Workload, placement: &Placement) -> Option<f64> {
+    let one_way = matches!(
+        w.pattern,
+        Pattern::Stream | Pattern::Filecopy | Pattern::Load
+    );
+    if !one_way || w.protocol != Protocol::Tcp || config.multipath == Some(NodeMultipath::Mptcp) {
+        return None;
+    }
+    throughput_model::bulk_wire_capacity(&config.topology, placement, &ModelParams::default())
 }
 
 /// Random order within a configuration, so that drift over time (thermal, other load) does

@@ -34,7 +34,8 @@ fn build_with(
     opts: &ReportOptions<'_>,
     media: MediaReport,
 ) -> Result<Report, ReportError> {
-    let one = load::run(run, None, opts.baseline.as_deref())?;
+    let capacities = opts.model.map(|m| m.capacities()).unwrap_or_default();
+    let one = load::run(run, None, opts.baseline.as_deref(), &capacities)?;
     let statistic = opts
         .statistic
         .or(one.info.manifest.statistic)
@@ -149,7 +150,12 @@ pub fn compare(
         } else {
             name
         };
-        let one = load::run(&RunDir::new(dir), Some(&label), opts.baseline.as_deref())?;
+        let one = load::run(
+            &RunDir::new(dir),
+            Some(&label),
+            opts.baseline.as_deref(),
+            &[],
+        )?;
         runs.push(one.info);
         cells.extend(one.cells);
         failures.extend(one.failures);
@@ -198,8 +204,8 @@ pub fn check_regression(
     threshold: Percent,
     opts: &ReportOptions<'_>,
 ) -> Result<RegressionCheck, ReportError> {
-    let old_report = measured(load::run(&RunDir::new(old), None, None)?, opts);
-    let new_report = measured(load::run(&RunDir::new(new), None, None)?, opts);
+    let old_report = measured(load::run(&RunDir::new(old), None, None, &[])?, opts);
+    let new_report = measured(load::run(&RunDir::new(new), None, None, &[])?, opts);
     Ok(regression::check(
         old.display().to_string(),
         new.display().to_string(),

@@ -93,6 +93,12 @@ pub enum FailureReason {
     NoOverlap,
     /// Some trials reported an error (how many, and the first error text).
     TrialErrors { trials: u64, first: String },
+    /// The aggregate is more than the wires of its pairs can carry (kbit/s, so that reasons
+    /// stay comparable): an artefact, not a measurement ([`super::wire_screen`]).
+    OverTheWire {
+        measured_kbit_s: u64,
+        capacity_kbit_s: u64,
+    },
 }
 
 impl std::fmt::Display for FailureReason {
@@ -110,6 +116,22 @@ impl std::fmt::Display for FailureReason {
             Self::TrialErrors { trials, first } => {
                 let s = if *trials == 1 { "" } else { "s" };
                 write!(f, "{trials} trial{s} reported errors: {first}")
+            }
+            Self::OverTheWire {
+                measured_kbit_s,
+                capacity_kbit_s,
+            } => {
+                let (m, c) = (*measured_kbit_s as f64 / 1e3, *capacity_kbit_s as f64 / 1e3);
+                // Three significant digits, unless they would print the two alike.
+                let (m, c) = match (super::format::human(m), super::format::human(c)) {
+                    (a, b) if a == b => (format!("{m:.3}"), format!("{c:.3}")),
+                    pair => pair,
+                };
+                write!(
+                    f,
+                    "its aggregate of {m} Mbit/s is more than its wires carry ({c} Mbit/s): \
+                     not a measurement"
+                )
             }
         }
     }

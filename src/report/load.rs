@@ -13,6 +13,7 @@ use super::document::RunInfo;
 use super::emulator_stats::{self, MediaReport};
 use super::error::ReportError;
 use super::references;
+use super::wire_screen::{self, CellCapacity};
 use crate::results::{PointStatus, RunDir};
 use crate::spec::reference::ReferenceSpec;
 
@@ -26,11 +27,13 @@ pub struct LoadedRun {
 
 /// Loads the run in `dir`: its cells, labelled `label` when given (a comparison across runs)
 /// and otherwise by the experiment's name or the directory's. `baseline` overrides the
-/// manifest's baseline topology.
+/// manifest's baseline topology. Points above their cell's `capacities` are set aside as
+/// failures ([`wire_screen`]).
 pub fn run(
     dir: &RunDir,
     label: Option<&str>,
     baseline: Option<&str>,
+    capacities: &[CellCapacity],
 ) -> Result<LoadedRun, ReportError> {
     let manifest = dir.manifest()?;
     let points = dir.points()?;
@@ -43,7 +46,12 @@ pub fn run(
         .u64()?
         .get(0)
         .unwrap_or(0);
-    let agg = aggregate(records, &points, &manifest, label)?;
+    let mut agg = aggregate(records, &points, &manifest, label)?;
+    agg.samples = wire_screen::set_aside(
+        std::mem::take(&mut agg.samples),
+        capacities,
+        &mut agg.failures,
+    );
     let cells = summarize(&agg);
     let default_label = manifest.experiment.clone().unwrap_or_else(|| {
         dir.root()

@@ -56,6 +56,7 @@ mod terminal;
 mod topology;
 mod verdict;
 mod window_progress;
+mod wire_screen;
 
 pub use build::{build, compare, report_run};
 pub use cli::{CHECK_FAILED, Outcome, ReportArgs, run as run_command};
@@ -63,6 +64,7 @@ pub use document::Report;
 pub use error::ReportError;
 pub use netpipe::import as import_netpipe;
 pub use options::{NetpipeSource, ReportOptions};
-pub use predicted::{CellPrediction, PredictThroughput};
+pub use predicted::{CellPrediction, PredictThroughput, token_capacities};
 pub use same_paths::{DescribePaths, PlacementPaths};
 pub use topology::DrawTopology;
+pub use wire_screen::CellCapacity;

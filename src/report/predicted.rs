@@ -9,6 +9,7 @@
 
 use super::data::{CellKey, CellSummary, TcpEvidence};
 use super::emulator_stats::{CellMedia, MediaReport};
+use super::wire_screen::CellCapacity;
 use crate::plan::throughput_model::Prediction;
 use crate::results::{PlacementKind, Statistic};
 use orchestrate_worker::record::Pattern;
@@ -30,6 +31,30 @@ pub struct CellPrediction {
 /// Gives the model's predictions for a run.
 pub trait PredictThroughput {
     fn predictions(&self) -> Vec<CellPrediction>;
+
+    /// The most each cell's wires can carry: the token cells' from their predictions, and
+    /// whatever else the implementor knows (one-way streams).
+    fn capacities(&self) -> Vec<CellCapacity> {
+        token_capacities(&self.predictions())
+    }
+}
+
+/// The token cells' wire capacities, from their predictions.
+pub fn token_capacities(predictions: &[CellPrediction]) -> Vec<CellCapacity> {
+    predictions
+        .iter()
+        .filter_map(|p| {
+            Some(CellCapacity {
+                topology: p.topology.clone(),
+                bonding: p.bonding.clone(),
+                placement: p.placement,
+                pairs: p.pairs,
+                pattern: Pattern::Token,
+                size_bytes: Some(p.prediction.size_bytes),
+                capacity_mbit_s: p.prediction.wire_capacity_mbit_s?,
+            })
+        })
+        .collect()
 }
 
 /// One cell measured and predicted.

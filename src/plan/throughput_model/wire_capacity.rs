@@ -36,7 +36,8 @@ enum WireResource {
     Pair(usize),
 }
 
-/// The aggregate of `placement`'s pairs at `size` bytes can never exceed this (Mbit/s);
+/// The aggregate of `placement`'s pairs at `size` bytes can never exceed this (Mbit/s),
+/// whichever of its ways (ECMP) each pair's connection takes;
 /// `None` when the placement has no pairs, when the bound cannot be computed, and under
 /// MPTCP (its scheduler may split a connection's frames over its subflows in any
 /// proportion, which a fixed share per wire does not bound).
@@ -52,14 +53,44 @@ pub fn token_wire_capacity(
     let payload: Vec<u64> = payloads(size, p.segment_payload()).collect();
     let mut demand: Vec<BTreeMap<WireResource, f64>> = Vec::new();
     for (i, pair) in placement.pairs.iter().enumerate() {
-        let mut d = BTreeMap::new();
-        let out = direction(t, &pair.path.hops, &payload, p, &mut d);
-        let back = direction(t, &pair.path.reply, &payload, p, &mut d);
-        d.insert(WireResource::Pair(i), (out + back) * 1e-9);
-        demand.push(d);
+        // One rate per way the pair may take (ECMP): the bound lets a pair split its
+        // exchanges over its ways in any proportion, which covers whichever one the kernel's
+        // hash picks. Its turns are its own on every way.
+        for way in pair.path.ways() {
+            let mut d = BTreeMap::new();
+            let out = direction(t, &way.hops, &payload, p, &mut d);
+            let back = direction(t, &way.reply, &payload, p, &mut d);
+            d.insert(WireResource::Pair(i), (out + back) * 1e-9);
+            demand.push(d);
+        }
     }
     let exchanges_per_s = max_total_rate(&demand)?;
     Some(exchanges_per_s * size as f64 * 8.0 / 1e6)
+}
+
+/// The aggregate of `placement`'s pairs streaming one way (client to server: `stream` and
+/// `filecopy`) can never exceed this (Mbit/s of payload): every data frame full, nothing but
+/// data frames on the wires, and no turns to wait for (a stream keeps its pipe full). Smaller
+/// writes or segments only lower what a wire carries, so the bound holds for every size.
+/// `None` as for [`token_wire_capacity`].
+pub fn bulk_wire_capacity(t: &Topology, placement: &Placement, p: &ModelParams) -> Option<f64> {
+    if p.transport == Transport::Mptcp {
+        return None;
+    }
+    let full = [p.segment_payload()];
+    // One rate per way each pair may take, as for tokens.
+    let demand: Vec<BTreeMap<WireResource, f64>> = placement
+        .pairs
+        .iter()
+        .flat_map(|pair| pair.path.ways())
+        .map(|way| {
+            let mut d = BTreeMap::new();
+            direction(t, &way.hops, &full, p, &mut d);
+            d
+        })
+        .collect();
+    let segments_per_s = max_total_rate(&demand)?;
+    Some(segments_per_s * full[0] as f64 * 8.0 / 1e6)
 }
 
 /// Charges one message's frames along `hops` to the wires they occupy; returns the least

@@ -6,7 +6,8 @@ use std::sync::OnceLock;
 
 use crate::plan::Plan;
 use crate::report::{
-    CellPrediction, DescribePaths, DrawTopology, PlacementPaths, PredictThroughput,
+    CellCapacity, CellPrediction, DescribePaths, DrawTopology, PlacementPaths, PredictThroughput,
+    token_capacities,
 };
 use crate::results::RunDir;
 
@@ -145,6 +146,39 @@ impl PredictThroughput for RunModel {
                         prediction: p.clone(),
                     });
                 }
+            }
+        }
+        out
+    }
+
+    fn capacities(&self) -> Vec<CellCapacity> {
+        let mut out = token_capacities(&self.predictions());
+        let Some(plan) = self.plan() else {
+            return out;
+        };
+        for c in &plan.configurations {
+            for entry in &c.placements {
+                let Some(capacity_mbit_s) = entry.bulk_capacity_mbit_s else {
+                    continue;
+                };
+                // The entry's pattern is its workload's: any of its points says which.
+                let Some(pattern) = plan
+                    .points
+                    .iter()
+                    .find(|p| p.configuration == c.id && p.workload == entry.workload)
+                    .map(|p| p.pattern)
+                else {
+                    continue;
+                };
+                out.push(CellCapacity {
+                    topology: c.topology.name.to_string(),
+                    bonding: c.bonding_label(),
+                    placement: entry.placement.kind,
+                    pairs: entry.pairs,
+                    pattern,
+                    size_bytes: None,
+                    capacity_mbit_s,
+                });
             }
         }
         out

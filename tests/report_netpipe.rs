@@ -12,7 +12,7 @@ use synthetic::{SynthSpec, write_run};
 const NAME: &str = "1999 cluster, 100 Mbit/s switch";
 
 fn beam_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/report/beam-1999-netpipe-tcp.txt")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/data/beam-1999-netpipe-tcp.txt")
 }
 
 #[test]

@@ -14,7 +14,7 @@ fn beam() -> NetpipeSource {
     NetpipeSource {
         name: "1999 cluster, 100 Mbit/s switch".into(),
         path: Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/data/report/beam-1999-netpipe-tcp.txt"),
+            .join("experiments/data/beam-1999-netpipe-tcp.txt"),
     }
 }
 

@@ -168,10 +168,7 @@ impl<F: Frame> Engine<F> {
                 let forwarded = frame
                     .ipv4_src()
                     .is_some_and(|src| !self.own_ipv4[n].contains(&src));
-                let mut cost = host.costs.send_ns;
-                if forwarded {
-                    cost += host.costs.forward_ns;
-                }
+                let cost = host.costs.send_cost(frame.wire_len(), forwarded);
                 if let Some(done) = host.take(at, cost) {
                     host.counters.sent += 1;
                     host.counters.forwarded += u64::from(forwarded);
@@ -274,7 +271,7 @@ impl<F: Frame> Engine<F> {
         if let Some(n) = self.ports[port].node {
             let host = &mut self.hosts[n];
             if !host.costs.is_free() {
-                let cost = host.costs.receive_ns;
+                let cost = host.costs.receive_cost(d.frame.wire_len());
                 if let Some(done) = host.take(d.at, cost) {
                     host.counters.received += 1;
                     self.schedule(done, Step::ToPort, port, d.frame);
@@ -349,6 +346,7 @@ mod tests {
             send_ns: 100_000,
             receive_ns: 50_000,
             forward_ns: 30_000,
+            per_byte_ps: 0,
         };
         let mut e: Engine<Vec<u8>> = Engine::new(&two_buses(costs));
         let mut out = Vec::new();
@@ -375,6 +373,21 @@ mod tests {
         assert_eq!(out[0].due, 2_000_000 + 130_000 + 57_600 + 50_000);
         let h = e.host_counters();
         assert_eq!((h[1].forwarded, h[1].sent, h[1].received), (1, 1, 1));
+    }
+
+    #[test]
+    fn a_per_byte_cost_is_charged_on_both_ends_by_the_frames_length() {
+        let costs = HostCosts {
+            per_byte_ps: 10_000,
+            ..HostCosts::default()
+        };
+        let mut e: Engine<Vec<u8>> = Engine::new(&two_buses(costs));
+        let mut out = Vec::new();
+        // A 60-byte frame: 600 ns to send, the wire, 600 ns to receive.
+        e.arrive(0, frame(0xff, 1, [10, 0, 0, 1]), 0);
+        e.advance(1_000_000, &mut out);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].due, 600 + 57_600 + 600);
     }
 
     #[test]

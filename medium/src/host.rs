@@ -14,11 +14,35 @@ pub struct HostCosts {
     pub receive_ns: u64,
     /// Added to `send_ns` for a frame the node forwards rather than originates.
     pub forward_ns: u64,
+    /// Added to a send and to a receive per byte of the frame, picoseconds: the copies and
+    /// checksums a stack makes of every byte, which a faster host's fixed costs no longer hide.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub per_byte_ps: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl HostCosts {
     pub fn is_free(&self) -> bool {
-        self.send_ns == 0 && self.receive_ns == 0 && self.forward_ns == 0
+        self.send_ns == 0 && self.receive_ns == 0 && self.forward_ns == 0 && self.per_byte_ps == 0
+    }
+
+    /// What sending (or forwarding) a frame of `len` bytes costs, ns.
+    pub fn send_cost(&self, len: u32, forwarded: bool) -> u64 {
+        let forward = if forwarded { self.forward_ns } else { 0 };
+        self.send_ns + forward + self.bytes_cost(len)
+    }
+
+    /// What receiving a frame of `len` bytes costs, ns.
+    pub fn receive_cost(&self, len: u32) -> u64 {
+        self.receive_ns + self.bytes_cost(len)
+    }
+
+    fn bytes_cost(&self, len: u32) -> u64 {
+        // Rounded to the nearest ns.
+        (self.per_byte_ps * u64::from(len) + 500) / 1000
     }
 }
 
@@ -101,6 +125,30 @@ mod tests {
         assert_eq!(cpu.take(50, 100), Some(200));
         assert_eq!(cpu.take(1000, 100), Some(1100));
         assert_eq!(cpu.counters.busy_ns, 300);
+    }
+
+    #[test]
+    fn a_per_byte_cost_grows_with_the_frame() {
+        let c = HostCosts {
+            send_ns: 1000,
+            receive_ns: 2000,
+            forward_ns: 500,
+            per_byte_ps: 17_000,
+        };
+        assert_eq!(c.send_cost(60, false), 1000 + 1020);
+        assert_eq!(c.send_cost(1514, true), 1000 + 500 + 25_738);
+        assert_eq!(c.receive_cost(1514), 2000 + 25_738);
+        assert!(
+            !HostCosts {
+                per_byte_ps: 1,
+                ..HostCosts::default()
+            }
+            .is_free()
+        );
+        // Old configurations without the field read as no per-byte cost.
+        let old: HostCosts =
+            serde_json::from_str(r#"{"send_ns":1,"receive_ns":2,"forward_ns":3}"#).unwrap();
+        assert_eq!(old.per_byte_ps, 0);
     }
 
     #[test]

@@ -157,11 +157,47 @@ pub fn bus_efficiency(stations: usize, len: u32, rate_bps: u64) -> f64 {
     e
 }
 
+/// What a node's CPU spends on one frame: a fixed part and a part per byte of the frame.
+#[derive(Debug, Clone, Copy)]
+struct Charge {
+    fixed_ns: u64,
+    per_byte_ps: u64,
+}
+
+impl Charge {
+    fn send(c: &HostCosts) -> Charge {
+        Charge {
+            fixed_ns: c.send_ns,
+            per_byte_ps: c.per_byte_ps,
+        }
+    }
+
+    fn receive(c: &HostCosts) -> Charge {
+        Charge {
+            fixed_ns: c.receive_ns,
+            per_byte_ps: c.per_byte_ps,
+        }
+    }
+
+    /// Received, routed and sent again: both ends' work per byte.
+    fn forward(c: &HostCosts) -> Charge {
+        Charge {
+            fixed_ns: c.receive_ns + c.send_ns + c.forward_ns,
+            per_byte_ps: 2 * c.per_byte_ps,
+        }
+    }
+
+    /// For a frame of kernel length `len`, ns (as the medium charges it).
+    fn of(&self, len: u32) -> u64 {
+        self.fixed_ns + (self.per_byte_ps * u64::from(len) + 500) / 1000
+    }
+}
+
 /// A server a message's frames pass through on an idle path.
 enum Stage {
     /// A node's CPU: `data` per data frame; `ack` more busy time for every second frame (the
     /// pure ACK it handles for it).
-    Host { data: u64, ack: u64 },
+    Host { data: Charge, ack: Charge },
     /// A hop's wires: frame k crosses lane k mod n (a balance-rr bond's slaves, each lane
     /// the wires its frames cross in order, a switch between two); each wire is a server of
     /// its own. Shared wires also carry the ACKs.
@@ -197,13 +233,13 @@ fn direction(
 ) -> Direction {
     let mut stages = Vec::new();
     let acks = pure_acks(payload.len() as u64);
-    let frames = payload.len() as u64;
     let host = |node: &NodeName,
-                data: u64,
-                ack: u64,
+                data: Charge,
+                ack: Charge,
                 stages: &mut Vec<Stage>,
                 demand: &mut BTreeMap<Resource, f64>| {
-        let cpu = (frames * data + acks * ack) as f64 * 1e-9;
+        let data_ns: u64 = payload.iter().map(|&x| data.of(p.frame_len(x))).sum();
+        let cpu = (data_ns + acks * ack.of(p.ack_len())) as f64 * 1e-9;
         if cpu > 0.0 {
             *demand.entry(Resource::Host(node.clone())).or_default() += cpu;
             stages.push(Stage::Host { data, ack });
@@ -213,10 +249,16 @@ fn direction(
         let c = costs_of(t, &hop.from);
         if i == 0 {
             // The source sends the data and receives the ACKs.
-            host(&hop.from, c.send_ns, c.receive_ns, &mut stages, demand);
+            host(
+                &hop.from,
+                Charge::send(&c),
+                Charge::receive(&c),
+                &mut stages,
+                demand,
+            );
         } else {
             // A forwarder receives, routes and sends every frame, ACKs too.
-            let f = c.receive_ns + c.send_ns + c.forward_ns;
+            let f = Charge::forward(&c);
             host(&hop.from, f, f, &mut stages, demand);
         }
         let w = hop_wires(t, hop, p);
@@ -251,7 +293,13 @@ fn direction(
     if let Some(last) = hops.last() {
         // The destination receives the data and sends the ACKs.
         let c = costs_of(t, &last.to);
-        host(&last.to, c.receive_ns, c.send_ns, &mut stages, demand);
+        host(
+            &last.to,
+            Charge::receive(&c),
+            Charge::send(&c),
+            &mut stages,
+            demand,
+        );
     }
     Direction { stages }
 }
@@ -298,8 +346,8 @@ fn transit_from(d: &Direction, payload: &[u64], p: &ModelParams, first: usize) -
                 Stage::Delay(ns) => at += ns,
                 Stage::Host { data, ack } => {
                     let start = at.max(free[0][0]);
-                    at = start + data;
-                    free[0][0] = at + if acked { *ack } else { 0 };
+                    at = start + data.of(len);
+                    free[0][0] = at + if acked { ack.of(p.ack_len()) } else { 0 };
                 }
                 Stage::Lanes(lanes) => {
                     let lane = (first + k) % lanes.len();

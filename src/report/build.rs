@@ -90,7 +90,7 @@ fn build_with(
         studies,
         media,
         failures: one.failures,
-        netpipe: netpipe_baselines(opts)?,
+        netpipe: [load::netpipe_tables(run)?, netpipe_baselines(opts)?].concat(),
         references,
         progress: one.progress,
     })

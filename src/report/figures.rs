@@ -13,6 +13,7 @@ use super::data::{Config, Measure};
 use super::document::Report;
 use super::format::size;
 use super::intervals::IntervalNames;
+use super::netpipe_curves::netpipe_rate;
 use crate::results::Statistic;
 use orchestrate_worker::record::Pattern;
 
@@ -451,11 +452,13 @@ fn netpipe_figure(report: &Report) -> Option<Figure> {
             continue;
         }
         for (col, config) in t.configs.iter().enumerate() {
+            let netpipe = netpipe_rate(t.measure.pattern);
             let points: Vec<(f64, f64)> = t
                 .rows
                 .iter()
                 .filter(|r| r.pairs == 1)
                 .filter_map(|r| Some((r.size_bytes as f64, t.cell(r, col)?.value(stat)?)))
+                .map(|(size, rate)| (size, netpipe * rate))
                 .collect();
             if !points.is_empty() {
                 let name = measure_name(t.measure);
@@ -475,7 +478,7 @@ fn netpipe_figure(report: &Report) -> Option<Figure> {
                 points: table
                     .rows
                     .iter()
-                    .map(|r| (r.bytes_per_block as f64, r.mbit_s))
+                    .map(|r| (r.bytes_per_block as f64, r.mbit_s * table.mbit_scale()))
                     .collect(),
                 whiskers: Vec::new(),
                 reference: true,

@@ -12,9 +12,12 @@ use super::data::{CellSummary, Failure, PointProgress};
 use super::document::RunInfo;
 use super::emulator_stats::{self, MediaReport};
 use super::error::ReportError;
+use super::netpipe::{self, NetpipeBaseline};
 use super::references;
 use super::wire_screen::{self, CellCapacity};
 use crate::results::{PointStatus, RunDir};
+use crate::spec::SourceFile;
+use crate::spec::experiment::NetpipeTablesOnly;
 use crate::spec::reference::ReferenceSpec;
 
 /// A run's cells and failures, and what the report says about its setup.
@@ -119,4 +122,20 @@ fn untimed(points: &[crate::results::PointRow]) -> emulator_stats::Untimed {
 /// without one.
 pub fn references(dir: &RunDir) -> Result<Vec<ReferenceSpec>, ReportError> {
     references::read(&dir.experiment_toml())
+}
+
+/// The NetPIPE tables the run's experiment asks to draw beside it (`[report] netpipe`), from
+/// the run's own copies; none when its experiment names none.
+pub fn netpipe_tables(dir: &RunDir) -> Result<Vec<NetpipeBaseline>, ReportError> {
+    let path = dir.experiment_toml();
+    if !path.is_file() {
+        return Ok(Vec::new());
+    }
+    let source = SourceFile::read(&path).map_err(ReportError::Spec)?;
+    let only: NetpipeTablesOnly = source.parse().map_err(ReportError::Spec)?;
+    only.report
+        .netpipe
+        .iter()
+        .map(|t| netpipe::import(&t.name, &dir.root().join(t.path.get_ref())))
+        .collect()
 }

@@ -83,7 +83,7 @@ mod tests {
             },
             config: Config {
                 run: None,
-                topology: "single-net".into(),
+                topology: "one-bus".into(),
                 bonding: "none".into(),
                 bond_driver: None,
                 placement: PlacementKind::LocalWire,
@@ -106,7 +106,7 @@ mod tests {
 
     fn bound(pattern: Pattern, size: Option<u64>, mbit_s: f64) -> CellCapacity {
         CellCapacity {
-            topology: "single-net".into(),
+            topology: "one-bus".into(),
             bonding: "none".into(),
             placement: PlacementKind::LocalWire,
             pairs: 7,

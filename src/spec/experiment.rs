@@ -246,6 +246,36 @@ pub struct ReportSpec {
     pub baseline: Option<Spanned<Name>>,
     #[serde(default = "default_formats")]
     pub formats: Vec<ReportFormat>,
+    /// NetPIPE tables (classic five-column output) drawn beside the run's ping-pong and stream
+    /// curves: `netpipe = [{ name = "BEAM Ltd 1999", path = "data/beam-1999-netpipe-tcp.txt" }]`,
+    /// paths relative to this file. The run keeps a copy of each.
+    #[serde(default)]
+    pub netpipe: Vec<NetpipeTableSpec>,
+}
+
+/// One NetPIPE table file to draw beside a run.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NetpipeTableSpec {
+    /// The legend's name for it.
+    pub name: String,
+    /// The file, relative to the experiment file.
+    #[schemars(with = "String")]
+    pub path: Spanned<String>,
+}
+
+/// The `[report] netpipe` tables of an experiment file and nothing else, so a report can read
+/// them from a run's copy of the experiment.
+#[derive(Debug, Default, Deserialize)]
+pub struct NetpipeTablesOnly {
+    #[serde(default)]
+    pub report: NetpipeTablesOnlyReport,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct NetpipeTablesOnlyReport {
+    #[serde(default)]
+    pub netpipe: Vec<NetpipeTableSpec>,
 }
 
 fn default_formats() -> Vec<ReportFormat> {

@@ -140,8 +140,12 @@ impl NamedHostCosts {
                 format!("{v} µs")
             }
         };
+        let per_byte = match self.costs.per_byte_ps {
+            0 => String::new(),
+            ps => format!(", and {} ns per byte", ps as f64 / 1000.0),
+        };
         format!(
-            "{} (send {}, receive {}, forward {} per frame)",
+            "{} (send {}, receive {}, forward {} per frame{per_byte})",
             self.profile,
             us(self.costs.send_ns),
             us(self.costs.receive_ns),

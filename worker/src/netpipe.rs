@@ -32,6 +32,32 @@ pub struct NetpipeTable {
     pub rows: Vec<NetpipeRow>,
 }
 
+impl NetpipeTable {
+    /// How many 10^6 bit/s one of the table's "Mbits/s" is. NetPIPE 2.x divided by 2^20
+    /// (1.048576), later versions and this project's worker by 10^6 (1.0); a table does not
+    /// say which, so its rows do: a block's bits over its time, against the rate printed
+    /// beside them, on rows of 100 µs or more (old tables print times to the microsecond).
+    pub fn mbit_scale(&self) -> f64 {
+        let mut ratios: Vec<f64> = self
+            .rows
+            .iter()
+            .filter(|r| r.time_s >= 1e-4 && r.mbit_s > 0.0)
+            .map(|r| r.bits_per_block as f64 / r.time_s / 1e6 / r.mbit_s)
+            .collect();
+        if ratios.is_empty() {
+            return 1.0;
+        }
+        ratios.sort_by(f64::total_cmp);
+        let median = ratios[ratios.len() / 2];
+        const BINARY: f64 = 1_048_576.0 / 1e6;
+        if (median - BINARY).abs() < 0.005 {
+            BINARY
+        } else {
+            1.0
+        }
+    }
+}
+
 /// A line that looked like a row but was not one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NetpipeError {

@@ -42,6 +42,34 @@ fn beam_file_has_two_titled_tables() {
 }
 
 #[test]
+fn the_beam_tables_count_binary_megabits_and_ours_decimal_ones() {
+    let t = netpipe::parse(BEAM).unwrap();
+    // 16 KiB in 1612 µs is 81.3 × 10^6 bit/s, printed as 77.55: NetPIPE 2.x's 2^20.
+    for table in &t {
+        assert_eq!(table.mbit_scale(), 1.048576);
+    }
+    let last = t[0].rows.last().unwrap();
+    assert!((last.mbit_s * t[0].mbit_scale() - 81.3).abs() < 0.1);
+    // What this project writes is in 10^6 bit/s.
+    let rows: Vec<NetpipeRow> = [1024u64, 8192]
+        .iter()
+        .map(|&b| NetpipeRow {
+            time_s: b as f64 * 8.0 / 80e6,
+            mbit_s: 80.0,
+            bits_per_block: b * 8,
+            bytes_per_block: b,
+            variance: 0.0,
+        })
+        .collect();
+    let ours = netpipe::NetpipeTable {
+        title: None,
+        latency_s: None,
+        rows,
+    };
+    assert_eq!(ours.mbit_scale(), 1.0);
+}
+
+#[test]
 fn schedule_reproduces_the_beam_block_sizes_exactly() {
     let t = netpipe::parse(BEAM).unwrap();
     let expected = netpipe::schedule(1, 16384, 3);

@@ -114,6 +114,7 @@ pub fn load(path: &Path) -> Result<Experiment, SpecErrors> {
         &mut errors,
     );
     let baseline = baseline(spec.report.baseline.as_ref(), &topologies, &mut errors);
+    check_netpipe_tables(&spec.report.netpipe, dir, &mut errors);
     let workloads = workload::workloads(&spec.workload, &topologies, &mut errors);
     references::check(&spec.reference, &topologies, &workloads, &mut errors);
     check_mptcp_carries_tcp(&spec, &workloads, &mut errors);
@@ -427,6 +428,35 @@ fn check_mptcp_carries_tcp(spec: &ExperimentSpec, workloads: &[Workload], errors
             format!("`mptcp` carries TCP only, and workload {} is UDP", i + 1),
             Some("measure UDP in an experiment without `mptcp`".into()),
         );
+    }
+}
+
+/// Each `[report] netpipe` file exists and holds NetPIPE tables, so that a run does not find
+/// out at its end that its report cannot draw them.
+fn check_netpipe_tables(
+    tables: &[crate::spec::experiment::NetpipeTableSpec],
+    dir: &Path,
+    errors: &mut ErrorList,
+) {
+    for t in tables {
+        let path = dir.join(t.path.get_ref());
+        let problem = match std::fs::read_to_string(&path) {
+            Err(e) => Some(format!("cannot read NetPIPE table {}: {e}", path.display())),
+            Ok(text) => match orchestrate_worker::netpipe::parse(&text) {
+                Err(e) => Some(format!("{} is not NetPIPE output: {e}", path.display())),
+                Ok(tables) if tables.is_empty() => {
+                    Some(format!("{} holds no NetPIPE table", path.display()))
+                }
+                Ok(_) => None,
+            },
+        };
+        if let Some(p) = problem {
+            errors.push_with_help(
+                t.path.span(),
+                p,
+                Some("give NetPIPE's classic output (time, Mbit/s, bits, bytes, variance per row), relative to the experiment file".into()),
+            );
+        }
     }
 }
 

@@ -19,7 +19,8 @@ use crate::report::error::ReportError;
 use crate::report::figures::figures;
 use crate::report::format::{human, md_cell, size, times, unix_ns};
 use crate::report::intervals::IntervalNames;
-use crate::report::netpipe_curves::curves;
+use crate::report::netpipe_curves::{against, curves};
+use crate::report::predicted::TOLERANCE;
 use crate::results::Statistic;
 use table::table;
 
@@ -417,8 +418,11 @@ fn netpipe(s: &mut String, report: &Report) {
                 md_cell(&b.table_label(i)),
                 t.rows.len().to_string(),
                 t.latency_s.map(|l| human(l * 1e6)).unwrap_or_default(),
-                peak.map(|p| format!("{} at {}", human(p.mbit_s), size(p.bytes_per_block)))
-                    .unwrap_or_default(),
+                peak.map(|p| {
+                    let mbit = p.mbit_s * t.mbit_scale();
+                    format!("{} at {}", human(mbit), size(p.bytes_per_block))
+                })
+                .unwrap_or_default(),
             ]);
         }
     }
@@ -427,5 +431,61 @@ fn netpipe(s: &mut String, report: &Report) {
         &["table", "rows", "latency [µs]", "peak [Mbit/s]"].map(String::from),
         &rows,
         &[false, true, true, false],
+    );
+    netpipe_against_run(s, report);
+}
+
+/// Each table beside this run's one-pair curve of the same mode, block size by block size,
+/// in NetPIPE's own terms (a ping-pong block per one-way time) and 10^6 bit/s.
+fn netpipe_against_run(s: &mut String, report: &Report) {
+    let curves = curves(report);
+    let mut rows = Vec::new();
+    for b in &report.netpipe {
+        for (i, t) in b.tables.iter().enumerate() {
+            for c in &curves {
+                for (bytes, theirs, ours) in against(t, c) {
+                    let r = ours / theirs;
+                    rows.push(vec![
+                        md_cell(&b.table_label(i)),
+                        md_cell(&c.heading),
+                        size(bytes),
+                        human(theirs),
+                        human(ours),
+                        times(r),
+                        if (r - 1.0).abs() <= TOLERANCE {
+                            "yes"
+                        } else {
+                            "no"
+                        }
+                        .to_owned(),
+                    ]);
+                }
+            }
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "Against this run, at the block sizes both have: Mbit/s in 10^6 bit/s (a table that \
+         counts 2^20 bit/s, as NetPIPE 2.x did, is converted), ping-pong as NetPIPE counts it \
+         (one block per one-way time, twice the aggregate above); within ±{:.0}% or not.\n",
+        TOLERANCE * 100.0
+    );
+    table(
+        s,
+        &[
+            "table",
+            "this run",
+            "block",
+            "table [Mbit/s]",
+            "this run [Mbit/s]",
+            "ratio",
+            "within",
+        ]
+        .map(String::from),
+        &rows,
+        &[false, false, true, true, true, true, false],
     );
 }

@@ -34,6 +34,15 @@ impl RunDir {
     pub fn topology_toml(&self, name: &str) -> PathBuf {
         self.root.join(Self::topology_relative(name))
     }
+    /// Where the run keeps copies of the NetPIPE tables its report draws beside it.
+    pub fn baselines_dir(&self) -> PathBuf {
+        self.root.join("baselines")
+    }
+    /// The copy of the `k`-th `[report] netpipe` table, file `file`, as `experiment.toml`
+    /// refers to it (relative to the run).
+    pub fn baseline_relative(k: usize, file: &str) -> String {
+        format!("baselines/{k}-{file}")
+    }
     pub fn plan_json(&self) -> PathBuf {
         self.root.join("plan.json")
     }

@@ -8,6 +8,7 @@
 //! |---|---|---|
 //! | `experiment.toml` | runner | the experiment as it ran, its topologies pointing at the copies beside it, the inventory by absolute path |
 //! | `topologies/<name>.toml` | runner | a copy of each topology, byte for byte |
+//! | `baselines/<k>-<file>` | runner | a copy of each NetPIPE table of the experiment's `[report] netpipe`, byte for byte, drawn beside the run's curves |
 //! | `plan.json` | runner | the plan; `--resume` refuses an experiment that no longer plans the same points |
 //! | `scripts/<id>-<topology>/<node>.{apply,teardown}.sh` | runner | each node's scripts, as planned and then as they ran |
 //! | `ledger.json` | runner | nodes that may still hold a configuration ([`Ledger`]); gone once every node was torn down |

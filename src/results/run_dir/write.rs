@@ -277,6 +277,27 @@ fn experiment_copy(run: &RunDir, e: &Experiment) -> anyhow::Result<toml::Table> 
         paths.push(toml::Value::String(RunDir::topology_relative(name)));
     }
     copy.insert("topologies".into(), toml::Value::Array(paths));
+    // NetPIPE tables to draw beside the run: copied too, so the report needs nothing else.
+    if let Some(tables) = copy
+        .get_mut("report")
+        .and_then(|r| r.as_table_mut())
+        .and_then(|r| r.get_mut("netpipe"))
+        .and_then(|n| n.as_array_mut())
+    {
+        for (k, t) in tables.iter_mut().enumerate() {
+            let Some(t) = t.as_table_mut() else { continue };
+            let Some(p) = t.get("path").and_then(|v| v.as_str()) else {
+                continue;
+            };
+            let src = base.join(p);
+            let text = std::fs::read(&src).map_err(|x| io(&src, x))?;
+            let file = src.file_name().map(|n| n.to_string_lossy().into_owned());
+            let relative = RunDir::baseline_relative(k, file.as_deref().unwrap_or("netpipe.txt"));
+            create_dirs(&run.baselines_dir())?;
+            write_file(&run.root().join(&relative), text)?;
+            t.insert("path".into(), toml::Value::String(relative));
+        }
+    }
     if let Some(cluster) = copy.get_mut("cluster").and_then(|c| c.as_table_mut())
         && let Some(inv) = cluster.get("inventory").and_then(|v| v.as_str())
     {

@@ -315,6 +315,7 @@ mod tests {
             send_ns: 5,
             receive_ns: 6,
             forward_ns: 7,
+            per_byte_ps: 8,
         };
         let ports: BTreeMap<SegmentId, Vec<String>> = w
             .segment_ids()
@@ -335,6 +336,7 @@ mod tests {
             .collect();
         assert_eq!(p, [("v0a", Some(0)), ("v0b", Some(1))]);
         assert_eq!(c.nodes[1].costs.forward_ns, 7);
+        assert_eq!(c.nodes[1].costs.per_byte_ps, 8);
         assert!(c.check().is_ok());
 
         let mut all_rate = w.clone();

@@ -212,6 +212,20 @@ fn the_report_shows_the_medium_beside_each_cell_and_per_configuration() {
     // Without a model the token cells get their own table with the medium's columns.
     assert!(md.contains("### Token-test cells"));
     assert!(md.contains("collisions/frame"));
+    // A failed point names what the wires did meanwhile: the synthetic run's point 5 rep 1
+    // failed; its attempt's two segments carried 1000 frames each, pairs × 10 collisions and
+    // one queue drop on each, lateness p99 2 µs (ingress 1 µs), latest frame 4 µs.
+    let failed = md
+        .lines()
+        .find(|l| l.starts_with("|     5 |   1 |"))
+        .unwrap_or_else(|| panic!("point 5 rep 1 listed as failed:\n{md}"));
+    assert!(failed.contains("connection refused"), "{failed}");
+    assert!(
+        failed.contains("2000 frames,")
+            && failed.contains("2 queue drops, lateness p99 2 µs, latest 4 µs"),
+        "{failed}"
+    );
+    assert!(md.contains("| the wires meanwhile"), "{md}");
 
     // Byte-stable.
     let before: Vec<String> = ["media.csv", "report.md"]

@@ -436,6 +436,7 @@ fn samples(windows: &[Window<'_>], bytes_in_window: &WindowBytes) -> Vec<PointSa
                 aggregate_mbit_s: pair_mbit_s.iter().sum(),
                 pair_mbit_s,
                 window_ns,
+                window_start_unix_ns: w.start,
             }
         })
         .collect()

@@ -93,6 +93,7 @@ fn build_with(
         netpipe: [load::netpipe_tables(run)?, netpipe_baselines(opts)?].concat(),
         references,
         progress: one.progress,
+        drift: one.drift,
     })
 }
 
@@ -192,6 +193,7 @@ pub fn compare(
         topology_drawings: Vec::new(),
         references: Vec::new(),
         progress: None,
+        drift: None,
     };
     export::write_all(out, &report, &exporters)
 }
@@ -236,6 +238,7 @@ fn measured(one: LoadedRun, opts: &ReportOptions<'_>) -> Report {
         topology_drawings: Vec::new(),
         references: Vec::new(),
         progress: None,
+        drift: None,
     }
 }
 

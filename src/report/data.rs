@@ -78,6 +78,8 @@ pub struct PointSample {
     pub aggregate_mbit_s: f64,
     pub pair_mbit_s: Vec<f64>,
     pub window_ns: u64,
+    /// When the window opened (Unix ns): the drift check orders repetitions by it.
+    pub window_start_unix_ns: u64,
 }
 
 /// Why a point attempt does not count as a sample.

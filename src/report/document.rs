@@ -37,6 +37,8 @@ pub struct Report {
     /// How the pairs of the run's heaviest point delivered over time, when its workers
     /// sampled it (one run only).
     pub progress: Option<PointProgress>,
+    /// Whether the machine drifted while the run ran ([`super::drift`]); one run only.
+    pub drift: Option<super::drift::Drift>,
 }
 
 /// What the report says about a run's setup.

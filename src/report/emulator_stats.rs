@@ -26,6 +26,64 @@ pub struct MediaReport {
     /// Timing outside the bound: how many attempts, at how many points, and how many points
     /// ended so (their last attempt; they count nowhere).
     pub untimed: Untimed,
+    /// What the wires did during each point's last attempt, by (point, rep): what a failed
+    /// point's listing shows beside its reason.
+    pub points: BTreeMap<(u32, u32), PointMedia>,
+}
+
+/// The emulated wires during one point attempt, over all its segments.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PointMedia {
+    pub frames: u64,
+    pub collisions: u64,
+    pub excess_collision_drops: u64,
+    pub queue_drops: u64,
+    /// The worst segment's p99 and latest frame at either end, µs.
+    pub lateness_p99_us: f64,
+    pub lateness_max_us: f64,
+}
+
+impl PointMedia {
+    /// As the failed points' listing gives it: `1 234 frames, 0.12 collisions/frame, 5
+    /// excess-collision drops, 0 queue drops, lateness p99 45 µs, latest 0.3 ms`.
+    pub fn text(&self) -> String {
+        let per_frame = if self.frames > 0 {
+            self.collisions as f64 / self.frames as f64
+        } else {
+            0.0
+        };
+        format!(
+            "{} frames, {per_frame:.2} collisions/frame, {} excess-collision drops, {} queue \
+             drops, lateness p99 {:.0} µs, latest {:.0} µs",
+            self.frames,
+            self.excess_collision_drops,
+            self.queue_drops,
+            self.lateness_p99_us,
+            self.lateness_max_us
+        )
+    }
+}
+
+/// Each point's segments summed, by (point, rep); the rows are each point's last attempt.
+fn points(rows: &[MediaRow]) -> BTreeMap<(u32, u32), PointMedia> {
+    let mut out: BTreeMap<(u32, u32), PointMedia> = BTreeMap::new();
+    for r in rows {
+        let p = out.entry((r.context.point, r.context.rep)).or_default();
+        let s = &r.stats;
+        p.frames += s.frames;
+        p.collisions += s.collisions;
+        p.excess_collision_drops += s.excess_collision_drops;
+        p.queue_drops += s.queue_drops;
+        p.lateness_p99_us = p
+            .lateness_p99_us
+            .max(s.lateness_p99_us)
+            .max(s.ingress_p99_us);
+        p.lateness_max_us = p
+            .lateness_max_us
+            .max(s.lateness_max_us)
+            .max(s.ingress_max_us);
+    }
+    out
 }
 
 /// Point attempts the runner marked untimed ([`crate::results::PointStatus::Untimed`]).
@@ -218,6 +276,7 @@ pub fn summarize(
         untimed: Untimed::default(),
         cells: cells(rows, ok),
         configs: configs(rows, totals),
+        points: points(rows),
     }
 }
 

@@ -10,6 +10,7 @@ use super::aggregate::aggregate;
 use super::cells::summarize;
 use super::data::{CellSummary, Failure, PointProgress};
 use super::document::RunInfo;
+use super::drift::{self, Drift};
 use super::emulator_stats::{self, MediaReport};
 use super::error::ReportError;
 use super::netpipe::{self, NetpipeBaseline};
@@ -26,6 +27,7 @@ pub struct LoadedRun {
     pub cells: Vec<CellSummary>,
     pub failures: Vec<Failure>,
     pub progress: Option<PointProgress>,
+    pub drift: Option<Drift>,
 }
 
 /// Loads the run in `dir`: its cells, labelled `label` when given (a comparison across runs)
@@ -56,6 +58,7 @@ pub fn run(
         &mut agg.failures,
     );
     let cells = summarize(&agg);
+    let drift = drift::estimate(&agg.samples);
     let default_label = manifest.experiment.clone().unwrap_or_else(|| {
         dir.root()
             .file_name()
@@ -75,6 +78,7 @@ pub fn run(
         cells,
         failures: agg.failures,
         progress: agg.progress,
+        drift,
     })
 }
 

@@ -35,6 +35,7 @@ mod compare;
 mod contrast;
 mod data;
 mod document;
+mod drift;
 mod emulator_stats;
 mod error;
 mod export;

@@ -101,6 +101,7 @@ mod tests {
             aggregate_mbit_s: mbit_s,
             pair_mbit_s: vec![mbit_s],
             window_ns: 1_000_000_000,
+            window_start_unix_ns: 0,
         }
     }
 

@@ -15,6 +15,7 @@ use super::exporter::{Exporter, RenderedFile};
 use crate::report::compare::{ComparisonRow, ComparisonTable, Significance, tested_contests};
 use crate::report::data::CellSummary;
 use crate::report::document::{Report, RunInfo};
+use crate::report::drift::Drift;
 use crate::report::error::ReportError;
 use crate::report::figures::figures;
 use crate::report::format::{human, md_cell, size, times, unix_ns};
@@ -38,6 +39,13 @@ impl Exporter for Markdown {
         for f in &report.findings {
             let _ = writeln!(s, "- {f}");
         }
+        if let Some(d) = report.drift.filter(|d| d.shown()) {
+            let _ = writeln!(
+                s,
+                "- ⚠ The machine drifted while the run ran: {} per hour (see Drift over the run).",
+                drift_rate(&d)
+            );
+        }
         s.push('\n');
         references::references(&mut s, &report.references, report.statistic);
         for t in &report.comparison {
@@ -55,6 +63,7 @@ impl Exporter for Markdown {
         setup(&mut s, report);
         model::against_model(&mut s, report, &report.media);
         medium::the_medium(&mut s, report, &report.media);
+        drift(&mut s, report);
         latency(&mut s, report);
         failures(&mut s, report);
         netpipe(&mut s, report);
@@ -367,17 +376,62 @@ fn figures_section(s: &mut String, report: &Report) {
     }
 }
 
+/// `+1.2% [-0.3%, +2.5%]`: the median drift over cells with its interval.
+fn drift_rate(d: &Drift) -> String {
+    let pct = |v: f64| format!("{v:+.1}%");
+    match d.per_hour.ci {
+        Some(ci) => format!(
+            "{} [{}, {}]",
+            pct(d.per_hour.median),
+            pct(ci.low),
+            pct(ci.high)
+        ),
+        None => pct(d.per_hour.median),
+    }
+}
+
+fn drift(s: &mut String, report: &Report) {
+    let Some(d) = report.drift else {
+        return;
+    };
+    s.push_str(
+        "## Drift over the run
+
+",
+    );
+    let verdict = if d.shown() {
+        "**the machine drifted**: differences between configurations, which run one after \
+         another, carry some of it"
+    } else {
+        "no drift is shown: the interval includes none"
+    };
+    let _ = writeln!(
+        s,
+        "Points run in a random order within their configuration, so a machine that sped up or \
+         slowed down shows as a trend of each cell's repetitions against the time they ran. \
+         Over {} cells of at least {} repetitions, the median trend (least squares of the \
+         logarithm against time) is {} per hour, with the median's 95% interval over cells: \
+         {verdict}.\n",
+        d.cells,
+        crate::report::drift::MIN_REPETITIONS,
+        drift_rate(&d)
+    );
+}
+
 fn failures(s: &mut String, report: &Report) {
     s.push_str("## Failed points\n\n");
     if report.failures.is_empty() {
         s.push_str("None.\n\n");
         return;
     }
+    // Beside each reason, what the emulated wires did during that attempt (when it ran on
+    // them): the counters a reader checks before believing the reason.
+    let wires = report.media.present;
     let rows: Vec<Vec<String>> = report
         .failures
         .iter()
         .map(|f| {
-            vec![
+            let mut row = vec![
                 f.point.to_string(),
                 f.rep.to_string(),
                 md_cell(&f.key.config.label()),
@@ -385,24 +439,37 @@ fn failures(s: &mut String, report: &Report) {
                 f.key.pairs.to_string(),
                 size(f.key.size_bytes),
                 md_cell(&f.reason.to_string()),
-            ]
+            ];
+            if wires {
+                row.push(
+                    report
+                        .media
+                        .points
+                        .get(&(f.point, f.rep))
+                        .map(|m| m.text())
+                        .unwrap_or_else(|| "no statistics".into()),
+                );
+            }
+            row
         })
         .collect();
-    table(
-        s,
-        &[
-            "point",
-            "rep",
-            "configuration",
-            "measure",
-            "pairs",
-            "size",
-            "reason",
-        ]
-        .map(String::from),
-        &rows,
-        &[true, true, false, false, true, true, false],
-    );
+    let mut header = [
+        "point",
+        "rep",
+        "configuration",
+        "measure",
+        "pairs",
+        "size",
+        "reason",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut right = vec![true, true, false, false, true, true, false];
+    if wires {
+        header.push("the wires meanwhile".into());
+        right.push(false);
+    }
+    table(s, &header, &rows, &right);
 }
 
 fn netpipe(s: &mut String, report: &Report) {

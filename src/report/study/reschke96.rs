@@ -98,6 +98,8 @@ impl InTheStudy {
                     .filter(|c| as_in_the_study(&c.topology, &c.bonding))
                     .cloned()
                     .collect(),
+                // The study's sections read cells, not single points.
+                points: Default::default(),
             },
         }
     }

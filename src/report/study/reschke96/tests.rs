@@ -113,6 +113,7 @@ fn the_disk_finding_names_the_collisions_behind_a_degrading_bonded_net() {
             medium(SWITCHED_BONDED_MESH, R, 7, 200, 30),
         ],
         configs: Vec::new(),
+        points: Default::default(),
     };
     let c = against_reschke96(&cells, &[], &media, Statistic::Best).unwrap();
     let f = find(&c, "Disk/net balance");

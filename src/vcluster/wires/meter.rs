@@ -2,8 +2,8 @@
 //!
 //! iperf3 in the node image stands in for the worker's streaming pattern until the worker has
 //! one; only this module knows. Rates are the receiver's: bytes over time in its whole
-//! one-second intervals, the first and last left out (the sender's own figures count what it
-//! wrote into socket buffers and a deep queue, not what crossed the wire).
+//! one-second intervals once TCP has settled, the last left out (the sender's own figures count
+//! what it wrote into socket buffers and a deep queue, not what crossed the wire).
 
 use std::time::Duration;
 
@@ -29,10 +29,20 @@ pub struct Station<'a> {
     pub addr: String,
 }
 
+/// Whole one-second intervals left out at the start of every flow: TCP's slow start, and the
+/// tail drop that ends it in a deep shaper queue. The drop's recovery hands the receiver a
+/// window of data held out of order at once, so the interval after it shows more than the
+/// wire can carry (11.4 Mbit/s on a 10 Mbit/s wire measured with one interval left out), and
+/// two streams in opposite directions, each queueing the other's ACKs behind its data, take
+/// up to three seconds to reach their steady rate (8.0 and 8.4 Mbit/s averaged from the second
+/// second, 9.15 each once settled).
+const SETTLING_INTERVALS: usize = 3;
+
 /// Runs the flows at once (one iperf3 server per flow, started first) and returns each
-/// receiver's goodput: the mean of the receiver's one-second intervals, the first and last
-/// left out. (The sender's own figures count what it wrote into socket buffers and a deep
-/// queue, not what crossed the wire.)
+/// receiver's goodput over `seconds` once settled: bytes over time in the receiver's whole
+/// one-second intervals, the first [`SETTLING_INTERVALS`] and the last left out. (The sender's
+/// own figures count what it wrote into socket buffers and a deep queue, not what crossed the
+/// wire.)
 pub fn measure(flows: &[(&Station, &Station, u16)], seconds: u32) -> Result<Vec<Flow>> {
     let log = |port: u16| format!("/tmp/orchestrate-verify-{port}.json");
     for (_, to, port) in flows {
@@ -53,8 +63,8 @@ pub fn measure(flows: &[(&Station, &Station, u16)], seconds: u32) -> Result<Vec<
         .timeout(Duration::from_secs(20))
         .run()?;
     }
-    // Two extra seconds: the first and last intervals are not counted.
-    let total = seconds + 2;
+    // The settling intervals and the last one are not counted.
+    let total = seconds + SETTLING_INTERVALS as u32 + 1;
     let sent: Vec<Result<()>> = std::thread::scope(|s| {
         let handles: Vec<_> = flows
             .iter()
@@ -111,7 +121,8 @@ pub fn measure(flows: &[(&Station, &Station, u16)], seconds: u32) -> Result<Vec<
     Ok(out)
 }
 
-/// Mean of the receiver's interval rates, without the first and last interval, in Mbit/s.
+/// The receiver's bytes over time in its whole intervals, without the settling ones and the
+/// last, in Mbit/s.
 fn receiver_goodput(json: &str, command: &str) -> Result<f64> {
     let unexpected = |detail: String| Error::Unexpected {
         what: "reading iperf3's receiver report".into(),
@@ -138,13 +149,14 @@ fn receiver_goodput(json: &str, command: &str) -> Result<f64> {
                 .collect()
         })
         .unwrap_or_default();
-    if intervals.len() < 3 {
+    let needed = SETTLING_INTERVALS + 2;
+    if intervals.len() < needed {
         return Err(unexpected(format!(
-            "{} whole intervals; at least 3 are needed",
+            "{} whole intervals; at least {needed} are needed",
             intervals.len()
         )));
     }
-    let middle = &intervals[1..intervals.len() - 1];
+    let middle = &intervals[SETTLING_INTERVALS..intervals.len() - 1];
     let bytes: f64 = middle.iter().map(|(b, _)| b).sum();
     let secs: f64 = middle.iter().map(|(_, s)| s).sum();
     Ok(bytes * 8.0 / secs / 1e6)
@@ -155,22 +167,34 @@ mod tests {
     use super::*;
 
     #[test]
-    fn receiver_goodput_leaves_out_the_first_and_last_whole_interval_and_slivers() {
+    fn receiver_goodput_leaves_out_the_settling_and_last_whole_intervals_and_slivers() {
         let iv = |mbit: f64, secs: f64| {
             format!(
                 r#"{{"sum":{{"bytes":{},"seconds":{secs}}}}}"#,
                 mbit * 1e6 / 8.0 * secs
             )
         };
+        // Slow start, a recovery burst over the wire's rate, a settling second, then steady.
         let j = format!(
-            r#"{{"intervals":[{}, {}, {}, {}, {}],"end":{{}}}}"#,
-            iv(20.0, 1.0),
+            r#"{{"intervals":[{}, {}, {}, {}, {}, {}, {}],"end":{{}}}}"#,
+            iv(6.0, 1.0),
+            iv(11.4, 1.0),
+            iv(8.0, 1.0),
             iv(9.0, 1.0),
             iv(10.0, 1.0),
             iv(1.0, 1.0),
             iv(50.0, 0.013)
         );
         assert!((receiver_goodput(&j, "x").unwrap() - 9.5).abs() < 1e-9);
+        // Too short to have settled: refused, not averaged over the transient.
+        let short = format!(
+            r#"{{"intervals":[{}, {}, {}, {}],"end":{{}}}}"#,
+            iv(6.0, 1.0),
+            iv(11.4, 1.0),
+            iv(8.0, 1.0),
+            iv(9.0, 1.0)
+        );
+        assert!(receiver_goodput(&short, "x").is_err());
         let e = receiver_goodput(r#"{"error":"unable to connect"}"#, "x")
             .unwrap_err()
             .to_string();

@@ -95,6 +95,7 @@ fn spec(records: u64) -> SynthSpec {
         broken_trials: Vec::new(),
         jitter: 0.03,
         tcp_retrans: None,
+        drift_check: None,
     };
     // Records per trial index: configs × sizes × reps × Σpairs × 2 sides.
     let per_trial = (s.configs.len() * s.sizes.len()) as u64 * s.reps as u64 * 28 * 2;

@@ -179,3 +179,50 @@ fn a_cell_below_the_model_cites_the_counters_its_records_carry_or_says_unexplain
         "{table}"
     );
 }
+
+#[test]
+fn the_drift_check_is_compared_with_its_cell_and_counts_in_no_cell() {
+    let report = |drift_check: Option<f64>| {
+        let dir = tempfile::tempdir().unwrap();
+        let spec = SynthSpec {
+            drift_check,
+            ..SynthSpec::study(7)
+        };
+        write_run(dir.path(), &spec).unwrap();
+        report_run(dir.path(), &ReportOptions::default()).unwrap();
+        let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
+        (
+            read("report.md"),
+            read("summary.csv"),
+            read("comparison.csv"),
+        )
+    };
+    let (_, cells, comparison) = report(None);
+    for (factor, drifted) in [(0.85, true), (1.0, false)] {
+        let (md, check_cells, check_comparison) = report(Some(factor));
+        let drift = section(&md, "## Drift over the run");
+        assert!(drift.contains("measuring its reference cell"), "{drift}");
+        assert!(
+            drift.contains("These repetitions count in no cell"),
+            "{drift}"
+        );
+        assert_eq!(
+            drift.contains("**the machine drifted between the first configuration and the last**"),
+            drifted,
+            "{factor}: {drift}"
+        );
+        assert_eq!(
+            section(&md, "## Findings").contains("drifted between the first configuration"),
+            drifted,
+            "{factor}"
+        );
+        assert_eq!(check_cells, cells, "{factor}: the check changed a cell");
+        assert_eq!(check_comparison, comparison, "{factor}");
+    }
+    let (md, _, _) = report(Some(0.85));
+    assert!(
+        md.contains("0.85× ["),
+        "{}",
+        section(&md, "## Drift over the run")
+    );
+}

@@ -83,6 +83,7 @@ fn point(point: u32, pairs: u32, status: PointStatus) -> PointRow {
         window_start_unix_ns: None,
         window_end_unix_ns: None,
         skew_ns: None,
+        drift_check: false,
     }
 }
 

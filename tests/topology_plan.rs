@@ -198,7 +198,13 @@ fn plan_prints_points_estimate_and_every_nodes_scripts() {
         header_points,
         "text and JSON show the same points"
     );
-    assert_eq!(v["configurations"].as_array().unwrap().len(), 3);
+    // Three topologies, then the first again for the drift check.
+    assert_eq!(v["configurations"].as_array().unwrap().len(), 4);
+    assert_eq!(v["configurations"][3]["repeats"], 0);
+    assert!(v["configurations"][0].get("repeats").is_none());
+    assert!(text.contains(
+        "Configuration 3: configuration 0 (routed-mesh-4x4, bonding none) again, the drift check"
+    ));
     assert!(v["estimate"].as_f64().unwrap() > 0.0);
     assert!(
         v["configurations"][0]["scripts"][0]["apply"]
@@ -224,6 +230,67 @@ fn plan_for_one_node_shows_only_its_scripts_and_rejects_unknown_nodes() {
         .arg(&exp)
         .assert()
         .failure();
+}
+
+#[test]
+fn the_plan_ends_by_measuring_the_first_configurations_cheapest_cell_again() {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+    let e = orchestrate::plan::load(&common::root().join("experiments/grid4x4.toml")).unwrap();
+    let plan = orchestrate::plan::expand(&e).unwrap();
+    let (check, measured) = plan.configurations.split_last().unwrap();
+    assert_eq!(check.repeats, Some(0));
+    assert!(measured.iter().all(|c| c.repeats.is_none()));
+    assert_eq!(check.topology.name, measured[0].topology.name);
+    assert_eq!(check.bonding_label(), measured[0].bonding_label());
+    // Every cell of the first configuration with its time; the cheapest is measured again.
+    let mut cells: BTreeMap<(usize, usize, u64), (Duration, u32)> = BTreeMap::new();
+    for p in plan.points.iter().filter(|p| p.configuration == 0) {
+        let c = cells
+            .entry((p.workload, p.placement_entry, p.size_bytes))
+            .or_default();
+        c.0 += p.estimate;
+        c.1 += 1;
+    }
+    let cheapest = cells.values().map(|c| c.0).min().unwrap();
+    assert!(
+        cells.values().any(|c| c.0 > cheapest),
+        "cells differ in cost"
+    );
+    let again: Vec<_> = plan
+        .points
+        .iter()
+        .filter(|p| p.configuration == check.id)
+        .collect();
+    let cell = (
+        again[0].workload,
+        again[0].placement_entry,
+        again[0].size_bytes,
+    );
+    assert_eq!(cells[&cell].0, cheapest);
+    assert_eq!(again.len() as u32, cells[&cell].1, "every repetition again");
+    assert!(
+        again
+            .iter()
+            .all(|p| (p.workload, p.placement_entry, p.size_bytes) == cell)
+    );
+    assert_eq!(
+        again.iter().map(|p| p.rep).collect::<Vec<_>>(),
+        (0..again.len() as u32).collect::<Vec<_>>()
+    );
+    // Last in run order, numbered on from the rest.
+    let first_again = plan.points.len() - again.len();
+    assert!(
+        plan.points[first_again..]
+            .iter()
+            .all(|p| p.configuration == check.id)
+    );
+    assert!(plan.points.iter().enumerate().all(|(i, p)| p.id == i));
+    // One configuration has nothing to drift against.
+    let one = orchestrate::plan::load(&common::root().join("experiments/beam99.toml")).unwrap();
+    let one = orchestrate::plan::expand(&one).unwrap();
+    assert_eq!(one.configurations.len(), 1);
+    assert!(one.configurations.iter().all(|c| c.repeats.is_none()));
 }
 
 #[test]
@@ -511,12 +578,11 @@ fn multipath_modes_give_a_bond_mptcp_and_plain_configuration_on_the_same_wires()
     let e = orchestrate::plan::load(&exp).unwrap();
     let plan = orchestrate::plan::expand(&e).unwrap();
     let labels: Vec<String> = plan
-        .configurations
-        .iter()
+        .measured_configurations()
         .map(|c| c.bonding_label())
         .collect();
     assert_eq!(labels, ["balance-rr", "mptcp", "none"]);
-    let [bond, mptcp, plain] = &plan.configurations[..] else {
+    let [bond, mptcp, plain, _drift_check] = &plan.configurations[..] else {
         unreachable!()
     };
     // The same segments and ports under all three.
@@ -596,8 +662,7 @@ fn ecmp_routing_gives_a_second_configuration_with_the_same_pairs_and_a_hashed_mo
     let e = orchestrate::plan::load(&exp).unwrap();
     let plan = orchestrate::plan::expand(&e).unwrap();
     let labels: Vec<(String, String)> = plan
-        .configurations
-        .iter()
+        .measured_configurations()
         .map(|c| (c.topology.name.to_string(), c.bonding_label()))
         .collect();
     // A bus has no forwarder, so no routing to choose: one configuration.

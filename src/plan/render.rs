@@ -32,7 +32,10 @@ pub fn text(plan: &Plan, node: Option<&NodeName>) -> String {
         human(plan.estimate)
     );
     for c in &plan.configurations {
-        configuration(&mut s, c);
+        match c.repeats {
+            Some(first) => drift_check(&mut s, c, first, plan),
+            None => configuration(&mut s, c),
+        }
     }
     let _ = writeln!(s, "\nPoints, in run order:");
     let _ = writeln!(
@@ -55,7 +58,8 @@ pub fn text(plan: &Plan, node: Option<&NodeName>) -> String {
             p.estimate.as_secs_f64()
         );
     }
-    for c in &plan.configurations {
+    // The drift check applies its configuration's scripts again: shown once.
+    for c in plan.measured_configurations() {
         for sc in c
             .scripts
             .iter()
@@ -94,6 +98,35 @@ fn configuration(s: &mut String, c: &Configuration) {
     }
     for n in &c.notes {
         let _ = writeln!(s, "  note: {n}");
+    }
+}
+
+/// The drift check: which configuration it applies again, and which of its cells it measures.
+fn drift_check(s: &mut String, c: &Configuration, first: usize, plan: &Plan) {
+    let points: Vec<_> = plan
+        .points
+        .iter()
+        .filter(|p| p.configuration == c.id)
+        .collect();
+    let _ = writeln!(
+        s,
+        "\nConfiguration {}: configuration {first} ({}, bonding {}) again, the drift check",
+        c.id,
+        c.topology.name,
+        c.bonding_label()
+    );
+    if let Some(p) = points.first() {
+        let _ = writeln!(
+            s,
+            "  its reference cell ({} {}, {} pair(s), {}) measured {} time(s) more after every \
+             other configuration: the report compares the two to show how far the machine \
+             drifted between the first configuration and the last",
+            p.pattern.as_str(),
+            p.placement.as_str(),
+            p.pairs,
+            crate::spec::ByteSize(p.size_bytes),
+            points.len()
+        );
     }
 }
 

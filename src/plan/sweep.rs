@@ -1,6 +1,9 @@
 //! Expansion of an experiment into configurations (a topology under one multipath mode, set up
-//! once) and points (one measurement), in a seeded random order within each configuration.
+//! once) and points (one measurement), in a seeded random order within each configuration;
+//! with more than one configuration, the first's reference cell once more at the end (the
+//! drift check).
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
@@ -29,6 +32,14 @@ pub struct Plan {
     pub estimate: Duration,
 }
 
+impl Plan {
+    /// The configurations whose points make the report's cells: all but the drift check, which
+    /// repeats one of them.
+    pub fn measured_configurations(&self) -> impl Iterator<Item = &Configuration> {
+        self.configurations.iter().filter(|c| c.repeats.is_none())
+    }
+}
+
 /// A topology under one multipath mode: configured once, then measured point by point.
 #[derive(Debug, Clone, Serialize)]
 pub struct Configuration {
@@ -46,6 +57,11 @@ pub struct Configuration {
     pub scripts: Vec<NodeScripts>,
     /// Things a reader of the plan should know: placements that do not apply, and why.
     pub notes: Vec<String>,
+    /// Set on the drift check: this is configuration `repeats` applied again at the end of
+    /// the run to measure its reference cell once more ([`drift_check`]). Written only there,
+    /// so other configurations read as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeats: Option<usize>,
 }
 
 impl Configuration {
@@ -148,6 +164,11 @@ pub fn expand(e: &Experiment) -> Result<Plan, SpecErrors> {
             configurations.push(config);
         }
     }
+    if configurations.len() >= 2 {
+        let (again, again_points) = drift_check(&configurations[0], &points, configurations.len());
+        points.extend(again_points);
+        configurations.push(again);
+    }
     for (i, p) in points.iter_mut().enumerate() {
         p.id = i;
     }
@@ -236,6 +257,7 @@ fn configuration(
         routing: variant.routing,
         placements: Vec::new(),
         notes: Vec::new(),
+        repeats: None,
     };
     let mut points = Vec::new();
     for (wi, w) in e.workloads.iter().enumerate() {
@@ -376,6 +398,47 @@ fn bulk_capacity(config: &Configuration, w: &Workload, placement: &Placement) ->
         return None;
     }
     throughput_model::bulk_wire_capacity(&config.topology, placement, &ModelParams::default())
+}
+
+/// The drift check: configuration `first` applied once more as configuration `id`, after all
+/// the others, to measure its reference cell again. Configurations run in blocks, so a machine
+/// that sped up or slowed down over the run would otherwise be read as a difference between
+/// them; the reference cell's two measurements, hours apart, show how much of that there is.
+/// The reference cell is the first configuration's cheapest (least estimated time over its
+/// repetitions; the first in workload, placement and size order among equals), so the check
+/// costs one reconfiguration and a few seconds. Its points keep their workload, placement and
+/// size, in repetition order.
+fn drift_check(first: &Configuration, points: &[Point], id: usize) -> (Configuration, Vec<Point>) {
+    let mut cells: BTreeMap<(usize, usize, u64), Duration> = BTreeMap::new();
+    for p in points.iter().filter(|p| p.configuration == first.id) {
+        *cells
+            .entry((p.workload, p.placement_entry, p.size_bytes))
+            .or_default() += p.estimate;
+    }
+    let reference = cells
+        .iter()
+        .min_by_key(|(cell, estimate)| (**estimate, **cell))
+        .map(|(cell, _)| *cell);
+    let mut again: Vec<Point> = points
+        .iter()
+        .filter(|p| {
+            p.configuration == first.id
+                && Some((p.workload, p.placement_entry, p.size_bytes)) == reference
+        })
+        .map(|p| Point {
+            configuration: id,
+            ..p.clone()
+        })
+        .collect();
+    again.sort_by_key(|p| p.rep);
+    let config = Configuration {
+        id,
+        repeats: Some(first.id),
+        // Its notes were said once, on the first.
+        notes: Vec::new(),
+        ..first.clone()
+    };
+    (config, again)
 }
 
 /// Random order within a configuration, so that drift over time (thermal, other load) does

@@ -94,6 +94,7 @@ fn build_with(
         references,
         progress: one.progress,
         drift: one.drift,
+        drift_check: one.drift_check,
     })
 }
 
@@ -194,6 +195,7 @@ pub fn compare(
         references: Vec::new(),
         progress: None,
         drift: None,
+        drift_check: None,
     };
     export::write_all(out, &report, &exporters)
 }
@@ -239,6 +241,7 @@ fn measured(one: LoadedRun, opts: &ReportOptions<'_>) -> Report {
         references: Vec::new(),
         progress: None,
         drift: None,
+        drift_check: None,
     }
 }
 

@@ -39,6 +39,9 @@ pub struct Report {
     pub progress: Option<PointProgress>,
     /// Whether the machine drifted while the run ran ([`super::drift`]); one run only.
     pub drift: Option<super::drift::Drift>,
+    /// The first configuration's reference cell measured again at the end of the run
+    /// ([`super::drift_check`]); one run only, and only where its plan had one.
+    pub drift_check: Option<super::drift_check::DriftCheck>,
 }
 
 /// What the report says about a run's setup.

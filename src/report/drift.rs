@@ -5,7 +5,7 @@
 //! hour its window started. The run's drift is the median of those slopes, with the median's
 //! 95% interval over cells (order statistics, as for the cells themselves): an interval that
 //! excludes 0 is a drift the report names. Drift between configurations (which run in blocks)
-//! is not separable from their difference; this checks the time each block takes.
+//! is not separable from their difference here: [`super::drift_check`] measures that.
 
 use std::collections::BTreeMap;
 

@@ -11,6 +11,7 @@ use super::cells::summarize;
 use super::data::{CellSummary, Failure, PointProgress};
 use super::document::RunInfo;
 use super::drift::{self, Drift};
+use super::drift_check::{self, DriftCheck};
 use super::emulator_stats::{self, MediaReport};
 use super::error::ReportError;
 use super::netpipe::{self, NetpipeBaseline};
@@ -28,12 +29,14 @@ pub struct LoadedRun {
     pub failures: Vec<Failure>,
     pub progress: Option<PointProgress>,
     pub drift: Option<Drift>,
+    pub drift_check: Option<DriftCheck>,
 }
 
 /// Loads the run in `dir`: its cells, labelled `label` when given (a comparison across runs)
 /// and otherwise by the experiment's name or the directory's. `baseline` overrides the
 /// manifest's baseline topology. Points above their cell's `capacities` are set aside as
-/// failures ([`wire_screen`]).
+/// failures ([`wire_screen`]). The drift check's repetitions count in no cell: they are
+/// aggregated apart and compared with their cell ([`drift_check`]).
 pub fn run(
     dir: &RunDir,
     label: Option<&str>,
@@ -51,12 +54,31 @@ pub fn run(
         .u64()?
         .get(0)
         .unwrap_or(0);
-    let mut agg = aggregate(records, &points, &manifest, label)?;
+    let point_attempts = points.len();
+    let (check_points, points): (Vec<_>, Vec<_>) = points.into_iter().partition(|p| p.drift_check);
+    let checked = check_points.iter().map(|p| p.point).collect();
+    let is_check = drift_check::records_of(&checked);
+    let mut agg = aggregate(
+        records.clone().filter(is_check.clone().not()),
+        &points,
+        &manifest,
+        label,
+    )?;
     agg.samples = wire_screen::set_aside(
         std::mem::take(&mut agg.samples),
         capacities,
         &mut agg.failures,
     );
+    let drift_check = if check_points.is_empty() {
+        None
+    } else {
+        let mut again = aggregate(records.filter(is_check), &check_points, &manifest, label)?;
+        let samples = wire_screen::set_aside(again.samples, capacities, &mut again.failures);
+        // The check's attempts: a repetition measured again counts once.
+        let repetitions: std::collections::BTreeSet<_> =
+            check_points.iter().map(|p| (p.point, p.rep)).collect();
+        drift_check::compare(&agg.samples, &samples, repetitions.len())
+    };
     let cells = summarize(&agg);
     let drift = drift::estimate(&agg.samples);
     let default_label = manifest.experiment.clone().unwrap_or_else(|| {
@@ -73,12 +95,13 @@ pub fn run(
                 .or_else(|| manifest.baseline.clone()),
             manifest,
             records: n_records,
-            point_attempts: points.len(),
+            point_attempts,
         },
         cells,
         failures: agg.failures,
         progress: agg.progress,
         drift,
+        drift_check,
     })
 }
 

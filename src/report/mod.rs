@@ -36,6 +36,7 @@ mod contrast;
 mod data;
 mod document;
 mod drift;
+mod drift_check;
 mod emulator_stats;
 mod error;
 mod export;

@@ -36,6 +36,10 @@ fn is_first(attempt: &u32) -> bool {
     *attempt == 0
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 /// Outcome of one point attempt.
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -74,6 +78,11 @@ pub struct PointRow {
     /// Largest clock offset between the point's nodes, as probed.
     #[serde(default)]
     pub skew_ns: Option<i64>,
+    /// A repetition of the first configuration's reference cell measured again at the end of
+    /// the run (the drift check): the report compares it with the cell, and counts it nowhere
+    /// else. Written only where set.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub drift_check: bool,
 }
 
 /// Column names used by the queries, so that a typo is a compile error.

@@ -169,6 +169,7 @@ pub async fn run(
         window_start_unix_ns: None,
         window_end_unix_ns: None,
         skew_ns: None,
+        drift_check: ctx.config.repeats.is_some(),
     };
     let mut records = Vec::new();
     let result = measure(ctx, point, &mut records, medium).await;

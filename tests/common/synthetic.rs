@@ -63,6 +63,9 @@ pub struct SynthSpec {
     /// retransmissions in each record of the listed (point, rep); absent when `None`, as in
     /// records from before the worker read them.
     pub tcp_retrans: Option<Vec<(u32, u32)>>,
+    /// The drift check, when set: the first point's cell measured again after all the others
+    /// (one more point, every repetition), at this factor of its rate.
+    pub drift_check: Option<f64>,
 }
 
 const T0_NS: u64 = 1_796_000_000_000_000_000;
@@ -129,6 +132,7 @@ impl SynthSpec {
             broken_trials: vec![(1, 2, 0, 1)],
             jitter: 0.03,
             tcp_retrans: None,
+            drift_check: None,
         }
     }
 
@@ -169,7 +173,16 @@ impl SplitMix {
 pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointRow> {
     let mut rng = SplitMix(spec.seed);
     let mut points = Vec::new();
-    for (point, c, pairs, size) in spec.points() {
+    let measured: Vec<_> = spec.points().collect();
+    let again = spec.drift_check.and_then(|factor| {
+        let (_, c, pairs, size) = *measured.first()?;
+        Some((measured.len() as u32, c, pairs, size, factor, true))
+    });
+    let all = measured
+        .iter()
+        .map(|&(point, c, pairs, size)| (point, c, pairs, size, 1.0, false))
+        .chain(again);
+    for (point, c, pairs, size, factor, drift_check) in all {
         for rep in 0..c.reps.unwrap_or(spec.reps) {
             let window_start = T0_NS + (point as u64 * 64 + rep as u64) * 10_000_000_000;
             let failed = spec.failed.contains(&(point, rep));
@@ -193,6 +206,7 @@ pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointR
                 window_start_unix_ns: Some(window_start + (pairs as u64 - 1) * 2_000_000),
                 window_end_unix_ns: Some(window_start + spec.trials as u64 * spec.trial_ns),
                 skew_ns: Some(40_000),
+                drift_check,
             });
             if failed {
                 continue;
@@ -201,7 +215,7 @@ pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointR
             let bits = size as f64 * 8.0;
             let single = bits / (2.0 * c.latency_us + bits / c.wire_mbit_s);
             let capacity = c.wires * c.wire_mbit_s * 0.94;
-            let aggregate = (single * pairs as f64).min(capacity);
+            let aggregate = (single * pairs as f64).min(capacity) * factor;
             for pair in 0..pairs {
                 // Pairs start 2 ms apart, so the common window is shorter than each pair's run.
                 let start0 = window_start + pair as u64 * 2_000_000;

@@ -16,6 +16,7 @@ use crate::report::compare::{ComparisonRow, ComparisonTable, Significance, teste
 use crate::report::data::CellSummary;
 use crate::report::document::{Report, RunInfo};
 use crate::report::drift::Drift;
+use crate::report::drift_check::DriftCheck;
 use crate::report::error::ReportError;
 use crate::report::figures::figures;
 use crate::report::format::{human, md_cell, size, times, unix_ns};
@@ -44,6 +45,14 @@ impl Exporter for Markdown {
                 s,
                 "- ⚠ The machine drifted while the run ran: {} per hour (see Drift over the run).",
                 drift_rate(&d)
+            );
+        }
+        if let Some(check) = report.drift_check.as_ref().filter(|c| c.shown()) {
+            let _ = writeln!(
+                s,
+                "- ⚠ The machine drifted between the first configuration and the last: its \
+                 reference cell measured {} at the end of the run (see Drift over the run).",
+                check_ratio(check)
             );
         }
         s.push('\n');
@@ -391,14 +400,75 @@ fn drift_rate(d: &Drift) -> String {
 }
 
 fn drift(s: &mut String, report: &Report) {
-    let Some(d) = report.drift else {
+    if report.drift.is_none() && report.drift_check.is_none() {
         return;
-    };
+    }
     s.push_str(
         "## Drift over the run
 
 ",
     );
+    within_configurations(s, report);
+    if let Some(check) = &report.drift_check {
+        between_configurations(s, check);
+    }
+}
+
+/// `0.97× [0.95×, 0.99×] of its first measurement`: the drift check's ratio with its interval.
+fn check_ratio(check: &DriftCheck) -> String {
+    match check.ratio {
+        Some(r) => format!(
+            "{} [{}, {}] of its first measurement",
+            times(r.ratio),
+            times(r.low),
+            times(r.high)
+        ),
+        None => "with too few repetitions for an interval".into(),
+    }
+}
+
+/// The drift check: the first configuration's reference cell measured again at the end.
+fn between_configurations(s: &mut String, check: &DriftCheck) {
+    let verdict = match check.ratio {
+        Some(_) if check.shown() => {
+            "**the machine drifted between the first configuration and the last**: a \
+             difference between configurations within this much may be drift, not the \
+             configurations"
+        }
+        Some(_) => "no drift between the first configuration and the last is shown",
+        None => "too few repetitions on a side for an interval, so nothing is shown either way",
+    };
+    let failed = if check.again_failed > 0 {
+        format!(
+            " ({} more gave no sample and are listed nowhere else)",
+            check.again_failed
+        )
+    } else {
+        String::new()
+    };
+    let _ = writeln!(
+        s,
+        "Configurations run one after another, so the run ends by applying the first one \
+         ({}) again and measuring its reference cell ({}, {} pair(s), {}) once more, {:.1} h \
+         after the middle of its first measurements. {} repetition(s) at the end{failed} \
+         against {} in the run: {} (ratio of geometric means, Welch's 95% interval): \
+         {verdict}. These repetitions count in no cell.\n",
+        check.cell.config.label(),
+        check.cell.measure.label(),
+        check.cell.pairs,
+        size(check.cell.size_bytes),
+        check.hours_apart,
+        check.again.len(),
+        check.first.len(),
+        check_ratio(check),
+    );
+}
+
+/// The trend of each cell's repetitions against the time they ran.
+fn within_configurations(s: &mut String, report: &Report) {
+    let Some(d) = report.drift else {
+        return;
+    };
     let verdict = if d.shown() {
         "**the machine drifted**: differences between configurations, which run one after \
          another, carry some of it"

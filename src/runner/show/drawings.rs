@@ -78,7 +78,7 @@ impl DescribePaths for RunModel {
             return Vec::new();
         };
         let mut out = Vec::new();
-        for c in &plan.configurations {
+        for c in plan.measured_configurations() {
             let bonding = c.bonding_label();
             for entry in &c.placements {
                 // The pairs' hops both ways (and any other ways multipath routes allow), and
@@ -132,7 +132,7 @@ impl PredictThroughput for RunModel {
             return Vec::new();
         };
         let mut out = Vec::new();
-        for c in &plan.configurations {
+        for c in plan.measured_configurations() {
             let bonding = c.bonding_label();
 
             for entry in &c.placements {
@@ -156,7 +156,7 @@ impl PredictThroughput for RunModel {
         let Some(plan) = self.plan() else {
             return out;
         };
-        for c in &plan.configurations {
+        for c in plan.measured_configurations() {
             for entry in &c.placements {
                 let Some(capacity_mbit_s) = entry.bulk_capacity_mbit_s else {
                     continue;

@@ -101,11 +101,16 @@ impl Progress {
         self.setting_up = Some(Instant::now());
         self.configurations_started += 1;
         self.configuration = format!(
-            "configuration {}/{}: {} ({})",
+            "configuration {}/{}: {} ({}){}",
             self.configurations_started,
             self.configurations,
             c.topology.name,
-            c.bonding_label()
+            c.bonding_label(),
+            if c.repeats.is_some() {
+                " again, the drift check"
+            } else {
+                ""
+            }
         );
         self.note(&format!("{} on {nodes} node(s)", self.configuration));
         self.restart_countdown();

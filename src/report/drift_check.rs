@@ -1,0 +1,156 @@
+//! The drift check: configurations run in blocks, one after another, so a machine that sped up
+//! or slowed down over the run would be read as a difference between them. The plan therefore
+//! ends by applying the first configuration again and measuring its reference cell once more
+//! (`plan::sweep`'s drift check). Here the two measurements of that cell, hours apart, are
+//! compared as any two alternatives are: the ratio of their geometric means with Welch's 95%
+//! interval ([`super::contrast::ratio`]). An interval that leaves out 1 is a drift between the
+//! first configuration and the last that the report names; the repetitions of the check count
+//! in no cell.
+
+use std::collections::BTreeSet;
+
+use polars::prelude::{Expr, col, lit};
+
+use super::contrast::{self, RatioEstimate};
+use super::data::{CellKey, PointSample};
+use crate::results::schema::col as c;
+
+/// The reference cell measured where the run first measured it and again at its end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DriftCheck {
+    pub cell: CellKey,
+    /// The cell's aggregates (Mbit/s) in its own configuration, and at the end of the run.
+    pub first: Vec<f64>,
+    pub again: Vec<f64>,
+    /// Repetitions of the check that gave no sample (failed, or set aside).
+    pub again_failed: usize,
+    /// Hours from the middle of the first measurements to the middle of the second.
+    pub hours_apart: f64,
+    /// Again over first, with its 95% interval; `None` with fewer than two samples a side.
+    pub ratio: Option<RatioEstimate>,
+}
+
+impl DriftCheck {
+    /// The interval leaves out no change: the machine drifted between the first configuration
+    /// and the last.
+    pub fn shown(&self) -> bool {
+        self.ratio.is_some_and(|r| r.excludes_one())
+    }
+}
+
+/// Whether a record belongs to one of the drift check's points.
+pub fn records_of(points: &BTreeSet<u32>) -> Expr {
+    points
+        .iter()
+        .fold(lit(false), |any, &p| any.or(col(c::POINT).eq(lit(p))))
+}
+
+/// Compares the drift check's samples (`again`, of `again_points` repetitions) with the
+/// samples of their cell in the run (`run`); `None` when the check has no cell to compare
+/// (no repetition of it, or none that the run has).
+pub fn compare(
+    run: &[PointSample],
+    again: &[PointSample],
+    again_points: usize,
+) -> Option<DriftCheck> {
+    let cell = again.first()?.key.clone();
+    let mut again_samples: Vec<&PointSample> = again.iter().filter(|s| s.key == cell).collect();
+    let mut first_samples: Vec<&PointSample> = run.iter().filter(|s| s.key == cell).collect();
+    if first_samples.is_empty() {
+        return None;
+    }
+    let values = |v: &[&PointSample]| v.iter().map(|s| s.aggregate_mbit_s).collect::<Vec<_>>();
+    let first = values(&first_samples);
+    let again_values = values(&again_samples);
+    let hours_apart = (middle(&mut again_samples) - middle(&mut first_samples)) / 3.6e12;
+    Some(DriftCheck {
+        ratio: contrast::ratio(&again_values, &first),
+        again_failed: again_points.saturating_sub(again_values.len()),
+        cell,
+        first,
+        again: again_values,
+        hours_apart,
+    })
+}
+
+/// The median start of the samples' windows, in Unix ns.
+fn middle(samples: &mut [&PointSample]) -> f64 {
+    samples.sort_by_key(|s| s.window_start_unix_ns);
+    let n = samples.len();
+    let at = |i: usize| samples[i].window_start_unix_ns as f64;
+    if n % 2 == 1 {
+        at(n / 2)
+    } else {
+        (at(n / 2 - 1) + at(n / 2)) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::data::{Config, Measure};
+    use crate::results::PlacementKind;
+    use orchestrate_worker::record::{Pattern, Protocol};
+
+    fn key(size: u64) -> CellKey {
+        CellKey {
+            measure: Measure {
+                pattern: Pattern::Token,
+                protocol: Protocol::Tcp,
+            },
+            config: Config {
+                run: None,
+                topology: "bus".into(),
+                bonding: "none".into(),
+                bond_driver: None,
+                placement: PlacementKind::LocalWire,
+            },
+            pairs: 1,
+            size_bytes: size,
+        }
+    }
+
+    /// Six repetitions of `key(64)` around `mbit` (±1%), starting `hour` hours in.
+    fn six(mbit: f64, hour: f64, first_point: u32) -> Vec<PointSample> {
+        (0..6u32)
+            .map(|rep| PointSample {
+                point: first_point + rep,
+                rep,
+                key: key(64),
+                aggregate_mbit_s: mbit * [0.99, 1.01, 1.0, 0.995, 1.005, 1.0][rep as usize],
+                pair_mbit_s: Vec::new(),
+                window_ns: 1,
+                window_start_unix_ns: ((hour + f64::from(rep) / 600.0) * 3.6e12) as u64,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_same_cell_again_shows_no_drift_and_a_slower_one_does() {
+        let mut run = six(1.0, 0.0, 0);
+        // Another cell of the run, much faster: it must not be compared.
+        run.extend(six(9.0, 0.5, 100).into_iter().map(|mut s| {
+            s.key = key(8192);
+            s
+        }));
+        let steady = compare(&run, &six(1.0, 2.0, 200), 6).unwrap();
+        assert!(!steady.shown(), "{steady:?}");
+        assert_eq!((steady.first.len(), steady.again.len()), (6, 6));
+        assert!((steady.hours_apart - 2.0).abs() < 0.01, "{steady:?}");
+        let slower = compare(&run, &six(0.9, 2.0, 200), 6).unwrap();
+        assert!(slower.shown(), "{slower:?}");
+        let r = slower.ratio.unwrap();
+        assert!((r.ratio - 0.9).abs() < 0.005 && r.high < 1.0, "{r:?}");
+    }
+
+    #[test]
+    fn failed_repetitions_of_the_check_are_counted_and_one_sample_gives_no_interval() {
+        let run = six(1.0, 0.0, 0);
+        let one: Vec<PointSample> = six(1.0, 2.0, 200).into_iter().take(1).collect();
+        let check = compare(&run, &one, 6).unwrap();
+        assert_eq!(check.again_failed, 5);
+        assert_eq!(check.ratio, None);
+        assert!(!check.shown());
+        assert_eq!(compare(&run, &[], 6), None);
+    }
+}

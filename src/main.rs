@@ -196,8 +196,14 @@ fn run(command: Command, quiet: bool) -> anyhow::Result<ExitCode> {
             let drawer = orchestrate::runner::RunDrawings::new(&dir);
             let model = orchestrate::runner::RunModel::new(&dir);
             use orchestrate::report::{CHECK_FAILED, Outcome};
-            match orchestrate::report::run_command(args, Some(&drawer), Some(&model), Some(&model))?
-            {
+            let wires = orchestrate::runner::PlannedWires;
+            match orchestrate::report::run_command(
+                args,
+                Some(&drawer),
+                Some(&model),
+                Some(&model),
+                Some(&wires),
+            )? {
                 Outcome::Passed => Ok(ExitCode::SUCCESS),
                 Outcome::ChecksFailed => Ok(ExitCode::from(CHECK_FAILED)),
             }

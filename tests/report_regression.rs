@@ -352,3 +352,48 @@ fn an_experiment_with_a_reference_it_measures_validates() {
     );
     assert!(err.contains("which no token workload uses"), "{err}");
 }
+
+/// Gives one cell of the run in a directory named `new` a capacity far below what it
+/// measured; nothing for any other run.
+struct NarrowWireInNew;
+
+impl orchestrate::report::RunWires for NarrowWireInNew {
+    fn capacities_of(&self, run_dir: &Path) -> Vec<orchestrate::report::CellCapacity> {
+        if !run_dir.ends_with("new") {
+            return Vec::new();
+        }
+        vec![orchestrate::report::CellCapacity {
+            topology: "routed-mesh-4x4".into(),
+            bonding: "none".into(),
+            placement: orchestrate::results::PlacementKind::LocalWire,
+            pairs: 7,
+            pattern: orchestrate_worker::record::Pattern::Token,
+            size_bytes: Some(64),
+            capacity_mbit_s: 0.01,
+        }]
+    }
+}
+
+#[test]
+fn runs_compared_are_each_held_to_their_own_wires() {
+    let (root, old, new) = two_runs(1, 1);
+    let out = root.path().join("comparison");
+    let opts = orchestrate::report::ReportOptions {
+        wires: Some(&NarrowWireInNew),
+        ..Default::default()
+    };
+    orchestrate::report::compare(&[old.clone(), new.clone()], &out, &opts).unwrap();
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let over: Vec<&str> = md
+        .lines()
+        .filter(|l| l.contains("is more than its wires carry (0.010 Mbit/s)"))
+        .collect();
+    // Every repetition of the new run's cell, none of the old run's.
+    assert_eq!(over.len(), 6, "{md}");
+    assert!(over.iter().all(|l| l.contains("new")), "{over:#?}");
+    // Without the wires, the same comparison sets nothing aside.
+    let plain = root.path().join("plain");
+    orchestrate::report::compare(&[old, new], &plain, &Default::default()).unwrap();
+    let md = std::fs::read_to_string(plain.join("report.md")).unwrap();
+    assert!(!md.contains("more than its wires carry"), "{md}");
+}

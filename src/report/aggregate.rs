@@ -114,7 +114,10 @@ pub fn aggregate(
     let windows = common_windows(&spans, &attempts, &mut failures);
     let cell_ids = cell_ids(&windows);
     let window_frame = window_frame(&windows, &cell_ids)?;
-    let tcp = tcp_pass(records.clone(), window_frame.clone())?;
+    let tcp = tcp_pass(records.clone())?;
+    for f in &mut failures {
+        f.tcp = tcp.get(&(f.point, f.rep)).copied();
+    }
     let progress = heaviest(&windows)
         .map(|w| {
             window_progress::point_progress(
@@ -133,7 +136,7 @@ pub fn aggregate(
         samples: samples(&windows, &bytes_in_window),
         failures,
         latency: by_key(latency, &cell_ids),
-        tcp: by_key(tcp, &cell_ids),
+        tcp: tcp_by_cell(&tcp, &windows),
         progress,
     })
 }
@@ -269,6 +272,7 @@ fn status_failures(
                     .clone()
                     .unwrap_or_else(|| "failed (no error text)".into()),
             ),
+            tcp: None,
         })
         .collect();
     for (&(point, rep), p) in &attempts.ok {
@@ -278,6 +282,7 @@ fn status_failures(
                 point,
                 rep,
                 reason: FailureReason::NoRecords,
+                tcp: None,
             });
         }
     }
@@ -311,6 +316,7 @@ fn common_windows<'a>(
                     reason: FailureReason::Runner(
                         "records without a status in points.jsonl (interrupted?)".into(),
                     ),
+                    tcp: None,
                 });
             }
             continue;
@@ -328,6 +334,7 @@ fn common_windows<'a>(
                 point,
                 rep,
                 reason,
+                tcp: None,
             }),
         }
     }
@@ -451,13 +458,25 @@ fn by_key<T>(per_id: BTreeMap<u32, T>, cell_ids: &BTreeMap<&CellKey, u32>) -> BT
         .collect()
 }
 
-/// TCP's counters per cell id over the attempts that count, both ends of every connection
-/// (each end counts what it sent and received). Records from before the worker read them
+/// TCP's counters per cell over the attempts that count (those with a window).
+fn tcp_by_cell(
+    tcp: &BTreeMap<(u32, u32), TcpEvidence>,
+    windows: &[Window<'_>],
+) -> BTreeMap<CellKey, TcpEvidence> {
+    let mut by_cell: BTreeMap<CellKey, TcpEvidence> = BTreeMap::new();
+    for w in windows {
+        if let Some(t) = tcp.get(&(w.point, w.rep)) {
+            *by_cell.entry(w.span.key.clone()).or_default() += *t;
+        }
+    }
+    by_cell
+}
+
+/// TCP's counters per (point, rep), both ends of every connection (each end counts what it
+/// sent and received): of the attempt that counts where one does, else of every attempt
+/// (a failed point's, shown beside its failure). Records from before the worker read them
 /// have no such columns: then nothing, never zeros.
-fn tcp_pass(
-    mut records: LazyFrame,
-    windows: DataFrame,
-) -> Result<BTreeMap<u32, TcpEvidence>, ReportError> {
+fn tcp_pass(mut records: LazyFrame) -> Result<BTreeMap<(u32, u32), TcpEvidence>, ReportError> {
     let counters = [
         c::TCP_RETRANS,
         c::TCP_REORD_SEEN,
@@ -479,13 +498,7 @@ fn tcp_pass(
             col(c::TCP_DSACK_DUPS),
             col(c::TCP_RCV_OOOPACK),
         ])
-        .join(
-            windows.lazy(),
-            [col(c::POINT), col(c::REP)],
-            [col(c::POINT), col(c::REP)],
-            JoinArgs::new(JoinType::Inner),
-        )
-        .group_by([col("cell")])
+        .group_by([col(c::POINT), col(c::REP)])
         .agg([
             len().cast(DataType::UInt64).alias("trials"),
             sum(c::TCP_RETRANS),
@@ -495,7 +508,8 @@ fn tcp_pass(
         ])
         .collect_with_engine(ENGINE)?
         .unwrap_single();
-    let cell = df.column("cell")?.u32()?;
+    let point = df.column(c::POINT)?.u32()?;
+    let rep = df.column(c::REP)?.u32()?;
     let trials = df.column("trials")?.u64()?;
     let [retrans, reord, dsack, ooo] = [
         c::TCP_RETRANS,
@@ -508,7 +522,7 @@ fn tcp_pass(
     Ok((0..df.height())
         .filter_map(|i| {
             Some((
-                cell.get(i)?,
+                (point.get(i)?, rep.get(i)?),
                 TcpEvidence {
                     trials: trials.get(i).unwrap_or(0),
                     retransmissions: retrans.get(i).unwrap_or(0),

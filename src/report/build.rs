@@ -156,7 +156,7 @@ pub fn compare(
             &RunDir::new(dir),
             Some(&label),
             opts.baseline.as_deref(),
-            &[],
+            &capacities_of(dir, opts),
         )?;
         runs.push(one.info);
         cells.extend(one.cells);
@@ -208,8 +208,9 @@ pub fn check_regression(
     threshold: Percent,
     opts: &ReportOptions<'_>,
 ) -> Result<RegressionCheck, ReportError> {
-    let old_report = measured(load::run(&RunDir::new(old), None, None, &[])?, opts);
-    let new_report = measured(load::run(&RunDir::new(new), None, None, &[])?, opts);
+    let load = |dir: &Path| load::run(&RunDir::new(dir), None, None, &capacities_of(dir, opts));
+    let old_report = measured(load(old)?, opts);
+    let new_report = measured(load(new)?, opts);
     Ok(regression::check(
         old.display().to_string(),
         new.display().to_string(),
@@ -217,6 +218,13 @@ pub fn check_regression(
         &new_report,
         threshold,
     ))
+}
+
+/// What the wires of the run in `dir` carry, where the caller knows.
+fn capacities_of(dir: &Path, opts: &ReportOptions<'_>) -> Vec<super::wire_screen::CellCapacity> {
+    opts.wires
+        .map(|w| w.capacities_of(dir))
+        .unwrap_or_default()
 }
 
 /// A run's report as measured, nothing derived from its cells: all a regression check

@@ -11,6 +11,7 @@ use super::predicted::PredictThroughput;
 use super::same_paths::DescribePaths;
 use super::terminal;
 use super::topology::DrawTopology;
+use super::wire_screen::RunWires;
 use crate::results::Statistic;
 use crate::spec::reference::Percent;
 
@@ -96,12 +97,14 @@ fn parse_netpipe(s: &str) -> Result<NetpipeSource, String> {
 
 /// Runs `orchestrate report` and prints what it wrote and what its checks say.
 /// `drawer` draws the run's topologies into the report, when given.
-/// `model` gives the analytic model's predictions, when known.
+/// `model` gives the analytic model's predictions, when known; `wires` what any run's wires
+/// carry, for comparisons across runs.
 pub fn run(
     args: ReportArgs,
     drawer: Option<&dyn DrawTopology>,
     model: Option<&dyn PredictThroughput>,
     paths: Option<&dyn DescribePaths>,
+    wires: Option<&dyn RunWires>,
 ) -> Result<Outcome, ReportError> {
     let opts = ReportOptions {
         statistic: args.statistic,
@@ -111,6 +114,7 @@ pub fn run(
         png: args.png,
         model,
         paths,
+        wires,
     };
     if let Some(threshold) = args.threshold {
         return regression_check(&args.compare, threshold, &opts, args.json);

@@ -145,6 +145,9 @@ pub struct Failure {
     pub point: u32,
     pub rep: u32,
     pub reason: FailureReason,
+    /// TCP's counters over the failed attempt(s), where its records carried them: what the
+    /// connections went through before the point failed.
+    pub tcp: Option<TcpEvidence>,
 }
 
 /// Latency percentiles over all successful trials of a cell, in µs.
@@ -175,7 +178,7 @@ pub const PROGRESS_BIN_S: f64 = 0.1;
 
 /// TCP's own counters over a cell's counted points, both ends of every connection summed
 /// (read by the worker from TCP_INFO at each trial's start and end).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub struct TcpEvidence {
     /// Trial records that carried counters (UDP, MPTCP and older workers' records do not).
     pub trials: u64,
@@ -187,6 +190,27 @@ pub struct TcpEvidence {
     pub dsack_dups: u64,
     /// Segments that arrived out of order.
     pub out_of_order: u64,
+}
+
+impl TcpEvidence {
+    /// `3 retransmissions, 0 out-of-order segments, 1 D-SACK duplicate (12 trial records)`.
+    pub fn text(&self) -> String {
+        format!(
+            "{} retransmissions, {} out-of-order segments, {} reorderings seen, {} D-SACK \
+             duplicates ({} trial records)",
+            self.retransmissions, self.out_of_order, self.reorderings, self.dsack_dups, self.trials
+        )
+    }
+}
+
+impl std::ops::AddAssign for TcpEvidence {
+    fn add_assign(&mut self, other: Self) {
+        self.trials += other.trials;
+        self.retransmissions += other.retransmissions;
+        self.reorderings += other.reorderings;
+        self.dsack_dups += other.dsack_dups;
+        self.out_of_order += other.out_of_order;
+    }
 }
 
 /// Everything known about one cell.

@@ -69,4 +69,4 @@ pub use options::{NetpipeSource, ReportOptions};
 pub use predicted::{CellPrediction, PredictThroughput, token_capacities};
 pub use same_paths::{DescribePaths, PlacementPaths};
 pub use topology::DrawTopology;
-pub use wire_screen::CellCapacity;
+pub use wire_screen::{CellCapacity, RunWires};

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use super::predicted::PredictThroughput;
 use super::same_paths::DescribePaths;
+use super::wire_screen::RunWires;
 use super::topology::DrawTopology;
 use crate::results::Statistic;
 
@@ -32,4 +33,8 @@ pub struct ReportOptions<'a> {
     /// The paths of the run's placements: configurations that send a cell's pairs the same
     /// way are a tie, whatever their numbers.
     pub paths: Option<&'a dyn DescribePaths>,
+    /// Each run's wires, for `--compare` and the regression check: their runs' points above
+    /// what their wires carry are set aside as in their own reports. (One run's report takes
+    /// its capacities from `model`.)
+    pub wires: Option<&'a dyn RunWires>,
 }

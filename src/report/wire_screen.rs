@@ -4,6 +4,8 @@
 //! figure is not a measurement but an artefact of how it was taken; a cell built from it would
 //! carry the artefact into every ratio and verdict.
 
+use std::path::Path;
+
 use super::data::{CellKey, Failure, FailureReason, PointSample};
 use crate::results::PlacementKind;
 use orchestrate_worker::record::{Pattern, Protocol};
@@ -34,6 +36,12 @@ impl CellCapacity {
     }
 }
 
+/// Where the capacities of any run's wires come from (its plan): a comparison of several runs
+/// and the regression check screen each run against its own wires, as its own report does.
+pub trait RunWires {
+    fn capacities_of(&self, run_dir: &Path) -> Vec<CellCapacity>;
+}
+
 /// A part in a million of slack for the rounding of the figures compared.
 const SLACK: f64 = 1e-6;
 
@@ -56,6 +64,8 @@ pub fn set_aside(
                 key: s.key.clone(),
                 point: s.point,
                 rep: s.rep,
+                // The sample's attempt counted: its counters are in its cell's.
+                tcp: None,
                 reason: FailureReason::OverTheWire {
                     measured_kbit_s: kbit(s.aggregate_mbit_s),
                     capacity_kbit_s: kbit(cap.capacity_mbit_s),

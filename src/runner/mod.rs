@@ -63,7 +63,7 @@ mod show;
 pub use node::agent::Agent;
 pub use options::{OnError, RunOptions, Timing};
 pub use run::run;
-pub use show::drawings::{RunDrawings, RunModel};
+pub use show::drawings::{PlannedWires, RunDrawings, RunModel};
 pub use show::events::EventsTo;
 pub use show::progress::LogWriter;
 pub use start::{OpenRun, RunStart};

@@ -495,8 +495,10 @@ fn failures(s: &mut String, report: &Report) {
         return;
     }
     // Beside each reason, what the emulated wires did during that attempt (when it ran on
-    // them): the counters a reader checks before believing the reason.
+    // them) and what TCP counted on its connections (when its records carry that): the
+    // counters a reader checks before believing the reason.
     let wires = report.media.present;
+    let tcp = report.failures.iter().any(|f| f.tcp.is_some());
     let rows: Vec<Vec<String>> = report
         .failures
         .iter()
@@ -520,6 +522,9 @@ fn failures(s: &mut String, report: &Report) {
                         .unwrap_or_else(|| "no statistics".into()),
                 );
             }
+            if tcp {
+                row.push(f.tcp.map_or_else(|| "no counters".into(), |t| t.text()));
+            }
             row
         })
         .collect();
@@ -537,6 +542,10 @@ fn failures(s: &mut String, report: &Report) {
     let mut right = vec![true, true, false, false, true, true, false];
     if wires {
         header.push("the wires meanwhile".into());
+        right.push(false);
+    }
+    if tcp {
+        header.push("TCP meanwhile".into());
         right.push(false);
     }
     table(s, &header, &rows, &right);

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use crate::plan::Plan;
 use crate::report::{
     CellCapacity, CellPrediction, DescribePaths, DrawTopology, PlacementPaths, PredictThroughput,
-    token_capacities,
+    RunWires, token_capacities,
 };
 use crate::results::RunDir;
 
@@ -123,6 +123,16 @@ impl DescribePaths for RunModel {
             }
         }
         out
+    }
+}
+
+/// Any run's wires, from its own plan ([`RunModel`]): what `--compare` and the regression
+/// check screen each run with.
+pub struct PlannedWires;
+
+impl RunWires for PlannedWires {
+    fn capacities_of(&self, run_dir: &Path) -> Vec<CellCapacity> {
+        RunModel::new(run_dir).capacities()
     }
 }
 

@@ -249,8 +249,10 @@ fn a_failed_point_shows_what_tcp_counted_on_its_connections_and_its_cell_does_no
     let row = |point: &str, rep: &str| {
         failed
             .lines()
-            .find(|l| l.split('|').nth(1).map(str::trim) == Some(point)
-                && l.split('|').nth(2).map(str::trim) == Some(rep))
+            .find(|l| {
+                l.split('|').nth(1).map(str::trim) == Some(point)
+                    && l.split('|').nth(2).map(str::trim) == Some(rep)
+            })
             .unwrap_or_else(|| panic!("no row for {point}/{rep} in\n{failed}"))
     };
     assert!(

@@ -222,9 +222,7 @@ pub fn check_regression(
 
 /// What the wires of the run in `dir` carry, where the caller knows.
 fn capacities_of(dir: &Path, opts: &ReportOptions<'_>) -> Vec<super::wire_screen::CellCapacity> {
-    opts.wires
-        .map(|w| w.capacities_of(dir))
-        .unwrap_or_default()
+    opts.wires.map(|w| w.capacities_of(dir)).unwrap_or_default()
 }
 
 /// A run's report as measured, nothing derived from its cells: all a regression check

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use super::predicted::PredictThroughput;
 use super::same_paths::DescribePaths;
-use super::wire_screen::RunWires;
 use super::topology::DrawTopology;
+use super::wire_screen::RunWires;
 use crate::results::Statistic;
 
 /// A NetPIPE output file to draw as a named baseline.

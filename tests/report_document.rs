@@ -271,3 +271,32 @@ fn a_failed_point_shows_what_tcp_counted_on_its_connections_and_its_cell_does_no
         .unwrap_or_else(|| panic!("{table}"));
     assert!(bonded.contains("| unexplained"), "{table}");
 }
+
+#[test]
+fn a_drift_check_without_samples_is_said_not_left_out() {
+    // The synthetic study has 12 points; the drift check is point 12, and every repetition
+    // of it failed.
+    let dir = tempfile::tempdir().unwrap();
+    let spec = SynthSpec {
+        drift_check: Some(1.0),
+        failed: (0..6).map(|rep| (12, rep)).collect(),
+        ..SynthSpec::study(7)
+    };
+    write_run(dir.path(), &spec).unwrap();
+    report_run(dir.path(), &ReportOptions::default()).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let findings = section(&md, "## Findings");
+    assert!(
+        findings.contains("The drift check gave no comparison: 0 repetition(s)"),
+        "{findings}"
+    );
+    let drift = section(&md, "## Drift over the run");
+    assert!(
+        drift.contains("0 repetition(s) at the end (6 more gave no sample"),
+        "{drift}"
+    );
+    assert!(
+        drift.contains("drift between configurations is not measured in this run"),
+        "{drift}"
+    );
+}

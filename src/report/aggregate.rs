@@ -822,7 +822,8 @@ fn read_latency(latency_df: &DataFrame) -> Result<BTreeMap<u32, Latency>, Report
     Ok(latency)
 }
 
-fn key_of_point(p: &PointRow, manifest: &Manifest, run_label: Option<&str>) -> CellKey {
+/// The cell a point attempt belongs to, from points.jsonl alone.
+pub(super) fn key_of_point(p: &PointRow, manifest: &Manifest, run_label: Option<&str>) -> CellKey {
     CellKey {
         measure: Measure {
             pattern: p.pattern,

@@ -24,8 +24,9 @@ pub struct DriftCheck {
     pub again: Vec<f64>,
     /// Repetitions of the check that gave no sample (failed, or set aside).
     pub again_failed: usize,
-    /// Hours from the middle of the first measurements to the middle of the second.
-    pub hours_apart: f64,
+    /// Hours from the middle of the first measurements to the middle of the second; `None`
+    /// when a side has no sample.
+    pub hours_apart: Option<f64>,
     /// Again over first, with its 95% interval; `None` with fewer than two samples a side.
     pub ratio: Option<RatioEstimate>,
 }
@@ -45,43 +46,43 @@ pub fn records_of(points: &BTreeSet<u32>) -> Expr {
         .fold(lit(false), |any, &p| any.or(col(c::POINT).eq(lit(p))))
 }
 
-/// Compares the drift check's samples (`again`, of `again_points` repetitions) with the
-/// samples of their cell in the run (`run`); `None` when the check has no cell to compare
-/// (no repetition of it, or none that the run has).
+/// Compares the drift check's samples of `cell` (`again`, of `again_points` repetitions) with
+/// the cell's samples in the run (`run`). A side without samples (every repetition failed or
+/// missed the timing bound) gives a check with no ratio, which the report says, rather than
+/// no check at all.
 pub fn compare(
+    cell: CellKey,
     run: &[PointSample],
     again: &[PointSample],
     again_points: usize,
-) -> Option<DriftCheck> {
-    let cell = again.first()?.key.clone();
+) -> DriftCheck {
     let mut again_samples: Vec<&PointSample> = again.iter().filter(|s| s.key == cell).collect();
     let mut first_samples: Vec<&PointSample> = run.iter().filter(|s| s.key == cell).collect();
-    if first_samples.is_empty() {
-        return None;
-    }
     let values = |v: &[&PointSample]| v.iter().map(|s| s.aggregate_mbit_s).collect::<Vec<_>>();
     let first = values(&first_samples);
     let again_values = values(&again_samples);
-    let hours_apart = (middle(&mut again_samples) - middle(&mut first_samples)) / 3.6e12;
-    Some(DriftCheck {
+    let hours_apart = middle(&mut again_samples)
+        .zip(middle(&mut first_samples))
+        .map(|(a, f)| (a - f) / 3.6e12);
+    DriftCheck {
         ratio: contrast::ratio(&again_values, &first),
         again_failed: again_points.saturating_sub(again_values.len()),
         cell,
         first,
         again: again_values,
         hours_apart,
-    })
+    }
 }
 
-/// The median start of the samples' windows, in Unix ns.
-fn middle(samples: &mut [&PointSample]) -> f64 {
+/// The median start of the samples' windows, in Unix ns; `None` without samples.
+fn middle(samples: &mut [&PointSample]) -> Option<f64> {
     samples.sort_by_key(|s| s.window_start_unix_ns);
     let n = samples.len();
     let at = |i: usize| samples[i].window_start_unix_ns as f64;
-    if n % 2 == 1 {
-        at(n / 2)
-    } else {
-        (at(n / 2 - 1) + at(n / 2)) / 2.0
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(at(n / 2)),
+        _ => Some((at(n / 2 - 1) + at(n / 2)) / 2.0),
     }
 }
 
@@ -133,24 +134,32 @@ mod tests {
             s.key = key(8192);
             s
         }));
-        let steady = compare(&run, &six(1.0, 2.0, 200), 6).unwrap();
+        let steady = compare(key(64), &run, &six(1.0, 2.0, 200), 6);
         assert!(!steady.shown(), "{steady:?}");
         assert_eq!((steady.first.len(), steady.again.len()), (6, 6));
-        assert!((steady.hours_apart - 2.0).abs() < 0.01, "{steady:?}");
-        let slower = compare(&run, &six(0.9, 2.0, 200), 6).unwrap();
+        assert!(
+            steady.hours_apart.is_some_and(|h| (h - 2.0).abs() < 0.01),
+            "{steady:?}"
+        );
+        let slower = compare(key(64), &run, &six(0.9, 2.0, 200), 6);
         assert!(slower.shown(), "{slower:?}");
         let r = slower.ratio.unwrap();
         assert!((r.ratio - 0.9).abs() < 0.005 && r.high < 1.0, "{r:?}");
     }
 
     #[test]
-    fn failed_repetitions_of_the_check_are_counted_and_one_sample_gives_no_interval() {
+    fn failed_repetitions_of_the_check_are_counted_and_too_few_give_no_interval() {
         let run = six(1.0, 0.0, 0);
         let one: Vec<PointSample> = six(1.0, 2.0, 200).into_iter().take(1).collect();
-        let check = compare(&run, &one, 6).unwrap();
+        let check = compare(key(64), &run, &one, 6);
         assert_eq!(check.again_failed, 5);
         assert_eq!(check.ratio, None);
         assert!(!check.shown());
-        assert_eq!(compare(&run, &[], 6), None);
+        // Nothing at the end, or nothing in the run: a check without a ratio, not none.
+        let none_again = compare(key(64), &run, &[], 6);
+        assert_eq!((none_again.again_failed, none_again.ratio), (6, None));
+        assert_eq!(none_again.hours_apart, None);
+        let none_first = compare(key(64), &[], &six(1.0, 2.0, 200), 6);
+        assert_eq!((none_first.first.len(), none_first.ratio), (0, None));
     }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use polars::prelude::{DataType, len};
 
-use super::aggregate::aggregate;
+use super::aggregate::{aggregate, key_of_point};
 use super::cells::summarize;
 use super::data::{CellSummary, Failure, PointProgress};
 use super::document::RunInfo;
@@ -77,7 +77,13 @@ pub fn run(
         // The check's attempts: a repetition measured again counts once.
         let repetitions: std::collections::BTreeSet<_> =
             check_points.iter().map(|p| (p.point, p.rep)).collect();
-        drift_check::compare(&agg.samples, &samples, repetitions.len())
+        let cell = key_of_point(&check_points[0], &manifest, label);
+        Some(drift_check::compare(
+            cell,
+            &agg.samples,
+            &samples,
+            repetitions.len(),
+        ))
     };
     let cells = summarize(&agg);
     let drift = drift::estimate(&agg.samples);

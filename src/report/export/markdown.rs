@@ -55,6 +55,17 @@ impl Exporter for Markdown {
                 check_ratio(check)
             );
         }
+        if let Some(check) = report.drift_check.as_ref().filter(|c| c.ratio.is_none()) {
+            let _ = writeln!(
+                s,
+                "- ⚠ The drift check gave no comparison: {} repetition(s) of its reference cell \
+                 at the end and {} in the run gave a sample, and an interval needs two a side; \
+                 drift between configurations is not measured in this run (see Drift over the \
+                 run).",
+                check.again.len(),
+                check.first.len()
+            );
+        }
         s.push('\n');
         references::references(&mut s, &report.references, report.statistic);
         for t in &report.comparison {
@@ -423,7 +434,7 @@ fn check_ratio(check: &DriftCheck) -> String {
             times(r.low),
             times(r.high)
         ),
-        None => "with too few repetitions for an interval".into(),
+        None => "without an interval".into(),
     }
 }
 
@@ -436,8 +447,14 @@ fn between_configurations(s: &mut String, check: &DriftCheck) {
              configurations"
         }
         Some(_) => "no drift between the first configuration and the last is shown",
-        None => "too few repetitions on a side for an interval, so nothing is shown either way",
+        None => {
+            "too few samples on a side for an interval (the others failed or missed the timing \
+             bound), so drift between configurations is not measured in this run"
+        }
     };
+    let when = check.hours_apart.map_or_else(String::new, |h| {
+        format!(", {h:.1} h after the middle of its first measurements")
+    });
     let failed = if check.again_failed > 0 {
         format!(
             " ({} more gave no sample and are listed nowhere else)",
@@ -449,15 +466,13 @@ fn between_configurations(s: &mut String, check: &DriftCheck) {
     let _ = writeln!(
         s,
         "Configurations run one after another, so the run ends by applying the first one \
-         ({}) again and measuring its reference cell ({}, {} pair(s), {}) once more, {:.1} h \
-         after the middle of its first measurements. {} repetition(s) at the end{failed} \
-         against {} in the run: {} (ratio of geometric means, Welch's 95% interval): \
-         {verdict}. These repetitions count in no cell.\n",
+         ({}) again and measuring its reference cell ({}, {} pair(s), {}) once more{when}. \
+         {} repetition(s) at the end{failed} against {} in the run: {} (ratio of geometric \
+         means, Welch's 95% interval): {verdict}. These repetitions count in no cell.\n",
         check.cell.config.label(),
         check.cell.measure.label(),
         check.cell.pairs,
         size(check.cell.size_bytes),
-        check.hours_apart,
         check.again.len(),
         check.first.len(),
         check_ratio(check),

@@ -22,8 +22,10 @@ pub struct ReportArgs {
     pub run_dir: Option<PathBuf>,
 
     /// Compare these run directories instead: the same tables across runs, each
-    /// configuration against the same one in the first run, written into --out. With
-    /// --threshold: a regression check of the second run (NEW) against the first (OLD).
+    /// configuration against the same one in the first run, written into --out. Each run's
+    /// points above what its own plan says its wires carry are set aside, as in its own
+    /// report. With --threshold: a regression check of the second run (NEW) against the
+    /// first (OLD).
     #[arg(long, num_args = 2.., value_name = "RUN_DIR", conflicts_with = "run_dir")]
     pub compare: Vec<PathBuf>,
 

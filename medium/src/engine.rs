@@ -76,6 +76,9 @@ pub struct Engine<F> {
     to_mac: BinaryHeap<Reverse<Job<F>>>,
     to_port: BinaryHeap<Reverse<Job<F>>>,
     seq: u64,
+    /// The shortest frame's time on the fastest segment: how soon after it enters a MAC a
+    /// frame may be delivered at the earliest.
+    shortest_frame: Nanos,
 }
 
 impl<F: Frame> Engine<F> {
@@ -128,6 +131,12 @@ impl<F: Frame> Engine<F> {
             to_mac: BinaryHeap::new(),
             to_port: BinaryHeap::new(),
             seq: 0,
+            shortest_frame: config
+                .segments
+                .iter()
+                .map(|s| WireClock::new(s.rate_bps).frame(0))
+                .min()
+                .unwrap_or(0),
         }
     }
 
@@ -201,19 +210,20 @@ impl<F: Frame> Engine<F> {
         }
     }
 
-    /// When a frame is next due at a port (the moments whose timing a node sees; the
-    /// segments' own decisions in between need not be punctual).
-    pub fn next_delivery(&self) -> Option<Nanos> {
-        let job = self.to_port.peek().map(|Reverse(j)| j.at);
-        let seg = self
-            .segments
-            .iter()
-            .filter_map(Segment::next_delivery)
-            .min();
-        match (job, seg) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+    /// The earliest a frame can be due at a port, given what is pending: exactly when one
+    /// is on its last wire or in its receiver's CPU; otherwise the shortest frame's time
+    /// after the next decision that could put one on a wire (a sender's CPU finishing, a
+    /// contention, a switch's input). These are the moments whose timing a node sees: the
+    /// real-time loop must be awake before them, while the decisions in between are computed
+    /// from their exact times whenever they are made.
+    pub fn earliest_delivery(&self) -> Option<Nanos> {
+        let received = self.to_port.peek().map(|Reverse(j)| j.at);
+        let sent = self
+            .to_mac
+            .peek()
+            .map(|Reverse(j)| j.at + self.shortest_frame);
+        let on_wires = self.segments.iter().filter_map(Segment::earliest_delivery);
+        received.into_iter().chain(sent).chain(on_wires).min()
     }
 
     /// Does everything due up to `now`, in time order; frames due at ports go to `out`.
@@ -352,15 +362,16 @@ mod tests {
         let mut out = Vec::new();
         // n0 -> n1 (own traffic): send cost, wire, receive cost.
         e.arrive(0, frame(0xff, 1, [10, 0, 0, 1]), 0);
-        // In the sender's CPU: something happens then, but nothing reaches a port yet.
+        // In the sender's CPU: something happens then, and a frame can reach a port no
+        // sooner than a shortest frame's time after it.
         assert_eq!(e.next_deadline(), Some(100_000));
-        assert_eq!(e.next_delivery(), None);
+        assert_eq!(e.earliest_delivery(), Some(100_000 + 57_600));
         e.advance(100_000, &mut out);
         // On the wire: its last bit is the next delivery.
-        assert_eq!(e.next_delivery(), Some(100_000 + 57_600));
+        assert_eq!(e.earliest_delivery(), Some(100_000 + 57_600));
         e.advance(100_000 + 57_600, &mut out);
         // In the receiver's CPU: out of its port after the receive cost.
-        assert_eq!(e.next_delivery(), Some(100_000 + 57_600 + 50_000));
+        assert_eq!(e.earliest_delivery(), Some(100_000 + 57_600 + 50_000));
         e.advance(1_000_000, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!((out[0].port, out[0].due), (1, 100_000 + 57_600 + 50_000));

@@ -48,9 +48,17 @@ impl<F> Link<F> {
         self.sending.or_else(|| self.next_start())
     }
 
-    /// When the frame on the wire arrives, if one is on it.
-    pub fn next_arrival(&self) -> Option<Nanos> {
+    /// The earliest a frame can arrive at the far end: exactly when the frame on the wire
+    /// does, or the shortest frame's time after the next one may start.
+    pub fn earliest_arrival(&self) -> Option<Nanos> {
         self.sending
+            .or_else(|| self.next_start().map(|s| s + self.clock.frame(0)))
+    }
+
+    /// The earliest a frame this link carries into a store-and-forward hop can be clocked out
+    /// of it again at the same rate: the shortest frame's time after it is in.
+    pub fn earliest_forward(&self) -> Option<Nanos> {
+        self.earliest_arrival().map(|t| t + self.clock.frame(0))
     }
 
     /// Frames whose last bit has arrived by `now` go to `out` (with `station` as the sender)

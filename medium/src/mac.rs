@@ -170,11 +170,16 @@ impl<F> Bus<F> {
         }
     }
 
-    /// When the frame on the wire reaches the other stations, if one is on it.
-    pub fn next_delivery(&self) -> Option<Nanos> {
+    /// The earliest a frame can reach the other stations: exactly when the frame on the wire
+    /// does, if one is on it; otherwise a frame's time (the shortest frame's) after the next
+    /// moment one may start, if any station is waiting. A floor, not a promise: a collision
+    /// puts it off.
+    pub fn earliest_delivery(&self) -> Option<Nanos> {
+        let shortest = self.params.clock.frame(0);
         match &self.activity {
             Some(Activity::Frame { end, .. }) => Some(*end),
-            _ => None,
+            Some(Activity::Collision { end, .. }) => Some(end + shortest),
+            None => self.earliest_start().map(|s| s + shortest),
         }
     }
 
@@ -319,6 +324,25 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].at, 1_000 + 57_600);
         assert_eq!(b.counters().collisions, 0);
+    }
+
+    #[test]
+    fn the_earliest_delivery_is_known_before_the_start_is_decided() {
+        let mut b = bus(2);
+        b.params.collision_window = 2_000;
+        assert_eq!(b.earliest_delivery(), None);
+        // Waiting for its collision window to close: not on the wire yet, but it cannot
+        // arrive before a shortest frame's time after its start.
+        b.enqueue(0, q(1, 1514, 1_000)).unwrap();
+        let mut out = Vec::new();
+        b.advance(1_500, &mut out);
+        assert_eq!(b.next_event(), Some(3_000));
+        assert_eq!(b.earliest_delivery(), Some(1_000 + 57_600));
+        // On the wire: exactly its last bit.
+        b.advance(3_000, &mut out);
+        assert_eq!(b.earliest_delivery(), Some(1_000 + 1_230_400 - 9_600));
+        b.advance(2_000_000, &mut out);
+        assert_eq!((out.len(), b.earliest_delivery()), (1, None));
     }
 
     #[test]

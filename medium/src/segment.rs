@@ -81,11 +81,17 @@ impl<F: Frame> Segment<F> {
         }
     }
 
-    /// When a frame next reaches a station (as opposed to a decision inside the segment).
-    pub fn next_delivery(&self) -> Option<Nanos> {
+    /// The earliest a frame can reach a station (see [`Bus::earliest_delivery`]): on a switch,
+    /// a downlink's frame, or one a frame arriving at the switch is forwarded as (store and
+    /// forward: the shortest frame's time after it is in).
+    pub fn earliest_delivery(&self) -> Option<Nanos> {
         match self {
-            Segment::Shared { bus, .. } => bus.next_delivery(),
-            Segment::Switched { down, .. } => down.iter().filter_map(Link::next_arrival).min(),
+            Segment::Shared { bus, .. } => bus.earliest_delivery(),
+            Segment::Switched { up, down, .. } => {
+                let out = down.iter().filter_map(Link::earliest_arrival);
+                let through = up.iter().filter_map(Link::earliest_forward);
+                out.chain(through).min()
+            }
         }
     }
 
@@ -229,6 +235,12 @@ mod tests {
         assert_eq!(out[0].at, 2 * 57_600);
         out.clear();
         s.enqueue(0, frame(1, 0, 1514), 2_000_000);
+        // Before the switch has it, a delivery can come no sooner than a shortest frame's
+        // time after it is in (store and forward); once it is on the way down, exactly.
+        s.advance(2_000_000, &mut out);
+        assert_eq!(s.earliest_delivery(), Some(2_000_000 + 1_220_800 + 57_600));
+        s.advance(2_000_000 + 1_220_800, &mut out);
+        assert_eq!(s.earliest_delivery(), Some(2_000_000 + 2 * 1_220_800));
         s.advance(10_000_000, &mut out);
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].station, 1);

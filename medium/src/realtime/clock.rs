@@ -21,6 +21,11 @@ pub fn monotonic() -> Nanos {
     now(libc::CLOCK_MONOTONIC)
 }
 
+/// The calling thread's CPU time: what the kernel charges against its real-time throttle.
+pub fn thread_cpu_time() -> Nanos {
+    now(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
 /// How far CLOCK_REALTIME is ahead of CLOCK_MONOTONIC now (ns): what turns the kernel's
 /// receive stamps into the event clock. Read around one monotonic sample, so the error is
 /// the width of two vDSO calls (tens of ns).

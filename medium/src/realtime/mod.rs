@@ -33,7 +33,7 @@ use crate::engine::{DueFrame, Engine};
 use crate::stats::{LatenessHistogram, SegmentCounters, SegmentReport};
 use crate::time::Nanos;
 
-use clock::{Timer, monotonic};
+use clock::{Timer, monotonic, thread_cpu_time};
 use control::{HostReport, Request, Snapshot};
 use port::Port;
 use spin_budget::SpinBudget;
@@ -354,34 +354,39 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
     // decided stays decided), one stamped after it starts when it arrived.
     let mut advanced: Nanos = 0;
     let mut send_errors = 0u64;
-    let mut budget = SpinBudget::new(monotonic());
+    let mut budget = SpinBudget::new(monotonic(), thread_cpu_time());
     loop {
         let now = monotonic();
-        budget.tick(now);
+        if now.saturating_sub(budget.last()) >= spin_budget::ACCOUNT_EVERY {
+            budget.account(now, thread_cpu_time());
+        }
         let spin_ns = budget.spin_ns(timing.spin_ns);
-        // Spin only before a frame is due at a port: the segments' own decisions (who starts,
-        // when a collision ends) are computed from their exact times whenever they are made.
-        let delivery = engine.next_delivery();
+        // Awake, spinning, from `spin_ns` before the earliest moment a frame can be due at a
+        // port. Not only before a delivery already decided: a decision made on waking (who
+        // starts on a bus, a frame fully into a switch) can make one due a shortest frame's
+        // time later, so a thread that slept until that decision and woke late would deliver
+        // late. The decisions themselves are computed from their exact times whenever made.
+        let spin_from = engine
+            .earliest_delivery()
+            .map(|e| e.saturating_sub(spin_ns));
         let timeout = match engine.next_deadline() {
+            None => 5,
             Some(d) if d <= now => 0,
-            Some(d) if Some(d) == delivery && d <= now + spin_ns => 0,
+            Some(_) if spin_from.is_some_and(|s| s <= now) => 0,
             Some(d) => {
-                let wake = if Some(d) == delivery { d - spin_ns } else { d };
+                let wake = spin_from.map_or(d, |s| s.min(d));
                 if timer.arm(wake) { -1 } else { 1 }
             }
-            None => 5,
         };
         let n = epoll.wait(&mut events, timeout);
-        if timeout != 0 {
-            budget.blocked(now, monotonic());
-        }
-        let offset = clock::realtime_offset();
+        // Read once a pass, and only when a frame came: two clock reads are not free here.
+        let mut offset = None;
         for ev in &events[..n] {
             match ev.u64 {
                 TIMER => timer.drain(),
                 WAKE => shared.doorbell.drain(),
                 SIGNALS => {
-                    stop(socket, send_errors, budget.withheld());
+                    stop(socket, send_errors, budget.withheld_ns());
                     return Ok(());
                 }
                 i => {
@@ -392,6 +397,7 @@ pub fn run(config: &MediumConfig, socket: &Path, timing: Timing) -> io::Result<(
                         match port.recv(&mut buf) {
                             Ok(Some(r)) => {
                                 let read = monotonic();
+                                let offset = *offset.get_or_insert_with(clock::realtime_offset);
                                 let arrived = arrival(r.stamp_realtime, offset, read);
                                 let segment = engine.segment_of(i as usize);
                                 if let Some(at) = arrived {
@@ -523,16 +529,16 @@ fn start_control_thread(
 }
 
 /// On SIGTERM or SIGINT: the control socket goes, and a word on frames that were lost.
-fn stop(socket: &Path, send_errors: u64, spin_withheld: u64) {
+fn stop(socket: &Path, send_errors: u64, spin_withheld_ns: u64) {
     let _ = std::fs::remove_file(socket);
     if send_errors > 0 {
         eprintln!("medium: {send_errors} frames could not be written to a port");
     }
-    if spin_withheld > 0 {
+    if spin_withheld_ns > 0 {
         eprintln!(
-            "medium: spinning was withheld in {spin_withheld} windows of {} ms that kept the \
-             CPU more than {:.0}% busy",
-            spin_budget::WINDOW / 1_000_000,
+            "medium: spinning was withheld for {} ms in all, to keep the event thread's CPU at \
+             most {:.0}% busy",
+            spin_withheld_ns / 1_000_000,
             spin_budget::MAX_BUSY * 100.0
         );
     }

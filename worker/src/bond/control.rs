@@ -60,7 +60,7 @@ impl Bond {
     pub(super) fn supervise(&self) {
         let start = Instant::now();
         let mut next_mii = start;
-        let mut next_hello = start + peers::HELLO_EVERY;
+        let mut hellos = peers::HelloSchedule::new(start);
         let mut next_file = start;
         while !shutdown::requested() && !self.failed() {
             let now = Instant::now();
@@ -73,9 +73,8 @@ impl Bond {
                 self.monitor();
                 next_mii += every;
             }
-            if now >= next_hello {
+            if hellos.due(now) {
                 self.announce_all(Kind::Announce);
-                next_hello += peers::HELLO_EVERY;
             }
             if self.cfg.stats_file.is_some() && now >= next_file {
                 self.write_stats_file();

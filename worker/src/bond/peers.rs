@@ -1,6 +1,7 @@
 //! Peer discovery: which MAC, on each slave wire, belongs to which peer bond. Each bond
-//! announces its address on every slave with a hello (broadcast at start, every second, and
-//! when a link comes up or the bond fails over, as the driver sends gratuitous ARPs); a bond
+//! announces its address on every slave with a hello (broadcast at start, repeated at
+//! doubling intervals from one second to half a minute ([`HelloSchedule`]), and when a link
+//! comes up or the bond fails over, as the driver sends gratuitous ARPs); a bond
 //! that hears a peer for the first time answers it directly, so two bonds know each other
 //! within a round trip of the later one starting. Hellos go out on every slave, an
 //! active-backup bond's backups included: they stand in for the ARP a kernel bond's peers
@@ -12,14 +13,50 @@
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::RwLock;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::mac::Mac;
 
 const MAGIC: [u8; 6] = [0, b'O', b'B', b'N', b'D', 1];
 pub const HELLO_LEN: usize = MAGIC.len() + 1 + 4 + 1;
-/// How often hellos are repeated, so peers that start later learn this bond too.
-pub const HELLO_EVERY: Duration = Duration::from_secs(1);
+/// The first repetition of a bond's announcement comes this long after its start.
+pub const HELLO_FIRST: Duration = Duration::from_secs(1);
+/// Repetitions stop doubling at this interval.
+pub const HELLO_LONGEST: Duration = Duration::from_secs(32);
+
+/// When a bond repeats its announcement: a safety net for a hello lost on the wire (a bus
+/// drops a frame after sixteen collisions), since a peer that starts later is answered at
+/// once anyway. The interval doubles from [`HELLO_FIRST`] to [`HELLO_LONGEST`]: the
+/// kernel's balance-rr sends no frames of its own, and on a shared bus every hello is a
+/// broadcast each station receives. Announcing every second, the sixteen bonds of the
+/// bonded dual net put sixteen fan-outs of fifteen copies a second onto each bus, whose
+/// copies the medium emulator writes one after another: the later ones arrived over a
+/// contention slot late, which alone took the one-pair cells' p99 lateness past the bound.
+/// The clock is passed in.
+#[derive(Debug, Clone)]
+pub struct HelloSchedule {
+    next: Instant,
+    every: Duration,
+}
+
+impl HelloSchedule {
+    pub fn new(start: Instant) -> HelloSchedule {
+        HelloSchedule {
+            next: start + HELLO_FIRST,
+            every: HELLO_FIRST,
+        }
+    }
+
+    /// Whether a repetition is due at `now`; if so, the next is scheduled.
+    pub fn due(&mut self, now: Instant) -> bool {
+        if now < self.next {
+            return false;
+        }
+        self.every = (self.every * 2).min(HELLO_LONGEST);
+        self.next = now + self.every;
+        true
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -114,6 +151,19 @@ impl PeerTable {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn announcements_repeat_at_doubling_intervals_up_to_the_longest() {
+        let t0 = Instant::now();
+        let s = |secs: f64| t0 + Duration::from_secs_f64(secs);
+        let mut h = HelloSchedule::new(t0);
+        assert!(!h.due(s(0.5)), "nothing before the first second");
+        let due: Vec<f64> = (1..=200)
+            .map(|k| f64::from(k) * 0.5)
+            .filter(|&t| h.due(s(t)))
+            .collect();
+        assert_eq!(due, [1.0, 3.0, 7.0, 15.0, 31.0, 63.0, 95.0]);
+    }
 
     #[test]
     fn hello_round_trips_and_rejects_others() {

@@ -30,6 +30,8 @@ pub enum ClusterCommand {
     Verify(VerifyArgs),
     /// Remove everything `up` made: containers, networks, ifb devices, files. Idempotent.
     Down {
+        /// The cluster (its topology's name unless `up --name` gave another); needed only
+        /// when more than one is up.
         #[arg(long)]
         name: Option<String>,
         #[command(flatten)]
@@ -59,6 +61,8 @@ pub struct UpArgs {
 
 #[derive(Args)]
 pub struct StatusArgs {
+    /// The cluster (its topology's name unless `up --name` gave another); needed only when
+    /// more than one is up.
     #[arg(long)]
     name: Option<String>,
     #[command(flatten)]
@@ -70,6 +74,8 @@ pub struct StatusArgs {
 
 #[derive(Args)]
 pub struct VerifyArgs {
+    /// The cluster (its topology's name unless `up --name` gave another); needed only when
+    /// more than one is up.
     #[arg(long)]
     name: Option<String>,
     #[command(flatten)]

@@ -536,8 +536,8 @@ fn stop(socket: &Path, send_errors: u64, spin_withheld_ns: u64) {
     }
     if spin_withheld_ns > 0 {
         eprintln!(
-            "medium: spinning was withheld for {} ms in all, to keep the event thread's CPU at \
-             most {:.0}% busy",
+            "medium: the full spin was withheld for {} ms in all, to keep the event thread's CPU \
+             at most {:.0}% busy",
             spin_withheld_ns / 1_000_000,
             spin_budget::MAX_BUSY * 100.0
         );

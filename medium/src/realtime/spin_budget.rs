@@ -42,7 +42,8 @@ pub struct SpinBudget {
     last_cpu: Nanos,
     /// Busy time the thread may still spend beyond its share, ns (negative: overspent).
     credit: i64,
-    /// Time during which spinning was withheld, ns, for the statistics.
+    /// Time during which the full spin was withheld (a short one or none), ns, for the
+    /// statistics.
     withheld_ns: u64,
 }
 
@@ -95,7 +96,7 @@ impl SpinBudget {
         self.last_cpu = cpu;
     }
 
-    /// How long spinning was withheld so far, ns.
+    /// How long the full spin was withheld so far, ns.
     pub fn withheld_ns(&self) -> u64 {
         self.withheld_ns
     }

@@ -32,10 +32,11 @@ pub fn build(run: &RunDir, opts: &ReportOptions<'_>) -> Result<Report, ReportErr
 fn build_with(
     run: &RunDir,
     opts: &ReportOptions<'_>,
-    media: MediaReport,
+    mut media: MediaReport,
 ) -> Result<Report, ReportError> {
     let capacities = opts.model.map(|m| m.capacities()).unwrap_or_default();
     let one = load::run(run, None, opts.baseline.as_deref(), &capacities)?;
+    media.exclusion = one.exclusion;
     let statistic = opts
         .statistic
         .or(one.info.manifest.statistic)

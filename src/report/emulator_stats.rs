@@ -26,6 +26,9 @@ pub struct MediaReport {
     /// Timing outside the bound: how many attempts, at how many points, and how many points
     /// ended so (their last attempt; they count nowhere).
     pub untimed: Untimed,
+    /// The attempts left out for the timing bound against those counted
+    /// ([`super::exclusion`]); set by the report of one run.
+    pub exclusion: Option<super::exclusion::Exclusion>,
     /// What the wires did during each point's last attempt, by (point, rep): what a failed
     /// point's listing shows beside its reason.
     pub points: BTreeMap<(u32, u32), PointMedia>,
@@ -274,6 +277,7 @@ pub fn summarize(
     MediaReport {
         present: true,
         untimed: Untimed::default(),
+        exclusion: None,
         cells: cells(rows, ok),
         configs: configs(rows, totals),
         points: points(rows),

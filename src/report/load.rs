@@ -14,6 +14,7 @@ use super::drift::{self, Drift};
 use super::drift_check::{self, DriftCheck};
 use super::emulator_stats::{self, MediaReport};
 use super::error::ReportError;
+use super::exclusion;
 use super::netpipe::{self, NetpipeBaseline};
 use super::references;
 use super::wire_screen::{self, CellCapacity};
@@ -30,6 +31,8 @@ pub struct LoadedRun {
     pub progress: Option<PointProgress>,
     pub drift: Option<Drift>,
     pub drift_check: Option<DriftCheck>,
+    /// The attempts left out for the timing bound against those counted.
+    pub exclusion: Option<exclusion::Exclusion>,
 }
 
 /// Loads the run in `dir`: its cells, labelled `label` when given (a comparison across runs)
@@ -64,6 +67,7 @@ pub fn run(
     } else {
         records.clone().filter(is_check.clone().not())
     };
+    let measured_again = measured.clone();
     let mut agg = aggregate(measured, &points, &manifest, label)?;
     agg.samples = wire_screen::set_aside(
         std::mem::take(&mut agg.samples),
@@ -86,6 +90,13 @@ pub fn run(
             repetitions.len(),
         ))
     };
+    let exclusion = exclusion::measure(
+        measured_again,
+        &points,
+        &agg.samples,
+        (&manifest, label),
+        capacities,
+    )?;
     let cells = summarize(&agg);
     let drift = drift::estimate(&agg.samples);
     let default_label = manifest.experiment.clone().unwrap_or_else(|| {
@@ -109,6 +120,7 @@ pub fn run(
         progress: agg.progress,
         drift,
         drift_check,
+        exclusion,
     })
 }
 

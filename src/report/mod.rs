@@ -39,6 +39,7 @@ mod drift;
 mod drift_check;
 mod emulator_stats;
 mod error;
+mod exclusion;
 mod export;
 mod figures;
 mod findings;

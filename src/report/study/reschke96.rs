@@ -86,6 +86,7 @@ impl InTheStudy {
             media: MediaReport {
                 present: media.present,
                 untimed: media.untimed,
+                exclusion: media.exclusion,
                 cells: media
                     .cells
                     .iter()

@@ -6,7 +6,8 @@ use super::table::table;
 use crate::report::data::CellKey;
 use crate::report::document::Report;
 use crate::report::emulator_stats::{ConfigMedia, LatenessSource, MediaReport};
-use crate::report::format::{human, md_cell, size};
+use crate::report::exclusion::Exclusion;
+use crate::report::format::{human, md_cell, percent, size};
 
 pub const MEDIA_COLUMNS: [&str; 4] = [
     "collisions/frame",
@@ -101,6 +102,55 @@ fn remeasured(s: &mut String, media: &MediaReport) {
             u.still
         );
     }
+    if let Some(e) = &media.exclusion {
+        left_out(s, e);
+    }
+}
+
+/// A shift of the figures that leaving attempts out may cause and still be called none: a
+/// tenth of the ±10% the model is held to, and below what repetitions of a cell vary by.
+const NEGLIGIBLE: f64 = 0.01;
+
+/// What leaving the untimed attempts out did to the figures ([`Exclusion`]).
+fn left_out(s: &mut String, e: &Exclusion) {
+    let r = &e.ratio;
+    let interval = match r.ci {
+        Some(ci) if ci.is_95() => format!("95% interval {:.3}×–{:.3}×", ci.low, ci.high),
+        Some(ci) => format!(
+            "[min, max] {:.3}×–{:.3}×, which covers the median with {}",
+            ci.low,
+            ci.high,
+            percent(ci.coverage)
+        ),
+        None => "one cell, no interval".into(),
+    };
+    let verdict = match r.ci {
+        Some(ci) if ci.is_95() && (1.0 - ci.low).max(ci.high - 1.0) <= NEGLIGIBLE => format!(
+            "Leaving them out moved the figures by at most {}: the bound selects the attempts \
+             whose frame timing was right, not faster or slower ones.",
+            percent((1.0 - ci.low).max(ci.high - 1.0))
+        ),
+        Some(ci) if ci.is_95() && ci.high < 1.0 => "The attempts left out ran slower: \
+             whatever stalled the emulator slowed the nodes too, so the cells are those of an \
+             undisturbed machine."
+            .into(),
+        Some(ci) if ci.is_95() && ci.low > 1.0 => "The attempts left out ran faster: keeping \
+             only those that kept the bound favours slower attempts here, and the cells may \
+             read low by as much."
+            .into(),
+        Some(ci) if ci.is_95() => {
+            "Leaving them out moved the figures by no margin this run can show.".into()
+        }
+        _ => "Too few cells to say whether leaving them out moved the figures.".into(),
+    };
+    let _ = writeln!(
+        s,
+        "- **What leaving them out did:** aggregated as counted attempts are, the {} left-out \
+         attempt(s) of the {} cell(s) that also have counted ones ran at {:.3}× the counted \
+         attempts' median (the median over cells; {interval}); in {} of those cells the \
+         left-out median lies outside the counted attempts' range. {verdict}",
+        e.attempts, e.cells, r.median, e.outside_range
+    );
 }
 
 /// What to distrust first in a configuration's timing, a bullet each: missing statistics,

@@ -30,9 +30,12 @@ fn intro(s: &mut String, report: &Report) {
          cell's aggregate throughput from what the emulated machine does: every frame's time on \
          each wire it crosses (Ethernet, IP and TCP framing per token size, acknowledgements \
          included, an idle wire too), store and forward at switches, shared-bus capacity with \
-         CSMA/CD's efficiency (from the medium's own simulation), the nodes' host costs per frame \
-         sent, received and forwarded, a fixed cost per hop for the nodes' own stacks, and \
-         bonding as striping over the slaves. Measured is the {} over repetitions. A cell more \
+         CSMA/CD's efficiency as Boggs, Mogul & Kent measured it on a real Ethernet (not the \
+         emulator's own simulation, so that the two agreeing means something), the nodes' host \
+         costs per frame sent, received and forwarded, a fixed cost per hop for the nodes' own \
+         stacks, and bonding as striping over the slaves, each slave's frames over its own wires \
+         (a bond over a row and a column interface sends every other frame across the switch \
+         and the peer's other bus). Measured is the {} over repetitions. A cell more \
          than ±{tol} from the model gets its measured cause: for a shortfall, the events the \
          model has no room for that the run counted during the cell's points (TCP's \
          retransmissions and out-of-order segments from both ends' TCP_INFO, the medium's \

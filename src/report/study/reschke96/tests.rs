@@ -107,6 +107,7 @@ fn the_disk_finding_names_the_collisions_behind_a_degrading_bonded_net() {
     let media = MediaReport {
         present: true,
         untimed: Default::default(),
+        exclusion: None,
         cells: vec![
             medium(BONDED_DUAL_NET, L, 1, 30, 0),
             medium(BONDED_DUAL_NET, L, 7, 520, 400),

@@ -1,0 +1,183 @@
+//! Whether leaving out the attempts the emulator did not keep time for moves the figures.
+//!
+//! A point whose attempt missed the timing bound is measured again, and only an attempt that
+//! kept it counts. That is a selection, and a reviewer asks what it selects: if the attempts
+//! left out ran at the same rates as those kept, the bound only removes attempts whose frame
+//! timing was wrong; if they ran slower, whatever stalled the emulator (the host taking a
+//! CPU away) also slowed the nodes, and the figures kept are those of an undisturbed machine;
+//! if the longer, slower attempts were the ones to catch a stall, the selection would favour
+//! fast attempts. So the report measures it: each left-out attempt is aggregated exactly as a
+//! counted one is (the pairs' common window, [`super::aggregate`]; set aside the same way when
+//! above its wires), and in every cell that has both, the median of the left-out attempts is
+//! set against the median of the counted ones.
+
+use std::collections::BTreeMap;
+
+use polars::prelude::*;
+
+use super::aggregate::aggregate;
+use super::data::{CellKey, Failure, PointSample};
+use super::error::ReportError;
+use super::stats::{RepStats, rep_stats};
+use super::wire_screen::{self, CellCapacity};
+use crate::results::schema::col as c;
+use crate::results::{Manifest, PointRow, PointStatus};
+
+/// The left-out attempts against the counted ones, over the cells that have both.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Exclusion {
+    /// Left-out attempts that gave an aggregate (some left no records, or no overlap).
+    pub attempts: usize,
+    /// Cells with at least one left-out attempt and one counted.
+    pub cells: usize,
+    /// Per cell, the left-out attempts' median over the counted attempts' median; summarised
+    /// over cells (median, with its order-statistic interval).
+    pub ratio: RepStats,
+    /// Cells whose left-out median lies outside the counted attempts' [min, max].
+    pub outside_range: usize,
+}
+
+/// Measures the left-out attempts of `points` (drift-check points excluded by the caller)
+/// against `counted`, the samples the cells are made of, keyed as they are (`label`). `None` when no attempt was left
+/// out, or the records cannot tell attempts apart (runs from before re-measurement).
+pub fn measure(
+    mut records: LazyFrame,
+    points: &[PointRow],
+    counted: &[PointSample],
+    (manifest, label): (&Manifest, Option<&str>),
+    capacities: &[CellCapacity],
+) -> Result<Option<Exclusion>, ReportError> {
+    let left_out: Vec<&PointRow> = points
+        .iter()
+        .filter(|p| p.status == PointStatus::Untimed)
+        .collect();
+    if left_out.is_empty() || !records.collect_schema()?.contains(c::ATTEMPT) {
+        return Ok(None);
+    }
+    // The aggregation takes one attempt per (point, rep): one pass per attempt number, each
+    // with that number's left-out attempts posing as the ones that count.
+    let mut by_attempt: BTreeMap<u32, Vec<PointRow>> = BTreeMap::new();
+    for p in left_out {
+        by_attempt.entry(p.attempt).or_default().push(PointRow {
+            status: PointStatus::Ok,
+            ..p.clone()
+        });
+    }
+    let mut samples = Vec::new();
+    for (attempt, rows) in &by_attempt {
+        let of_attempt = records.clone().filter(col(c::ATTEMPT).eq(lit(*attempt)));
+        let agg = aggregate(of_attempt, rows, manifest, label)?;
+        let mut ignored: Vec<Failure> = Vec::new();
+        samples.extend(wire_screen::set_aside(
+            agg.samples,
+            capacities,
+            &mut ignored,
+        ));
+    }
+    Ok(compare(counted, &samples))
+}
+
+/// The comparison itself, per cell and then over cells.
+fn compare(counted: &[PointSample], left_out: &[PointSample]) -> Option<Exclusion> {
+    let kept = by_cell(counted);
+    let mut ratios = Vec::new();
+    let mut attempts = 0;
+    let mut outside_range = 0;
+    for (key, values) in by_cell(left_out) {
+        let Some(k) = kept.get(key).and_then(|v| rep_stats(v)) else {
+            continue;
+        };
+        let Some(l) = rep_stats(&values) else {
+            continue;
+        };
+        let (lo, hi) = kept[key]
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &v| {
+                (a.min(v), b.max(v))
+            });
+        if k.median > 0.0 {
+            ratios.push(l.median / k.median);
+            attempts += values.len();
+            outside_range += usize::from(l.median < lo || l.median > hi);
+        }
+    }
+    Some(Exclusion {
+        attempts,
+        cells: ratios.len(),
+        ratio: rep_stats(&ratios)?,
+        outside_range,
+    })
+}
+
+/// Each cell's aggregates.
+fn by_cell(samples: &[PointSample]) -> BTreeMap<&CellKey, Vec<f64>> {
+    let mut m: BTreeMap<&CellKey, Vec<f64>> = BTreeMap::new();
+    for s in samples {
+        m.entry(&s.key).or_default().push(s.aggregate_mbit_s);
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::data::{Config, Measure};
+    use crate::results::PlacementKind;
+    use orchestrate_worker::record::{Pattern, Protocol};
+
+    fn key(size: u64) -> CellKey {
+        CellKey {
+            measure: Measure {
+                pattern: Pattern::Token,
+                protocol: Protocol::Tcp,
+            },
+            config: Config {
+                run: None,
+                topology: "single-net".into(),
+                bonding: "none".into(),
+                bond_driver: None,
+                placement: PlacementKind::LocalWire,
+            },
+            pairs: 1,
+            size_bytes: size,
+        }
+    }
+
+    fn sample(size: u64, mbit_s: f64) -> PointSample {
+        PointSample {
+            point: 0,
+            rep: 0,
+            key: key(size),
+            aggregate_mbit_s: mbit_s,
+            pair_mbit_s: vec![mbit_s],
+            window_ns: 1_000_000_000,
+            window_start_unix_ns: 0,
+        }
+    }
+
+    #[test]
+    fn left_out_attempts_slower_than_the_counted_ones_show_as_a_ratio_below_one() {
+        let counted: Vec<_> = (0..6)
+            .flat_map(|i| [sample(64, 10.0 + i as f64 * 0.1), sample(512, 20.0)])
+            .collect();
+        // Half as fast at 64 B (median 5.0 against 10.25), at par at 512 B.
+        let left_out = [
+            sample(64, 4.0),
+            sample(64, 5.0),
+            sample(64, 6.0),
+            sample(512, 20.0),
+        ];
+        let e = compare(&counted, &left_out).unwrap();
+        assert_eq!((e.attempts, e.cells), (4, 2));
+        assert_eq!(e.outside_range, 1, "only the 64 B cell's median is outside");
+        let expected = [5.0 / 10.25, 1.0];
+        assert!((e.ratio.median - (expected[0] + expected[1]) / 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_cell_without_counted_attempts_is_not_compared() {
+        let counted = [sample(64, 10.0)];
+        let left_out = [sample(512, 1.0)];
+        assert_eq!(compare(&counted, &left_out), None);
+    }
+}

@@ -43,7 +43,7 @@ use crate::patterns::{self, Measure};
 use crate::protocol::{self, ErrorMsg, Hello, Kind, Params, TrialReport, TrialSpec, Welcome};
 use crate::ready::ServerReady;
 use crate::record::{Pattern, Protocol};
-use crate::session::{Buffers, Conn};
+use crate::session::{Buffers, Conn, Stopwatch};
 use crate::shutdown;
 use crate::spool::{SpoolBudget, SpoolLease};
 use crate::tcp_counters::TrialTcp;
@@ -349,6 +349,8 @@ fn session(a: Admitted, id: u64, shared: &Shared) -> Result<String> {
             ));
         }
         c.set_timeouts(timeout)?;
+        // From here on the client may send: a trial the server times starts now.
+        c.trial_opened = Some(Stopwatch::start());
         c.send(Kind::Ack, &serde_json::json!({}))?;
         let subflows = (p.protocol == Protocol::Mptcp).then(|| TrialSubflows::start(&c.stream));
         let tcp = (p.protocol == Protocol::Tcp)

@@ -22,6 +22,10 @@ pub struct Conn {
     pub session: u64,
     /// Where `filecopy` writes on the serving side (the system temp dir if unset).
     pub spool_dir: Option<PathBuf>,
+    /// On the serving side, started just before the trial's acknowledgement went out: the
+    /// earliest moment the client may send, which a pattern timed by the server must not
+    /// start after ([`Conn::trial_clock`]).
+    pub trial_opened: Option<Stopwatch>,
 }
 
 impl Conn {
@@ -47,10 +51,20 @@ impl Conn {
             peer,
             session: 0,
             spool_dir: None,
+            trial_opened: None,
         };
         c.set_timeouts(timeout)?;
         keepalive(&c.stream);
         Ok(c)
+    }
+
+    /// The clock of a trial timed on the serving side: the one started before the trial was
+    /// acknowledged. Started any later, a server descheduled between its acknowledgement and
+    /// its first read would find bytes that arrived before its clock began, and count them in
+    /// less time than the wire needed (a stream read 100.5 Mbit/s in its first 10 ms on a
+    /// 100 Mbit/s wire that carries 94.1 of payload).
+    pub fn trial_clock(&mut self) -> Stopwatch {
+        self.trial_opened.take().unwrap_or_else(Stopwatch::start)
     }
 
     pub fn timeout_s(&self) -> f64 {
@@ -143,6 +157,7 @@ pub fn unix_ns() -> u64 {
 }
 
 /// Monotonic interval with wall-clock stamps at both ends.
+#[derive(Debug, Clone, Copy)]
 pub struct Stopwatch {
     t0: Instant,
     wall0: u64,

@@ -93,8 +93,8 @@ impl PatternImpl for Stream {
         let size = t.size_bytes;
         let ts = c.timeout_s();
         let (buf, _) = b.get((size as usize).clamp(MIN_READ, MAX_READ), 0);
+        let sw = c.trial_clock();
         let s = &mut c.stream;
-        let sw = Stopwatch::start();
         let mut pos = 0u64; // offset within the current block
         let mut msgs = 0u64;
         let mut bytes = 0u64;
@@ -145,5 +145,78 @@ impl PatternImpl for Stream {
         if m.messages > 0 {
             rec.latency_us = Some(m.elapsed_ns as f64 / m.messages as f64 / 1e3);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Pattern;
+    use std::net::{TcpListener, TcpStream};
+    use std::time::Duration;
+
+    const BLOCK: u64 = 4096;
+    const BLOCKS: u64 = 16;
+
+    fn spec() -> TrialSpec {
+        TrialSpec {
+            trial: 0,
+            size_bytes: BLOCK,
+            warmup: false,
+            count: Some(BLOCKS),
+            duration_ns: None,
+            min_duration_ns: None,
+            rate_msgs_s: None,
+            source_file: None,
+            drop_cache: false,
+        }
+    }
+
+    fn params() -> Params {
+        Params {
+            pattern: Pattern::Stream,
+            protocol: Protocol::Tcp,
+            depth: 1,
+            max_size_bytes: BLOCK,
+            timeout_ms: 5_000,
+            idle_timeout_ms: 5_000,
+            udp_port: None,
+        }
+    }
+
+    /// A server scheduled out between acknowledging the trial and its first read finds the
+    /// client's bytes already there: its clock must have started before they could be sent.
+    #[test]
+    fn the_server_times_a_stream_from_the_acknowledgement_not_from_its_first_read() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let sender = std::thread::spawn(move || {
+            let mut client = TcpStream::connect(addr).unwrap();
+            let mut block = vec![0u8; BLOCK as usize];
+            for i in 0..BLOCKS {
+                if i + 1 == BLOCKS {
+                    block[0] = LAST;
+                }
+                client.write_all(&block).unwrap();
+            }
+            client
+        });
+        let (accepted, _) = listener.accept().unwrap();
+        let mut c = Conn::new(accepted, Duration::from_secs(5), 1).unwrap();
+        c.trial_opened = Some(Stopwatch::start());
+        // Every block is sent (64 KiB fits the socket buffers) before the first read.
+        let _client = sender.join().unwrap();
+        let late = Duration::from_millis(50);
+        std::thread::sleep(late);
+        let m = Stream
+            .server(&mut c, &params(), &spec(), &mut Buffers::default())
+            .unwrap();
+        assert_eq!(m.bytes, BLOCK * BLOCKS);
+        assert!(
+            m.elapsed_ns >= late.as_nanos() as u64,
+            "timed from the first read: {} ns for bytes that waited {} ns",
+            m.elapsed_ns,
+            late.as_nanos()
+        );
     }
 }

@@ -65,6 +65,29 @@ fn between(start: &libc::tcp_info, end: &libc::tcp_info) -> TcpCounters {
     }
 }
 
+/// The payload the peer's TCP has acknowledged on a connection since a trial began
+/// (`tcpi_bytes_acked`): what a sender can count as delivered while its data is still
+/// crossing the wire, where the bytes it has written may only sit in its send buffer.
+pub struct AckedBytes {
+    at_start: u64,
+}
+
+impl AckedBytes {
+    /// `None` where the kernel will not say (not a TCP socket).
+    pub fn start(s: &TcpStream) -> Option<AckedBytes> {
+        tcp_info(s).ok().map(|i| AckedBytes {
+            at_start: i.tcpi_bytes_acked,
+        })
+    }
+
+    /// Bytes acknowledged since [`AckedBytes::start`]; `None` if the kernel stops saying.
+    pub fn since_start(&self, s: &TcpStream) -> Option<u64> {
+        tcp_info(s)
+            .ok()
+            .map(|i| i.tcpi_bytes_acked.saturating_sub(self.at_start))
+    }
+}
+
 /// `getsockopt(TCP_INFO)`. A kernel older than a field leaves it zero (it copies no more than
 /// its own `tcp_info`), so a counter it does not keep reads as no events.
 fn tcp_info(s: &TcpStream) -> io::Result<libc::tcp_info> {

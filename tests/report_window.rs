@@ -304,6 +304,36 @@ fn compare_puts_runs_side_by_side_against_the_first() {
 }
 
 #[test]
+fn the_report_measures_what_leaving_an_untimed_attempt_out_did() {
+    let dir = tempfile::tempdir().unwrap();
+    // Attempt 0 moved 5 MB in 10 s (4 Mbit/s) and was untimed; attempt 1 moved 10 MB in
+    // 10 s (8 Mbit/s) and counts: the attempt left out ran at half the counted rate.
+    let mut slower = row(trial(0, 1, 0, 0, 10, 5_000_000));
+    slower.attempt = 0;
+    let mut again = row(trial(0, 1, 0, 20, 30, 10_000_000));
+    again.attempt = 1;
+    let mut untimed = point(0, 1, PointStatus::Untimed);
+    untimed.error = Some("the medium emulator did not keep its timing bound".into());
+    let mut ok = point(0, 1, PointStatus::Ok);
+    ok.attempt = 1;
+    write(dir.path(), vec![slower, again], &[untimed, ok]);
+    let report = build(&RunDir::new(dir.path()), &ReportOptions::default()).unwrap();
+    let e = report.media.exclusion.expect("an attempt was left out");
+    assert_eq!((e.attempts, e.cells, e.outside_range), (1, 1, 1));
+    assert!((e.ratio.median - 0.5).abs() < 1e-9, "{e:?}");
+
+    // Without an attempt left out there is nothing to say.
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        vec![row(trial(0, 1, 0, 0, 10, 10_000_000))],
+        &[point(0, 1, PointStatus::Ok)],
+    );
+    let report = build(&RunDir::new(dir.path()), &ReportOptions::default()).unwrap();
+    assert_eq!(report.media.exclusion, None);
+}
+
+#[test]
 fn a_point_measured_again_counts_only_its_last_attempt() {
     let dir = tempfile::tempdir().unwrap();
     // Attempt 0 (0–10 s) was untimed: the emulator did not keep its bound. Attempt 1

@@ -133,7 +133,7 @@ mod tests {
             },
             config: Config {
                 run: None,
-                topology: "single-net".into(),
+                topology: "bus".into(),
                 bonding: "none".into(),
                 bond_driver: None,
                 placement: PlacementKind::LocalWire,

@@ -8,7 +8,7 @@ use polars::prelude::{DataType, len};
 
 use super::aggregate::{aggregate, key_of_point};
 use super::cells::summarize;
-use super::data::{CellSummary, Failure, PointProgress};
+use super::data::{CellKey, CellSummary, Failure, PointProgress};
 use super::document::RunInfo;
 use super::drift::{self, Drift};
 use super::drift_check::{self, DriftCheck};
@@ -67,7 +67,8 @@ pub fn run(
     } else {
         records.clone().filter(is_check.clone().not())
     };
-    let measured_again = measured.clone();
+    // The same records, for what leaving the untimed attempts out did.
+    let all_attempts = measured.clone();
     let mut agg = aggregate(measured, &points, &manifest, label)?;
     agg.samples = wire_screen::set_aside(
         std::mem::take(&mut agg.samples),
@@ -82,7 +83,10 @@ pub fn run(
         // The check's attempts: a repetition measured again counts once.
         let repetitions: std::collections::BTreeSet<_> =
             check_points.iter().map(|p| (p.point, p.rep)).collect();
-        let cell = key_of_point(&check_points[0], &manifest, label);
+        let cell = as_recorded(
+            key_of_point(&check_points[0], &manifest, label),
+            agg.samples.iter().chain(&samples).map(|s| &s.key),
+        );
         Some(drift_check::compare(
             cell,
             &agg.samples,
@@ -91,7 +95,7 @@ pub fn run(
         ))
     };
     let exclusion = exclusion::measure(
-        measured_again,
+        all_attempts,
         &points,
         &agg.samples,
         (&manifest, label),
@@ -122,6 +126,28 @@ pub fn run(
         drift_check,
         exclusion,
     })
+}
+
+/// `key` with the bond driver its records carry. A point's line does not say which driver its
+/// bond ran on, and the manifest keeps one per topology: a run that puts one topology under a
+/// bond and then under MPTCP (the multipath study) keeps the last, no driver, and a key made
+/// from it matches none of the bond's samples (the drift check then found no sample of its
+/// reference cell in a run where all of them counted).
+fn as_recorded<'a>(key: CellKey, recorded: impl Iterator<Item = &'a CellKey>) -> CellKey {
+    let same_but_driver = |k: &CellKey| {
+        k.measure == key.measure
+            && k.pairs == key.pairs
+            && k.size_bytes == key.size_bytes
+            && k.config.run == key.config.run
+            && k.config.topology == key.config.topology
+            && k.config.bonding == key.config.bonding
+            && k.config.placement == key.config.placement
+    };
+    recorded
+        .filter(|k| same_but_driver(k))
+        .max_by_key(|k| **k == key)
+        .cloned()
+        .unwrap_or(key)
 }
 
 /// The run's medium statistics; empty when it has none (it did not run on the emulator).
@@ -184,4 +210,49 @@ pub fn netpipe_tables(dir: &RunDir) -> Result<Vec<NetpipeBaseline>, ReportError>
         .iter()
         .map(|t| netpipe::import(&t.name, &dir.root().join(t.path.get_ref())))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::data::{Config, Measure};
+    use crate::results::{BondDriver, PlacementKind};
+    use orchestrate_worker::record::{Pattern, Protocol};
+
+    fn key(bonding: &str, driver: Option<BondDriver>, size: u64) -> CellKey {
+        CellKey {
+            measure: Measure {
+                pattern: Pattern::Token,
+                protocol: Protocol::Tcp,
+            },
+            config: Config {
+                run: None,
+                topology: "two-buses".into(),
+                bonding: bonding.into(),
+                bond_driver: driver,
+                placement: PlacementKind::LocalWire,
+            },
+            pairs: 1,
+            size_bytes: size,
+        }
+    }
+
+    #[test]
+    fn a_key_takes_the_bond_driver_its_records_carry() {
+        let recorded = [
+            key("balance-rr", Some(BondDriver::Userspace), 64),
+            key("mptcp", None, 64),
+            key("balance-rr", Some(BondDriver::Userspace), 8192),
+        ];
+        // The manifest said no driver (the topology's last configuration, MPTCP, had none).
+        let got = as_recorded(key("balance-rr", None, 64), recorded.iter());
+        assert_eq!(got, recorded[0]);
+        // A key its records already carry stays as it is; one they do not is left alone.
+        assert_eq!(
+            as_recorded(recorded[1].clone(), recorded.iter()),
+            recorded[1]
+        );
+        let unknown = key("balance-xor", None, 64);
+        assert_eq!(as_recorded(unknown.clone(), recorded.iter()), unknown);
+    }
 }

@@ -130,13 +130,13 @@ fn left_out(s: &mut String, e: &Exclusion) {
              whose frame timing was right, not faster or slower ones.",
             percent((1.0 - ci.low).max(ci.high - 1.0))
         ),
-        Some(ci) if ci.is_95() && ci.high < 1.0 => "The attempts left out ran slower: \
-             whatever stalled the emulator slowed the nodes too, so the cells are those of an \
-             undisturbed machine."
+        Some(ci) if ci.is_95() && ci.high < 1.0 => "The attempts left out ran slower than \
+             those counted: the cells give the rates of the attempts the emulator kept time \
+             for, and would read lower with the others in them."
             .into(),
-        Some(ci) if ci.is_95() && ci.low > 1.0 => "The attempts left out ran faster: keeping \
-             only those that kept the bound favours slower attempts here, and the cells may \
-             read low by as much."
+        Some(ci) if ci.is_95() && ci.low > 1.0 => "The attempts left out ran faster than \
+             those counted: the cells give the rates of the attempts the emulator kept time \
+             for, and would read higher with the others in them."
             .into(),
         Some(ci) if ci.is_95() => {
             "Leaving them out moved the figures by no margin this run can show.".into()

@@ -1,15 +1,14 @@
 //! Whether leaving out the attempts the emulator did not keep time for moves the figures.
 //!
 //! A point whose attempt missed the timing bound is measured again, and only an attempt that
-//! kept it counts. That is a selection, and a reviewer asks what it selects: if the attempts
-//! left out ran at the same rates as those kept, the bound only removes attempts whose frame
-//! timing was wrong; if they ran slower, whatever stalled the emulator (the host taking a
-//! CPU away) also slowed the nodes, and the figures kept are those of an undisturbed machine;
-//! if the longer, slower attempts were the ones to catch a stall, the selection would favour
-//! fast attempts. So the report measures it: each left-out attempt is aggregated exactly as a
-//! counted one is (the pairs' common window, [`super::aggregate`]; set aside the same way when
-//! above its wires), and in every cell that has both, the median of the left-out attempts is
-//! set against the median of the counted ones.
+//! kept it counts. That is a selection, and a reviewer asks what it selects: attempts at the
+//! same rates as those left out (the bound then removes only attempts whose frame timing was
+//! wrong), or faster or slower ones (longer, slower attempts are likelier to catch a host
+//! stall, and whatever stalls the emulator may slow the nodes too). So the report measures it:
+//! each left-out attempt is aggregated exactly as a counted one is (the pairs' common window,
+//! [`super::aggregate`]; set aside the same way when above its wires), and in every cell that
+//! has both, the median of the left-out attempts is set against the median of the counted
+//! ones.
 
 use std::collections::BTreeMap;
 
@@ -38,8 +37,9 @@ pub struct Exclusion {
 }
 
 /// Measures the left-out attempts of `points` (drift-check points excluded by the caller)
-/// against `counted`, the samples the cells are made of, keyed as they are (`label`). `None` when no attempt was left
-/// out, or the records cannot tell attempts apart (runs from before re-measurement).
+/// against `counted`, the samples the cells are made of, keyed as they are (`label`). `None`
+/// when no attempt was left out, or the records cannot tell attempts apart (runs from before
+/// re-measurement).
 pub fn measure(
     mut records: LazyFrame,
     points: &[PointRow],

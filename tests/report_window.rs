@@ -71,6 +71,7 @@ fn point(point: u32, pairs: u32, status: PointStatus) -> PointRow {
         point,
         topology: "bus".into(),
         bonding: "none".into(),
+        bond_driver: None,
         placement: PlacementKind::LocalWire,
         pairs,
         pattern: Pattern::Token,

@@ -833,10 +833,12 @@ pub(super) fn key_of_point(p: &PointRow, manifest: &Manifest, run_label: Option<
             run: run_label.map(str::to_owned),
             topology: p.topology.clone(),
             bonding: p.bonding.clone(),
+            // Runs from before points carried their driver have only the manifest's.
             bond_driver: if p.bonding == "none" {
                 None
             } else {
-                manifest.bond_drivers.get(&p.topology).copied().flatten()
+                p.bond_driver
+                    .or_else(|| manifest.bond_drivers.get(&p.topology).copied().flatten())
             },
             placement: p.placement,
         },

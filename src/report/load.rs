@@ -128,11 +128,11 @@ pub fn run(
     })
 }
 
-/// `key` with the bond driver its records carry. A point's line does not say which driver its
-/// bond ran on, and the manifest keeps one per topology: a run that puts one topology under a
-/// bond and then under MPTCP (the multipath study) keeps the last, no driver, and a key made
-/// from it matches none of the bond's samples (the drift check then found no sample of its
-/// reference cell in a run where all of them counted).
+/// `key` with the bond driver its records carry. Points have said which driver their bond ran
+/// on only since 2026-12-05; before, a key took the manifest's, one per topology, and a run that
+/// put one topology under a bond and then under MPTCP (the multipath study) kept the last, no
+/// driver: a key made from it matched none of the bond's samples (the drift check then found no
+/// sample of its reference cell in a run where all of them counted). For those runs.
 fn as_recorded<'a>(key: CellKey, recorded: impl Iterator<Item = &'a CellKey>) -> CellKey {
     let same_but_driver = |k: &CellKey| {
         k.measure == key.measure

@@ -58,6 +58,10 @@ pub struct PointRow {
     pub point: u32,
     pub topology: String,
     pub bonding: String,
+    /// The driver that carried the bond (none unbonded). Runs from before points carried it
+    /// have only the manifest's, one per topology.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bond_driver: Option<BondDriver>,
     pub placement: PlacementKind,
     pub pairs: u32,
     pub pattern: orchestrate_worker::record::Pattern,

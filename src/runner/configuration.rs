@@ -90,8 +90,10 @@ impl ConfigurationRun<'_> {
             m.media
                 .insert(format!("{}-{}", self.config.id, t.name), medium);
         }
-        m.bond_drivers
-            .insert(t.name.to_string(), prepared.bond_driver);
+        // A topology bonded in one configuration and not in another (a bond, then MPTCP, on
+        // the same wires) keeps the driver of its bond: the manifest says what bonded it.
+        let driver = m.bond_drivers.entry(t.name.to_string()).or_default();
+        *driver = prepared.bond_driver.or(*driver);
         state
             .writer
             .write_scripts(self.config.id, t.name.as_str(), prepared.scripts.values())

@@ -157,6 +157,7 @@ pub async fn run(
         point: point.id as u32,
         topology: point.topology.to_string(),
         bonding: point.bonding.clone(),
+        bond_driver: ctx.bond_driver,
         placement: point.placement,
         pairs: point.pairs,
         pattern: point.pattern,

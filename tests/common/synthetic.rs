@@ -190,6 +190,7 @@ pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointR
                 point,
                 topology: c.topology.clone(),
                 bonding: c.bonding.clone(),
+                bond_driver: c.bond_driver,
                 placement: c.placement,
                 pairs,
                 pattern: spec.pattern,

@@ -129,7 +129,7 @@ pub fn aggregate(
         })
         .transpose()?
         .flatten();
-    let (bytes_in_window, latency) = window_pass(records, window_frame)?;
+    let (bytes_in_window, latency) = window_pass(records, window_frame, Latencies::Measure)?;
     // In the order the runner ran them.
     failures.sort_by(|a, b| (a.point, a.rep, &a.reason).cmp(&(b.point, b.rep, &b.reason)));
     Ok(Aggregated {
@@ -139,6 +139,23 @@ pub fn aggregate(
         tcp: tcp_by_cell(&tcp, &windows),
         progress,
     })
+}
+
+/// Only the samples of `points`' attempts that count: no failures, TCP's counters, latency or
+/// progress, and so two passes over the records instead of four. For a second look at attempts
+/// the cells leave out ([`super::exclusion`]).
+pub fn samples_only(
+    records: LazyFrame,
+    points: &[PointRow],
+    run_label: Option<&str>,
+) -> Result<Vec<PointSample>, ReportError> {
+    let attempts = Attempts::from_points(points);
+    let records = counted_attempts_only(records, &attempts)?;
+    let spans = pair_spans(records.clone(), run_label)?;
+    let windows = common_windows(&spans, &attempts, &mut Vec::new());
+    let window_frame = window_frame(&windows, &cell_ids(&windows))?;
+    let (bytes_in_window, _) = window_pass(records, window_frame, Latencies::Skip)?;
+    Ok(samples(&windows, &bytes_in_window))
 }
 
 /// The window of the point with the most pairs at its largest size, its first repetition
@@ -659,6 +676,7 @@ type WindowBytes = BTreeMap<(u32, u32, u32), f64>;
 fn window_pass(
     mut records: LazyFrame,
     windows: DataFrame,
+    latencies: Latencies,
 ) -> Result<(WindowBytes, BTreeMap<u32, Latency>), ReportError> {
     let sampled = records.collect_schema()?.contains(c::PROGRESS_BYTES);
     let mut columns = vec![
@@ -703,21 +721,33 @@ fn window_pass(
         (joined.clone(), None)
     };
     let bytes_q = window_bytes_query(unsampled);
-    let latency_q = latency_query(joined);
     let opt = bytes_q.get_current_optimizations();
-    let mut plans = vec![bytes_q.logical_plan, latency_q.logical_plan];
+    let latency_q = (latencies == Latencies::Measure).then(|| latency_query(joined));
+    let mut plans = vec![bytes_q.logical_plan];
     plans.extend(samples_q.map(|q| q.logical_plan));
+    plans.extend(latency_q.map(|q| q.logical_plan));
     let mut frames = LazyFrame::collect_all_with_engine(plans, ENGINE, opt)?.into_iter();
-    let (Some(bytes_df), Some(latency_df)) = (frames.next(), frames.next()) else {
-        return Err(ReportError::Internal(
-            "collect_all returned fewer frames".into(),
-        ));
+    let mut next = |what: &str| {
+        frames.next().ok_or_else(|| {
+            ReportError::Internal(format!("collect_all returned no frame for {what}"))
+        })
     };
-    let mut bytes = read_window_bytes(&bytes_df)?;
-    if let Some(samples_df) = frames.next() {
-        window_progress::add_window_bytes(&samples_df, &mut bytes)?;
+    let mut bytes = read_window_bytes(&next("the bytes")?)?;
+    if sampled {
+        window_progress::add_window_bytes(&next("the progress samples")?, &mut bytes)?;
     }
-    Ok((bytes, read_latency(&latency_df)?))
+    let latency = match latencies {
+        Latencies::Measure => read_latency(&next("the latencies")?)?,
+        Latencies::Skip => BTreeMap::new(),
+    };
+    Ok((bytes, latency))
+}
+
+/// Whether the window pass also takes the latency percentiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Latencies {
+    Measure,
+    Skip,
 }
 
 /// Bytes a trial moved inside its point's window (`w_start`, `w_end`), pro-rated by the part

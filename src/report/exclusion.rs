@@ -8,19 +8,20 @@
 //! each left-out attempt is aggregated exactly as a counted one is (the pairs' common window,
 //! [`super::aggregate`]; set aside the same way when above its wires), and in every cell that
 //! has both, the median of the left-out attempts is set against the median of the counted
-//! ones.
+//! ones. All left-out attempts are aggregated at once, each posing as a repetition of its own,
+//! so the check costs one more pass over the records, not one per attempt number.
 
 use std::collections::BTreeMap;
 
 use polars::prelude::*;
 
-use super::aggregate::aggregate;
+use super::aggregate;
 use super::data::{CellKey, Failure, PointSample};
 use super::error::ReportError;
 use super::stats::{RepStats, rep_stats};
 use super::wire_screen::{self, CellCapacity};
 use crate::results::schema::col as c;
-use crate::results::{Manifest, PointRow, PointStatus};
+use crate::results::{PointRow, PointStatus};
 
 /// The left-out attempts against the counted ones, over the cells that have both.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -44,7 +45,7 @@ pub fn measure(
     mut records: LazyFrame,
     points: &[PointRow],
     counted: &[PointSample],
-    (manifest, label): (&Manifest, Option<&str>),
+    label: Option<&str>,
     capacities: &[CellCapacity],
 ) -> Result<Option<Exclusion>, ReportError> {
     let left_out: Vec<&PointRow> = points
@@ -54,28 +55,42 @@ pub fn measure(
     if left_out.is_empty() || !records.collect_schema()?.contains(c::ATTEMPT) {
         return Ok(None);
     }
-    // The aggregation takes one attempt per (point, rep): one pass per attempt number, each
-    // with that number's left-out attempts posing as the ones that count.
-    let mut by_attempt: BTreeMap<u32, Vec<PointRow>> = BTreeMap::new();
-    for p in left_out {
-        by_attempt.entry(p.attempt).or_default().push(PointRow {
+    // The aggregation takes one attempt per (point, rep) as the one that counts. Each left-out
+    // attempt poses as a repetition of its own (numbered by its place in `left_out`), so that
+    // one aggregation, one pass over the records, takes them all.
+    let posing: Vec<PointRow> = left_out
+        .iter()
+        .enumerate()
+        .map(|(i, p)| PointRow {
+            rep: i as u32,
             status: PointStatus::Ok,
-            ..p.clone()
-        });
-    }
-    let mut samples = Vec::new();
-    for (attempt, rows) in &by_attempt {
-        let of_attempt = records.clone().filter(col(c::ATTEMPT).eq(lit(*attempt)));
-        let agg = aggregate(of_attempt, rows, manifest, label)?;
-        let mut ignored: Vec<Failure> = Vec::new();
-        samples.extend(wire_screen::set_aside(
-            agg.samples,
-            capacities,
-            &mut ignored,
-        ));
-    }
+            ..(*p).clone()
+        })
+        .collect();
+    let renumbering = df!(
+        c::POINT => left_out.iter().map(|p| p.point).collect::<Vec<_>>(),
+        c::REP => left_out.iter().map(|p| p.rep).collect::<Vec<_>>(),
+        c::ATTEMPT => left_out.iter().map(|p| p.attempt).collect::<Vec<_>>(),
+        POSING_REP => posing.iter().map(|p| p.rep).collect::<Vec<_>>(),
+    )?;
+    let on = || [col(c::POINT), col(c::REP), col(c::ATTEMPT)];
+    let of_left_out = records
+        .join(
+            renumbering.lazy(),
+            on(),
+            on(),
+            JoinArgs::new(JoinType::Inner),
+        )
+        .with_column(col(POSING_REP).alias(c::REP))
+        .drop(by_name([POSING_REP], true, false));
+    let samples = aggregate::samples_only(of_left_out, &posing, label)?;
+    let mut ignored: Vec<Failure> = Vec::new();
+    let samples = wire_screen::set_aside(samples, capacities, &mut ignored);
     Ok(compare(counted, &samples))
 }
+
+/// The column a left-out attempt's repetition number takes while it poses as one that counts.
+const POSING_REP: &str = "posing_rep";
 
 /// The comparison itself, per cell and then over cells.
 fn compare(counted: &[PointSample], left_out: &[PointSample]) -> Option<Exclusion> {

@@ -94,13 +94,7 @@ pub fn run(
             repetitions.len(),
         ))
     };
-    let exclusion = exclusion::measure(
-        all_attempts,
-        &points,
-        &agg.samples,
-        (&manifest, label),
-        capacities,
-    )?;
+    let exclusion = exclusion::measure(all_attempts, &points, &agg.samples, label, capacities)?;
     let cells = summarize(&agg);
     let drift = drift::estimate(&agg.samples);
     let default_label = manifest.experiment.clone().unwrap_or_else(|| {

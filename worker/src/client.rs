@@ -41,6 +41,29 @@ pub enum Count {
     Budget(Duration),
 }
 
+impl Count {
+    /// Sets how each timed trial of `spec` ends: a count, a duration, or a count that fits the
+    /// budget at `ns_per_message`, the warm-up's pace (1 ms a message without a warm-up).
+    fn bound(self, spec: &mut TrialSpec, ns_per_message: Option<f64>) {
+        match self {
+            Count::Fixed(n) => spec.count = Some(n.max(1)),
+            Count::AtLeast(n, d) => {
+                spec.count = Some(n.max(1));
+                spec.min_duration_ns = Some(d.as_nanos() as u64);
+            }
+            Count::Duration(d) => {
+                spec.count = None;
+                spec.duration_ns = Some(d.as_nanos() as u64);
+            }
+            Count::Budget(b) => {
+                let per = ns_per_message.unwrap_or(1e6).max(1.0);
+                let n = (b.as_nanos() as f64 / per).ceil() as u64;
+                spec.count = Some(n.clamp(3, MAX_BUDGET_COUNT));
+            }
+        }
+    }
+}
+
 /// The trials a client runs: which sizes, how many trials of how many messages each.
 #[derive(Debug, Clone)]
 pub struct TrialPlan {
@@ -293,18 +316,13 @@ impl Trials<'_> {
         st: &mut State,
     ) -> Result<()> {
         let mut spec = TrialSpec {
-            trial: 0,
-            size_bytes: size,
-            warmup: false,
-            count: None,
-            duration_ns: None,
-            min_duration_ns: None,
             rate_msgs_s: self.plan.rate_msgs_s,
             source_file: self.plan.source_file.clone(),
             drop_cache: self.plan.drop_cache,
+            ..TrialSpec::of_size(size)
         };
         let ns_per_message = self.warm_up(s, &mut spec)?;
-        self.count_messages(&mut spec, ns_per_message);
+        self.plan.count.bound(&mut spec, ns_per_message);
         for _ in 0..self.plan.trials {
             spec.trial = self.next;
             st.trial = self.next;
@@ -327,27 +345,6 @@ impl Trials<'_> {
         let (m, _) = one_trial(&mut s.conn, &s.params, spec, self.pattern, &mut self.bufs)?;
         spec.warmup = false;
         Ok((m.messages > 0).then(|| m.elapsed_ns as f64 / m.messages as f64))
-    }
-
-    /// How long each timed trial runs: a count, a duration, or a count that fits the budget
-    /// at the warm-up's pace.
-    fn count_messages(&self, spec: &mut TrialSpec, ns_per_message: Option<f64>) {
-        match self.plan.count {
-            Count::Fixed(n) => spec.count = Some(n.max(1)),
-            Count::AtLeast(n, d) => {
-                spec.count = Some(n.max(1));
-                spec.min_duration_ns = Some(d.as_nanos() as u64);
-            }
-            Count::Duration(d) => {
-                spec.count = None;
-                spec.duration_ns = Some(d.as_nanos() as u64);
-            }
-            Count::Budget(b) => {
-                let per = ns_per_message.unwrap_or(1e6).max(1.0);
-                let n = (b.as_nanos() as f64 / per).ceil() as u64;
-                spec.count = Some(n.clamp(3, MAX_BUDGET_COUNT));
-            }
-        }
     }
 
     /// This side's view of a trial.
@@ -568,4 +565,40 @@ pub fn software() -> String {
         env!("CARGO_PKG_VERSION"),
         protocol::VERSION
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bounded(count: Count, ns_per_message: Option<f64>) -> TrialSpec {
+        let mut spec = TrialSpec::of_size(64);
+        count.bound(&mut spec, ns_per_message);
+        spec
+    }
+
+    #[test]
+    fn a_budget_is_filled_at_the_warm_ups_pace() {
+        let budget = Count::Budget(Duration::from_millis(200));
+        // 0.2 s at 40 µs a message is 5,000 messages; at 30 µs, 6,667 (rounded up).
+        assert_eq!(bounded(budget, Some(40_000.0)).count, Some(5_000));
+        assert_eq!(bounded(budget, Some(30_000.0)).count, Some(6_667));
+        // Without a warm-up, 1 ms a message; never fewer than three, never without end.
+        assert_eq!(bounded(budget, None).count, Some(200));
+        assert_eq!(bounded(budget, Some(1e9)).count, Some(3));
+        assert_eq!(bounded(budget, Some(0.0)).count, Some(MAX_BUDGET_COUNT));
+        assert_eq!(bounded(budget, Some(40_000.0)).duration_ns, None);
+    }
+
+    #[test]
+    fn a_count_with_a_floor_on_time_keeps_both() {
+        let s = bounded(Count::AtLeast(100, Duration::from_secs(2)), Some(1.0));
+        assert_eq!(
+            (s.count, s.min_duration_ns),
+            (Some(100), Some(2_000_000_000))
+        );
+        let s = bounded(Count::Duration(Duration::from_millis(500)), Some(1.0));
+        assert_eq!((s.count, s.duration_ns), (None, Some(500_000_000)));
+        assert_eq!(bounded(Count::Fixed(0), None).count, Some(1));
+    }
 }

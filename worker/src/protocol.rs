@@ -165,6 +165,41 @@ pub struct TrialSpec {
     pub drop_cache: bool,
 }
 
+impl TrialSpec {
+    /// The first timed trial at `size_bytes`, with nothing that ends it yet: the caller sets a
+    /// count, a duration or a file.
+    pub fn of_size(size_bytes: u64) -> TrialSpec {
+        TrialSpec {
+            trial: 0,
+            size_bytes,
+            warmup: false,
+            count: None,
+            duration_ns: None,
+            min_duration_ns: None,
+            rate_msgs_s: None,
+            source_file: None,
+            drop_cache: false,
+        }
+    }
+}
+
+#[cfg(test)]
+impl Params {
+    /// A session of `pattern` over plain TCP, one message outstanding, up to `max_size_bytes`,
+    /// with `timeout` for data and for the wait between trials alike.
+    pub fn tcp(pattern: Pattern, max_size_bytes: u64, timeout: std::time::Duration) -> Params {
+        Params {
+            pattern,
+            protocol: Protocol::Tcp,
+            depth: 1,
+            max_size_bytes,
+            timeout_ms: timeout.as_millis() as u64,
+            idle_timeout_ms: timeout.as_millis() as u64,
+            udp_port: None,
+        }
+    }
+}
+
 /// What the serving side saw during one trial, returned so the client can write both records.
 #[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
 pub struct TrialReport {

@@ -137,11 +137,16 @@ fn pingpong_sizes_trials_by_time_budget() {
         "1",
     ]);
     let (c, s) = pairs(&r)[0];
-    let el = u(c, "elapsed_ns") as f64 / 1e9;
-    // The budget is judged from a 20-message warm-up, so allow for a noisy one.
-    assert!((0.02..2.0).contains(&el), "a 0.2 s budget took {el} s");
-    assert!(u(c, "messages") >= 3);
-    assert_eq!(u(c, "messages"), u(s, "messages"));
+    // How many messages fill the budget is the client's rule, tested exactly beside it
+    // (`a_budget_is_filled_at_the_warm_ups_pace`); here, that the trial used it: the count
+    // is the budget over a per-message time a loopback round trip can have (2 µs to 20 ms),
+    // not a fixed one.
+    let messages = u(c, "messages");
+    assert!(
+        (10..=100_000).contains(&messages),
+        "a 0.2 s budget gave {messages} messages"
+    );
+    assert_eq!(messages, u(s, "messages"));
 }
 
 #[test]
@@ -799,8 +804,14 @@ fn stream_netpipe_rows_use_the_receivers_time() {
     let sizes: Vec<u64> = t[0].rows.iter().map(|r| r.bytes_per_block).collect();
     assert_eq!(sizes, vec![4096, 65536]);
     for row in &t[0].rows {
-        // 200 blocks took at least some microseconds each and far less than a second.
-        assert!(row.time_s > 1e-8 && row.time_s < 0.1, "{row:?}");
-        assert!(row.mbit_s > 0.0);
+        // No block crosses loopback faster than 100 Gbit/s, and none waits 0.1 s on an idle
+        // machine; the rate is the block over its time, as NetPIPE prints it (to its 6 digits).
+        let fastest = row.bytes_per_block as f64 * 8.0 / 100e9;
+        assert!(row.time_s > fastest && row.time_s < 0.1, "{row:?}");
+        let rate = row.bytes_per_block as f64 * 8.0 / row.time_s / 1e6;
+        assert!(
+            (row.mbit_s / rate - 1.0).abs() < 1e-4,
+            "{row:?}: {rate} Mbit/s"
+        );
     }
 }

@@ -279,25 +279,10 @@ mod tests {
         });
         let stream = TcpStream::connect(addr).unwrap();
         let mut c = Conn::new(stream, Duration::from_secs(10), 1).unwrap();
-        let params = Params {
-            pattern: Pattern::Filecopy,
-            protocol: Protocol::Tcp,
-            depth: 1,
-            max_size_bytes: SIZE,
-            timeout_ms: 10_000,
-            idle_timeout_ms: 10_000,
-            udp_port: None,
-        };
+        let params = Params::tcp(Pattern::Filecopy, SIZE, Duration::from_secs(10));
         let spec = TrialSpec {
-            trial: 0,
-            size_bytes: SIZE,
-            warmup: false,
-            count: None,
-            duration_ns: None,
-            min_duration_ns: None,
-            rate_msgs_s: None,
             source_file: Some(source),
-            drop_cache: false,
+            ..TrialSpec::of_size(SIZE)
         };
         let m = Filecopy
             .client(&mut c, &params, &spec, &mut Buffers::default())

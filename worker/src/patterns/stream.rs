@@ -160,28 +160,13 @@ mod tests {
 
     fn spec() -> TrialSpec {
         TrialSpec {
-            trial: 0,
-            size_bytes: BLOCK,
-            warmup: false,
             count: Some(BLOCKS),
-            duration_ns: None,
-            min_duration_ns: None,
-            rate_msgs_s: None,
-            source_file: None,
-            drop_cache: false,
+            ..TrialSpec::of_size(BLOCK)
         }
     }
 
     fn params() -> Params {
-        Params {
-            pattern: Pattern::Stream,
-            protocol: Protocol::Tcp,
-            depth: 1,
-            max_size_bytes: BLOCK,
-            timeout_ms: 5_000,
-            idle_timeout_ms: 5_000,
-            udp_port: None,
-        }
+        Params::tcp(Pattern::Stream, BLOCK, Duration::from_secs(5))
     }
 
     /// A server scheduled out between acknowledging the trial and its first read finds the

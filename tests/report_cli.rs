@@ -63,7 +63,19 @@ fn compare_writes_into_out() {
         .arg(&out)
         .assert()
         .success();
-    assert!(out.join("comparison.csv").exists());
+    // One table of both runs: every row as wide as the header, and rows of each run.
+    let csv = std::fs::read_to_string(out.join("comparison.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(header[..2], ["run", "pattern"], "{csv}");
+    let runs: std::collections::BTreeSet<&str> = lines
+        .map(|l| {
+            let fields: Vec<&str> = l.split(',').collect();
+            assert_eq!(fields.len(), header.len(), "{l}");
+            fields[0]
+        })
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?} in\n{csv}");
 }
 
 #[test]

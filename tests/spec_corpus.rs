@@ -39,6 +39,12 @@ fn expectation(path: &Path, text: &str) -> Expectation {
             )
         });
     let (loc, fragment) = expect.split_once(": ").unwrap_or((expect, ""));
+    // An empty fragment is in every message: it would check the place alone.
+    assert!(
+        !fragment.trim().is_empty(),
+        "{}: `# expect:` names no message fragment",
+        path.display()
+    );
     let (line, column) = loc.split_once(':').expect("LINE:COL");
     let errors = lines
         .next()
@@ -96,13 +102,7 @@ fn check(path: &Path) -> Option<String> {
 
 #[test]
 fn every_bad_spec_gets_its_message_and_location() {
-    let dir = common::root().join("tests/specs/bad");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
+    let files = specs_in("tests/specs/bad");
     assert!(
         files.len() >= 100,
         "the corpus has {} files; it must keep at least 100",
@@ -112,13 +112,37 @@ fn every_bad_spec_gets_its_message_and_location() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// Every `.toml` directly in `dir`, sorted.
+fn specs_in(dir: &str) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(common::root().join(dir))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// The test corpus of good specs and every spec the project ships: each loads (an experiment
+/// also plans). Each directory is counted, so a corpus emptied or moved fails here instead of
+/// passing on nothing.
 #[test]
-fn every_good_spec_loads() {
-    let dir = common::root().join("tests/specs/good");
-    for f in std::fs::read_dir(&dir).unwrap() {
-        let path = f.unwrap().path();
-        if let Err(e) = load(&path) {
-            panic!("{}: {}", path.display(), e.render());
+fn every_good_spec_and_every_shipped_spec_loads() {
+    for (dir, at_least) in [
+        ("tests/specs/good", 2),
+        ("experiments", 5),
+        ("topologies", 6),
+    ] {
+        let files = specs_in(dir);
+        assert!(
+            files.len() >= at_least,
+            "{dir} has {} specs; it must keep at least {at_least}",
+            files.len()
+        );
+        for path in files {
+            if let Err(e) = load(&path) {
+                panic!("{}: {}", path.display(), e.render());
+            }
         }
     }
 }

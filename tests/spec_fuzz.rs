@@ -15,7 +15,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
@@ -63,11 +63,31 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 // ---------------------------------------------------------------------------------------
 // The child: reads `FORMAT LENGTH\n` and LENGTH bytes per input, loads it, answers one line.
 
-/// Not a test of its own: the loader process the fuzz test starts. Does nothing unless run by
-/// it.
+/// The loader process the fuzz tests start (this test, re-run with `ORCHESTRATE_FUZZ_CHILD`
+/// set). Run as a test of its own, it checks in-process what the parent relies on: one
+/// answer per input, after the marker, whether the input loads or is rejected.
 #[test]
 fn loader_child() {
     if std::env::var_os("ORCHESTRATE_FUZZ_CHILD").is_none() {
+        let good = std::fs::read(common::root().join("topologies/single-net.toml")).unwrap();
+        let bad = b"[[segment]\nname = 3".to_vec();
+        let mut input = Vec::new();
+        for (tag, bytes) in [
+            ("topology", &good),
+            ("experiment", &bad),
+            ("inventory", &bad),
+        ] {
+            input.extend(format!("{tag} {}\n", bytes.len()).bytes());
+            input.extend(bytes);
+        }
+        let mut out = Vec::new();
+        serve(&input[..], &mut out);
+        let answers: Vec<&str> = std::str::from_utf8(&out)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix(ANSWER))
+            .collect();
+        assert_eq!(answers, ["done"; 3], "{}", String::from_utf8_lossy(&out));
         return;
     }
     let mb: u64 = env_or("ORCHESTRATE_FUZZ_MEMORY_MB", 2048);
@@ -78,15 +98,17 @@ fn loader_child() {
     // SAFETY: setrlimit with a valid struct; only lowers this process's own limit.
     assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &limit) }, 0);
     std::panic::set_hook(Box::new(|_| {}));
+    serve(std::io::stdin().lock(), std::io::stdout());
+}
+
+/// Reads `FORMAT LENGTH\n` and LENGTH bytes per input, loads it, answers one line.
+fn serve(mut input: impl BufRead, mut out: impl Write) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::copy(
         common::root().join("topologies/single-net.toml"),
         dir.path().join("t.toml"),
     )
     .unwrap();
-    let stdin = std::io::stdin();
-    let mut input = stdin.lock();
-    let mut out = std::io::stdout();
     let mut header = String::new();
     while {
         header.clear();

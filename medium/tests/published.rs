@@ -91,9 +91,22 @@ fn the_metcalfe_boggs_formula_is_a_floor() {
 }
 
 #[test]
-fn every_collision_has_two_attempts_and_every_frame_one_sender() {
+fn every_collision_holds_the_wire_for_its_window_jam_and_gap_and_every_frame_has_one_sender() {
     let r = run(24, 64, 11);
-    assert!(r.counters.collided_attempts >= 2 * r.counters.collisions);
+    let c = &r.counters;
+    assert!(c.collisions > 0, "24 saturated stations never collided");
+    // At 10 Mbit/s a collision holds the medium for the collision window, then every station's
+    // preamble (64 bits) and jam (32 bits), then the 96-bit gap: 19.2 µs after the window.
+    assert_eq!(
+        c.collision_ns,
+        c.collisions * (DEFAULT_COLLISION_WINDOW_NS + 19_200),
+        "{c:?}"
+    );
+    // All 24 start at once, so some collisions have more than two stations in them: counting
+    // two attempts per collision would come out even.
+    assert!(c.collided_attempts > 2 * c.collisions, "{c:?}");
+    // Frames, collisions and the gaps after them never hold the wire for longer than it ran.
+    assert!(c.carried_ns + c.collision_ns <= r.duration, "{c:?}");
     let total: u64 = r.per_station.iter().sum();
-    assert_eq!(total, r.counters.frames);
+    assert_eq!(total, c.frames);
 }

@@ -1,0 +1,119 @@
+//! The commands beside the study: `schema` (for editors), `completions` (for shells) and
+//! `medium simulate` (the MAC model in simulated time). Each is checked for what a user relies
+//! on, not only that it prints.
+
+mod common;
+
+use std::process::{Command, Output};
+
+fn orchestrate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_orchestrate"))
+        .args(args)
+        .current_dir(common::root())
+        .output()
+        .expect("orchestrate runs")
+}
+
+fn stdout_of_success(args: &[&str]) -> String {
+    let out = orchestrate(args);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Every top-level key of every spec the project ships is in the schema an editor is given:
+/// a key the loaders accept and the schema lacks would be flagged in the user's editor.
+#[test]
+fn the_schema_knows_every_key_the_shipped_specs_use() {
+    let schema: serde_json::Value = serde_json::from_str(&stdout_of_success(&["schema"])).unwrap();
+    let mut checked = 0;
+    for (format, dir) in [("experiment", "experiments"), ("topology", "topologies")] {
+        let known = schema[format]["properties"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no properties for {format}"));
+        for entry in std::fs::read_dir(common::root().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|x| x != "toml") {
+                continue;
+            }
+            let spec: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();
+            for key in spec.keys() {
+                assert!(
+                    known.contains_key(key),
+                    "{}: `{key}` is not in the {format} schema",
+                    path.display()
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 11, "only {checked} shipped specs checked");
+}
+
+#[test]
+fn bash_completion_offers_the_subcommands() {
+    let script = stdout_of_success(&["completions", "bash"]);
+    assert!(script.contains("complete -F"), "not a bash completion");
+    for sub in ["run", "report", "plan", "validate", "cluster", "medium"] {
+        assert!(
+            script.split_whitespace().any(|w| w == sub),
+            "`{sub}` is not offered"
+        );
+    }
+}
+
+/// Rows of `medium simulate`: (frame bytes, stations, Mbit/s, Metcalfe & Boggs's Mbit/s).
+fn simulate(args: &[&str]) -> Vec<(u32, usize, f64, f64)> {
+    let mut all = vec!["medium", "simulate"];
+    all.extend(args);
+    stdout_of_success(&all)
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (
+                f[0].parse().unwrap(),
+                f[1].parse().unwrap(),
+                f[2].parse().unwrap(),
+                f[6].parse().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn medium_simulate_is_deterministic_and_between_the_formula_and_the_wire() {
+    let args = ["--stations", "1,8", "--frames", "64,1536", "--seconds", "1"];
+    let rows = simulate(&args);
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    assert_eq!(rows, simulate(&args), "the same seed gave another run");
+    for (frame, stations, mbit_s, formula) in rows {
+        // Frame bits over frame, preamble and gap: 7.62 Mbit/s for 64 B, 9.87 for 1536 B.
+        let ceiling = 10.0 * frame as f64 / (frame as f64 + 8.0 + 12.0);
+        // The formula is a floor where stations contend; one station alone never does, and its
+        // turnaround (12.8 µs, not the gap's 9.6) keeps it under the formula's framing alone.
+        let floor = if stations > 1 {
+            formula * 0.99
+        } else {
+            0.9 * ceiling
+        };
+        assert!(
+            (floor..=ceiling).contains(&mbit_s),
+            "{stations} stations, {frame} B: {mbit_s} outside [{floor:.2}, {ceiling:.2}]"
+        );
+    }
+}
+
+#[test]
+fn medium_simulate_refuses_a_frame_ethernet_cannot_carry() {
+    let out = orchestrate(&["medium", "simulate", "--frames", "20"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("20 is not an Ethernet frame length (64 to 1536 bytes)"),
+        "{err}"
+    );
+}

@@ -3,8 +3,9 @@
 #![allow(dead_code)]
 //!
 //! The model is deliberately simple — a pair's rate is its message size over a per-message
-//! latency plus the wire time, and pairs on the same wires share their capacity — so golden
-//! outputs are easy to reason about. Jitter comes from a seeded SplitMix64, so the same spec
+//! latency plus the wire time both ways, and pairs on the same wires share their capacity,
+//! which carries both directions — so golden outputs are easy to reason about and never exceed
+//! what their wires carry. Jitter comes from a seeded SplitMix64, so the same spec
 //! always gives the same bytes.
 
 use std::fs::File;
@@ -212,11 +213,16 @@ pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointR
             if failed {
                 continue;
             }
-            // Unloaded rate of one pair, then the share of the wires the pairs get.
+            // Unloaded rate of one pair, then the share of the wires the pairs get. A token
+            // crosses the wire there and back in each round trip, and the way back uses the
+            // same wires: one way, a pair gets at most half of what its wires carry. A wire
+            // carries 94% of its rate as payload (full TCP segments in Ethernet frames), and
+            // the aggregate stays that far below it that no jitter takes it over.
             let bits = size as f64 * 8.0;
-            let single = bits / (2.0 * c.latency_us + bits / c.wire_mbit_s);
-            let capacity = c.wires * c.wire_mbit_s * 0.94;
-            let aggregate = (single * pairs as f64).min(capacity) * factor;
+            let payload_mbit_s = c.wire_mbit_s * 0.94;
+            let single = bits / (2.0 * c.latency_us + 2.0 * bits / payload_mbit_s);
+            let capacity = c.wires * payload_mbit_s / 2.0;
+            let aggregate = (single * pairs as f64).min(capacity) * (1.0 - spec.jitter) * factor;
             for pair in 0..pairs {
                 // Pairs start 2 ms apart, so the common window is shorter than each pair's run.
                 let start0 = window_start + pair as u64 * 2_000_000;

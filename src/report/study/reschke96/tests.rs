@@ -272,3 +272,51 @@ fn the_model_ratio_is_quoted_and_cells_outside_the_tolerance_get_a_cause() {
     );
     assert!(f.why.contains("55.6% of its model"), "{}", f.why);
 }
+
+/// The study's shape with every relation the paper saw, or (`flipped`) its opposite: the
+/// meshes against the bonded dual net, routing against the switches under heavy and light
+/// traffic, bonding on the switches with one pair and seven, one file copy against seven.
+fn study(flipped: bool) -> Vec<CellSummary> {
+    let mb2 = 2 << 20;
+    // (as the paper saw it, flipped)
+    let v = |saw: f64, opposite: f64| if flipped { opposite } else { saw };
+    vec![
+        token(BONDED_DUAL_NET, L, 7, 8192, v(8.0, 32.0)),
+        token(ROUTED_MESH, L, 7, 8192, v(32.0, 8.0)),
+        token(ROUTED_MESH, R, 7, 8192, v(16.0, 4.0)),
+        token(SWITCHED_MESH, R, 7, 8192, 17.0),
+        token(ROUTED_MESH, R, 1, 4, v(0.3, 1.2)),
+        token(SWITCHED_MESH, R, 1, 4, 0.6),
+        token(SWITCHED_BONDED_MESH, R, 1, 8192, v(6.0, 3.0)),
+        token(SWITCHED_MESH, R, 1, 8192, 4.0),
+        token(SWITCHED_BONDED_MESH, R, 7, 8192, v(12.0, 30.0)),
+        cell(Pattern::Filecopy, BONDED_DUAL_NET, L, 1, mb2, v(16.0, 12.0)),
+        cell(Pattern::Filecopy, BONDED_DUAL_NET, L, 7, mb2, v(12.0, 16.0)),
+    ]
+}
+
+#[test]
+fn every_verdict_flips_when_its_data_do() {
+    let verdicts = |flipped| {
+        let c = against_reschke96(
+            &study(flipped),
+            &[],
+            &MediaReport::default(),
+            Statistic::Best,
+        )
+        .unwrap();
+        c.findings
+            .iter()
+            .map(|f| (f.title, f.verdict))
+            .collect::<Vec<_>>()
+    };
+    let (saw, opposite) = (verdicts(false), verdicts(true));
+    assert_eq!(saw.len(), 5, "{saw:?}");
+    for ((title, a), (_, b)) in saw.iter().zip(&opposite) {
+        assert_eq!(
+            (*a, *b),
+            (Verdict::Agrees, Verdict::Disagrees),
+            "{title}: {saw:?} against {opposite:?}"
+        );
+    }
+}

@@ -9,7 +9,8 @@
 //! [`super::aggregate`]; set aside the same way when above its wires), and in every cell that
 //! has both, the median of the left-out attempts is set against the median of the counted
 //! ones. All left-out attempts are aggregated at once, each posing as a repetition of its own,
-//! so the check costs one more pass over the records, not one per attempt number.
+//! so the check costs one aggregation of samples alone (two passes over the records), not one
+//! full aggregation per attempt number.
 
 use std::collections::BTreeMap;
 

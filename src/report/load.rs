@@ -126,7 +126,7 @@ pub fn run(
 /// on only since 2026-12-05; before, a key took the manifest's, one per topology, and a run that
 /// put one topology under a bond and then under MPTCP (the multipath study) kept the last, no
 /// driver: a key made from it matched none of the bond's samples (the drift check then found no
-/// sample of its reference cell in a run where all of them counted). For those runs.
+/// sample of its reference cell in a run where all of them counted). This serves those runs.
 fn as_recorded<'a>(key: CellKey, recorded: impl Iterator<Item = &'a CellKey>) -> CellKey {
     let same_but_driver = |k: &CellKey| {
         k.measure == key.measure
@@ -229,6 +229,33 @@ mod tests {
             pairs: 1,
             size_bytes: size,
         }
+    }
+
+    #[test]
+    fn a_point_names_its_own_bond_driver_and_an_older_one_takes_the_manifests() {
+        let point = |driver: Option<&str>| -> crate::results::PointRow {
+            let mut v = serde_json::json!({
+                "point": 3, "topology": "two-buses", "bonding": "balance-rr",
+                "placement": "local-wire", "pairs": 1, "pattern": "token", "protocol": "tcp",
+                "size_bytes": 64, "rep": 0, "status": "ok",
+            });
+            if let Some(d) = driver {
+                v["bond_driver"] = d.into();
+            }
+            serde_json::from_value(v).unwrap()
+        };
+        // The topology's last configuration (MPTCP) had no bond: the manifest says none.
+        let mut manifest = crate::results::Manifest::default();
+        manifest.bond_drivers.insert("two-buses".into(), None);
+        let key = |p| super::key_of_point(&p, &manifest, None).config.bond_driver;
+        assert_eq!(key(point(Some("userspace"))), Some(BondDriver::Userspace));
+        assert_eq!(key(point(None)), None);
+        manifest
+            .bond_drivers
+            .insert("two-buses".into(), Some(BondDriver::Kernel));
+        let key = |p| super::key_of_point(&p, &manifest, None).config.bond_driver;
+        assert_eq!(key(point(None)), Some(BondDriver::Kernel));
+        assert_eq!(key(point(Some("userspace"))), Some(BondDriver::Userspace));
     }
 
     #[test]

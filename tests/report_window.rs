@@ -304,6 +304,18 @@ fn compare_puts_runs_side_by_side_against_the_first() {
     );
 }
 
+/// A one-pair point whose attempt 0 the emulator did not keep time for and whose attempt 1
+/// (20–30 s, 10 MB: 8 Mbit/s) counts: attempt 1's record, and the two attempts' lines.
+fn measured_again() -> (RecordRow, [PointRow; 2]) {
+    let mut again = row(trial(0, 1, 0, 20, 30, 10_000_000));
+    again.attempt = 1;
+    let mut untimed = point(0, 1, PointStatus::Untimed);
+    untimed.error = Some("the medium emulator did not keep its timing bound".into());
+    let mut ok = point(0, 1, PointStatus::Ok);
+    ok.attempt = 1;
+    (again, [untimed, ok])
+}
+
 #[test]
 fn the_report_measures_what_leaving_an_untimed_attempt_out_did() {
     let dir = tempfile::tempdir().unwrap();
@@ -311,12 +323,7 @@ fn the_report_measures_what_leaving_an_untimed_attempt_out_did() {
     // 10 s (8 Mbit/s) and counts: the attempt left out ran at half the counted rate.
     let mut slower = row(trial(0, 1, 0, 0, 10, 5_000_000));
     slower.attempt = 0;
-    let mut again = row(trial(0, 1, 0, 20, 30, 10_000_000));
-    again.attempt = 1;
-    let mut untimed = point(0, 1, PointStatus::Untimed);
-    untimed.error = Some("the medium emulator did not keep its timing bound".into());
-    let mut ok = point(0, 1, PointStatus::Ok);
-    ok.attempt = 1;
+    let (again, [untimed, ok]) = measured_again();
     write(dir.path(), vec![slower, again], &[untimed, ok]);
     let report = build(&RunDir::new(dir.path()), &ReportOptions::default()).unwrap();
     let e = report.media.exclusion.expect("an attempt was left out");
@@ -340,12 +347,7 @@ fn a_point_measured_again_counts_only_its_last_attempt() {
     // Attempt 0 (0–10 s) was untimed: the emulator did not keep its bound. Attempt 1
     // (20–30 s) counts: one pair, 10 MB in 10 s, 8 Mbit/s. Mixed, the two would make one
     // span of 0–30 s and 20 MB: 5.33 Mbit/s.
-    let mut again = row(trial(0, 1, 0, 20, 30, 10_000_000));
-    again.attempt = 1;
-    let mut untimed = point(0, 1, PointStatus::Untimed);
-    untimed.error = Some("the medium emulator did not keep its timing bound".into());
-    let mut ok = point(0, 1, PointStatus::Ok);
-    ok.attempt = 1;
+    let (again, [untimed, ok]) = measured_again();
     write(
         dir.path(),
         vec![row(trial(0, 1, 0, 0, 10, 10_000_000)), again],

@@ -68,6 +68,29 @@ pub struct CellKey {
     pub size_bytes: u64,
 }
 
+#[cfg(test)]
+impl CellKey {
+    /// One pair of `size_bytes` tokens over TCP, local-wire and unbonded on `topology`: the
+    /// cell the report's unit tests start from.
+    pub fn token(topology: &str, size_bytes: u64) -> CellKey {
+        CellKey {
+            measure: Measure {
+                pattern: orchestrate_worker::record::Pattern::Token,
+                protocol: orchestrate_worker::record::Protocol::Tcp,
+            },
+            config: Config {
+                run: None,
+                topology: topology.into(),
+                bonding: "none".into(),
+                bond_driver: None,
+                placement: crate::results::PlacementKind::LocalWire,
+            },
+            pairs: 1,
+            size_bytes,
+        }
+    }
+}
+
 /// One successful repetition of a point, reduced to its window.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PointSample {

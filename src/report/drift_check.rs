@@ -89,26 +89,9 @@ fn middle(samples: &mut [&PointSample]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::data::{Config, Measure};
-    use crate::results::PlacementKind;
-    use orchestrate_worker::record::{Pattern, Protocol};
 
     fn key(size: u64) -> CellKey {
-        CellKey {
-            measure: Measure {
-                pattern: Pattern::Token,
-                protocol: Protocol::Tcp,
-            },
-            config: Config {
-                run: None,
-                topology: "bus".into(),
-                bonding: "none".into(),
-                bond_driver: None,
-                placement: PlacementKind::LocalWire,
-            },
-            pairs: 1,
-            size_bytes: size,
-        }
+        CellKey::token("bus", size)
     }
 
     /// Six repetitions of `key(64)` around `mbit` (±1%), starting `hour` hours in.

@@ -137,26 +137,9 @@ fn by_cell(samples: &[PointSample]) -> BTreeMap<&CellKey, Vec<f64>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::data::{Config, Measure};
-    use crate::results::PlacementKind;
-    use orchestrate_worker::record::{Pattern, Protocol};
 
     fn key(size: u64) -> CellKey {
-        CellKey {
-            measure: Measure {
-                pattern: Pattern::Token,
-                protocol: Protocol::Tcp,
-            },
-            config: Config {
-                run: None,
-                topology: "bus".into(),
-                bonding: "none".into(),
-                bond_driver: None,
-                placement: PlacementKind::LocalWire,
-            },
-            pairs: 1,
-            size_bytes: size,
-        }
+        CellKey::token("bus", size)
     }
 
     fn sample(size: u64, mbit_s: f64) -> PointSample {

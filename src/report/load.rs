@@ -209,26 +209,13 @@ pub fn netpipe_tables(dir: &RunDir) -> Result<Vec<NetpipeBaseline>, ReportError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::data::{Config, Measure};
-    use crate::results::{BondDriver, PlacementKind};
-    use orchestrate_worker::record::{Pattern, Protocol};
+    use crate::results::BondDriver;
 
     fn key(bonding: &str, driver: Option<BondDriver>, size: u64) -> CellKey {
-        CellKey {
-            measure: Measure {
-                pattern: Pattern::Token,
-                protocol: Protocol::Tcp,
-            },
-            config: Config {
-                run: None,
-                topology: "two-buses".into(),
-                bonding: bonding.into(),
-                bond_driver: driver,
-                placement: PlacementKind::LocalWire,
-            },
-            pairs: 1,
-            size_bytes: size,
-        }
+        let mut k = CellKey::token("two-buses", size);
+        k.config.bonding = bonding.into();
+        k.config.bond_driver = driver;
+        k
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! even there under NO_COLOR.
 
 mod common;
+#[path = "common/need.rs"]
+mod need;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -139,10 +141,7 @@ fn piped_log_lines_and_errors_carry_no_escape_codes() {
 }
 
 /// Runs `args` on a pseudo-terminal (util-linux `script`), returning all it wrote there.
-fn on_a_terminal(args: &[&str], env: &[(&str, &str)]) -> Option<String> {
-    if Command::new("script").arg("--version").output().is_err() {
-        return None;
-    }
+fn on_a_terminal(args: &[&str], env: &[(&str, &str)]) -> String {
     let exe = env!("CARGO_BIN_EXE_orchestrate");
     let line = std::iter::once(exe)
         .chain(args.iter().copied())
@@ -163,11 +162,12 @@ fn on_a_terminal(args: &[&str], env: &[(&str, &str)]) -> Option<String> {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
-fn on_a_terminal_log_lines_are_coloured_unless_no_color_is_set() {
+fn pty_on_a_terminal_log_lines_are_coloured_unless_no_color_is_set() {
+    require_needs!();
     let tmp = tempfile::tempdir().unwrap();
     let graphs = tmp.path().join("graphs");
     let args = [
@@ -176,16 +176,13 @@ fn on_a_terminal_log_lines_are_coloured_unless_no_color_is_set() {
         "--graph",
         graphs.to_str().unwrap(),
     ];
-    let Some(coloured) = on_a_terminal(&args, &[]) else {
-        eprintln!("SKIPPED: needs util-linux `script` for a pseudo-terminal");
-        return;
-    };
+    let coloured = on_a_terminal(&args, &[]);
     assert!(coloured.contains("wrote "), "{coloured}");
     assert!(
         coloured.contains('\x1b'),
         "no colour on a terminal: {coloured:?}"
     );
-    let plain = on_a_terminal(&args, &[("NO_COLOR", "1")]).unwrap();
+    let plain = on_a_terminal(&args, &[("NO_COLOR", "1")]);
     assert!(plain.contains("wrote "), "{plain}");
     assert!(
         !plain.contains('\x1b'),

@@ -6,6 +6,8 @@
 //! forwarders' interface counters. Needs root and iproute2; says so and skips elsewhere.
 
 mod common;
+#[path = "common/need.rs"]
+mod need;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -32,11 +34,6 @@ medium = "shared"
 const FLOW_BYTES: usize = 256 * 1024;
 const FLOWS: usize = 16;
 const PORT: u16 = 7399;
-
-fn can_use_netns() -> bool {
-    common::can_use_netns()
-        && std::path::Path::new("/proc/sys/net/ipv4/fib_multipath_hash_policy").exists()
-}
 
 /// One namespace per node, removed on drop.
 struct Namespaces(Vec<String>);
@@ -249,7 +246,7 @@ fn forwarders(t: &Topology, far: usize) -> Vec<(usize, String)> {
 }
 
 #[test]
-fn ecmp_routes_render_and_pass_the_path_checker_on_every_branch() {
+fn multipath_routes_render_and_pass_the_path_checker_on_every_branch() {
     let t = mesh(MultipathHash::L4);
     paths::check_all(&t).expect("every branch of every multipath route arrives");
     let n0 = &t.nodes[0];
@@ -303,11 +300,8 @@ fn ecmp_routes_render_and_pass_the_path_checker_on_every_branch() {
 }
 
 #[test]
-fn root_netns_ecmp_spreads_flows_over_both_paths_of_a_2x2_mesh_and_teardown_restores() {
-    if !can_use_netns() {
-        eprintln!("SKIPPED: needs root, iproute2 and a kernel with multipath routes");
-        return;
-    }
+fn netns_ecmp_spreads_flows_over_both_paths_of_a_2x2_mesh_and_teardown_restores() {
+    require_needs!();
     for (hash, prefix) in [
         (MultipathHash::L4, "orch-ecmp4-"),
         (MultipathHash::L3, "orch-ecmp3-"),

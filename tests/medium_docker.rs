@@ -10,6 +10,8 @@
 //! measured 0.76–0.82 of the model on one day and passed ±15% on another; the difference
 //! between two token sizes in the same run cancels the software and leaves the wire.
 
+#[path = "common/need.rs"]
+mod need;
 #[path = "vcluster_support.rs"]
 mod support;
 
@@ -63,7 +65,7 @@ fn run_dir(out: &Path) -> PathBuf {
 
 #[test]
 fn docker_the_emulated_bus_times_frames_like_a_10_mbit_ethernet() {
-    require_docker!();
+    require_needs!();
     let tmp = tempfile::tempdir().unwrap();
     std::fs::write(tmp.path().join("md-bus16.toml"), TOPOLOGY).unwrap();
     std::fs::write(tmp.path().join("md.toml"), EXPERIMENT).unwrap();

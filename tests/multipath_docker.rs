@@ -5,6 +5,8 @@
 //!
 //! Needs docker and root; says SKIPPED otherwise.
 
+#[path = "common/need.rs"]
+mod need;
 #[path = "vcluster_support.rs"]
 mod support;
 
@@ -121,7 +123,7 @@ fn best_mbit_s(records: &[serde_json::Value]) -> f64 {
 
 #[test]
 fn docker_one_mptcp_stream_uses_both_buses_and_leaves_the_nodes_as_found() {
-    require_docker!();
+    require_needs!();
     let s = Setup::new();
     support::orchestrate_ok(&[
         "cluster",

@@ -1,7 +1,10 @@
 //! Applies rendered scripts inside throwaway network namespaces and checks that teardown puts
-//! everything back. Needs root and iproute2; says so and skips elsewhere.
+//! everything back. Needs root and iproute2, and each test's name says what else it needs
+//! (tests/common/need.rs).
 
 mod common;
+#[path = "common/need.rs"]
+mod need;
 
 use std::process::Command;
 
@@ -93,90 +96,126 @@ fn run_script(ns: &Netns, script: &str, ledger: &std::path::Path) -> std::proces
 }
 
 fn kernel_has_bonding() -> bool {
-    std::path::Path::new("/sys/module/bonding").exists()
-        || Command::new("modinfo")
-            .arg("bonding")
-            .output()
-            .is_ok_and(|o| o.status.success())
+    need::Need::KernelBonding.missing().is_none()
+}
+
+/// Applies `node`'s scripts of topology `name` in a namespace set up like that node, checks
+/// that its addresses and routes are there, tears down, and checks the namespace is as before
+/// (twice: teardown is idempotent).
+fn apply_then_teardown_restores(name: &str, ns_name: &str, node: &str, dir: &std::path::Path) {
+    let t = common::topology(name);
+    let ns = node_namespace(ns_name, &t, node);
+    let n = t.node(&node.parse().unwrap()).unwrap();
+    let scripts = netconf::render(&t, n);
+    let ledger = dir.join(format!("{name}-{node}.ledger"));
+    let before = ns.state();
+
+    let applied = run_script(&ns, &scripts.apply, &ledger);
+    assert!(
+        applied.status.success(),
+        "{name}/{node} apply failed: {}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    let during = ns.state();
+    for (_, addr) in n.links() {
+        assert!(
+            during.contains(&addr.to_string()),
+            "{name}/{node}: {addr} missing after apply"
+        );
+    }
+    for r in &n.routes {
+        assert!(
+            during.contains(&format!("{} via {}", r.to, r.via)),
+            "{name}/{node}: route {} missing",
+            r.to
+        );
+    }
+
+    let torn = run_script(&ns, &scripts.teardown, &ledger);
+    assert!(
+        torn.status.success(),
+        "{name}/{node} teardown: {}",
+        String::from_utf8_lossy(&torn.stderr)
+    );
+    assert_eq!(
+        ns.state(),
+        before,
+        "{name}/{node}: teardown left the namespace changed"
+    );
+    assert!(!ledger.exists(), "an emptied ledger is removed");
+    assert!(run_script(&ns, &scripts.teardown, &ledger).status.success());
+}
+
+/// Every shipped topology's nodes, a corner one and an inner one (they differ in forwarding
+/// and routes), each with whether it has a bond.
+fn shipped_nodes() -> Vec<(&'static str, &'static str, bool)> {
+    let mut nodes = Vec::new();
+    for name in common::SHIPPED_TOPOLOGIES {
+        let t = common::topology(name);
+        for node in ["n01", "n06"] {
+            let bonded = !t.node(&node.parse().unwrap()).unwrap().bonds.is_empty();
+            nodes.push((name, node, bonded));
+        }
+    }
+    nodes
 }
 
 #[test]
-fn root_netns_apply_then_teardown_restores_every_shipped_topology() {
-    if !common::can_use_netns() {
-        eprintln!("SKIPPED: needs root and iproute2 to create network namespaces");
+fn netns_apply_then_teardown_restores_every_unbonded_shipped_topology() {
+    require_needs!();
+    let dir = tempfile::tempdir().unwrap();
+    let unbonded: Vec<_> = shipped_nodes().into_iter().filter(|n| !n.2).collect();
+    assert!(unbonded.len() >= 6, "{unbonded:?}");
+    for (i, (name, node, _)) in unbonded.into_iter().enumerate() {
+        apply_then_teardown_restores(name, &format!("orch-test-{i}-{node}"), node, dir.path());
+    }
+}
+
+#[test]
+fn netns_kernel_bonding_apply_then_teardown_restores_every_bonded_shipped_topology() {
+    require_needs!();
+    let dir = tempfile::tempdir().unwrap();
+    let bonded: Vec<_> = shipped_nodes().into_iter().filter(|n| n.2).collect();
+    assert!(bonded.len() >= 2, "{bonded:?}");
+    for (i, (name, node, _)) in bonded.into_iter().enumerate() {
+        apply_then_teardown_restores(name, &format!("orch-kb-{i}-{node}"), node, dir.path());
+    }
+}
+
+/// Where the kernel has no bonding driver, a bonded node's apply must stop at its capability
+/// check before it changes anything. (Where it has one, the test above applies them.)
+#[test]
+fn netns_bonded_apply_without_a_bonding_driver_is_refused_before_any_change() {
+    require_needs!();
+    if kernel_has_bonding() {
+        eprintln!("this kernel has a bonding driver: the kernel_bonding test applies the bonds");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    for (ti, name) in common::SHIPPED_TOPOLOGIES.iter().enumerate() {
+    for (i, (name, node, _)) in shipped_nodes().into_iter().filter(|n| n.2).enumerate() {
         let t = common::topology(name);
-        // A corner node and an inner one: they differ in forwarding and routes.
-        for node in ["n01", "n06"] {
-            let ns = node_namespace(&format!("orch-test-{ti}-{node}"), &t, node);
-            let n = t.node(&node.parse().unwrap()).unwrap();
-            let scripts = netconf::render(&t, n);
-            let ledger = dir.path().join(format!("{name}-{node}.ledger"));
-            let before = ns.state();
-
-            let applied = run_script(&ns, &scripts.apply, &ledger);
-            let bonded = !n.bonds.is_empty();
-            if bonded && !kernel_has_bonding() {
-                // The capability check must stop the script before it changes anything.
-                assert!(!applied.status.success());
-                assert!(String::from_utf8_lossy(&applied.stderr).contains("no bonding driver"));
-                assert_eq!(
-                    ns.state(),
-                    before,
-                    "{name}/{node}: a refused apply changed state"
-                );
-                eprintln!(
-                    "SKIPPED: {name}/{node} apply: this kernel has no bonding driver (checked that apply refuses cleanly)"
-                );
-                continue;
-            }
-            assert!(
-                applied.status.success(),
-                "{name}/{node} apply failed: {}",
-                String::from_utf8_lossy(&applied.stderr)
-            );
-            let during = ns.state();
-            for (_, addr) in n.links() {
-                assert!(
-                    during.contains(&addr.to_string()),
-                    "{name}/{node}: {addr} missing after apply"
-                );
-            }
-            for r in &n.routes {
-                assert!(
-                    during.contains(&format!("{} via {}", r.to, r.via)),
-                    "{name}/{node}: route {} missing",
-                    r.to
-                );
-            }
-
-            let torn = run_script(&ns, &scripts.teardown, &ledger);
-            assert!(
-                torn.status.success(),
-                "{name}/{node} teardown: {}",
-                String::from_utf8_lossy(&torn.stderr)
-            );
-            assert_eq!(
-                ns.state(),
-                before,
-                "{name}/{node}: teardown left the namespace changed"
-            );
-            assert!(!ledger.exists(), "an emptied ledger is removed");
-            // Teardown is idempotent.
-            assert!(run_script(&ns, &scripts.teardown, &ledger).status.success());
-        }
+        let ns = node_namespace(&format!("orch-nb-{i}-{node}"), &t, node);
+        let scripts = netconf::render(&t, t.node(&node.parse().unwrap()).unwrap());
+        let ledger = dir.path().join(format!("{name}-{node}.ledger"));
+        let before = ns.state();
+        let applied = run_script(&ns, &scripts.apply, &ledger);
+        assert!(!applied.status.success(), "{name}/{node}: apply went ahead");
+        assert!(
+            String::from_utf8_lossy(&applied.stderr).contains("no bonding driver"),
+            "{name}/{node}: {}",
+            String::from_utf8_lossy(&applied.stderr)
+        );
+        assert_eq!(
+            ns.state(),
+            before,
+            "{name}/{node}: a refused apply changed state"
+        );
     }
 }
 
 #[test]
-fn root_netns_failed_apply_is_undone_as_far_as_it_got() {
-    if !common::can_use_netns() {
-        eprintln!("SKIPPED: needs root and iproute2 to create network namespaces");
-        return;
-    }
+fn netns_failed_apply_is_undone_as_far_as_it_got() {
+    require_needs!();
     let t = common::topology("routed-mesh-4x4");
     let ns = node_namespace("orch-test-partial", &t, "n01");
     let n = t.node(&"n01".parse().unwrap()).unwrap();
@@ -212,16 +251,9 @@ fn root_netns_failed_apply_is_undone_as_far_as_it_got() {
     );
 }
 
-fn kernel_has_mptcp() -> bool {
-    std::fs::read_to_string("/proc/sys/net/mptcp/enabled").is_ok()
-}
-
 #[test]
-fn root_netns_mptcp_announces_every_address_and_teardown_restores_limits_and_endpoints() {
-    if !common::can_use_netns() || !kernel_has_mptcp() {
-        eprintln!("SKIPPED: needs root, iproute2 and a kernel with MPTCP");
-        return;
-    }
+fn netns_mptcp_announces_every_address_and_teardown_restores_limits_and_endpoints() {
+    require_needs!();
     let dir = tempfile::tempdir().unwrap();
     let file = common::root().join("topologies/bonded-dual-net.toml");
     let t = orchestrate::topology::load_unbonded(&file)

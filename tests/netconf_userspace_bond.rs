@@ -5,6 +5,8 @@
 //! namespace as it was.
 
 mod common;
+#[path = "common/need.rs"]
+mod need;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -134,12 +136,21 @@ fn sh(cmd: &str) {
     );
 }
 
-/// The worker binary next to this test's target directory, if it has been built.
-fn worker_binary() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?.parent()?;
-    let w = dir.join("orchestrate-worker");
-    w.exists().then_some(w)
+/// The worker binary next to this test's target directory: `cargo test --workspace` and
+/// `scripts/test` build it; a run of this package alone must build it first.
+fn worker_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test knows its own path");
+    let w = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("orchestrate-worker");
+    assert!(
+        w.exists(),
+        "{} is missing: build the worker first (cargo build -p orchestrate-worker)",
+        w.display()
+    );
+    w
 }
 
 fn in_netns<T: Send + 'static>(
@@ -160,23 +171,15 @@ fn in_netns<T: Send + 'static>(
     })
 }
 
-// The controller does not depend on libc; these two calls are all the test needs.
+// The one call the test needs from libc.
 unsafe extern "C" {
     fn setns(fd: i32, nstype: i32) -> i32;
-    fn geteuid() -> u32;
 }
 
 #[test]
-fn root_netns_userspace_bond_scripts_carry_tcp_and_teardown_restores() {
-    let root = unsafe { geteuid() } == 0;
-    if !root || !Path::new("/dev/net/tun").exists() {
-        eprintln!("SKIPPED: needs root and /dev/net/tun to run userspace bonds in namespaces");
-        return;
-    }
-    let Some(worker) = worker_binary() else {
-        eprintln!("SKIPPED: build the worker first (cargo build -p orchestrate-worker)");
-        return;
-    };
+fn netns_tun_userspace_bond_scripts_carry_tcp_and_teardown_restores() {
+    require_needs!();
+    let worker = worker_binary();
     let t = userspace(common::topology("bonded-dual-net"));
     let tag = std::process::id() % 10000;
     let names = ["n01", "n02"];

@@ -2,10 +2,12 @@
 //! command, timeouts, and strict host key checking.
 
 mod common;
+#[path = "common/need.rs"]
+mod need;
 
 use std::time::Duration;
 
-use common::sshd::{self, Sshd};
+use common::sshd::Sshd;
 use orchestrate::remote::{ConnectOptions, Inventory, RemoteError, Sessions};
 use orchestrate::spec::NodeName;
 
@@ -13,18 +15,9 @@ fn names(ns: &[&str]) -> Vec<NodeName> {
     ns.iter().map(|n| n.parse().unwrap()).collect()
 }
 
-macro_rules! require_sshd {
-    () => {
-        if let Some(why) = sshd::unavailable() {
-            eprintln!("SKIPPED: {why}");
-            return;
-        }
-    };
-}
-
 #[tokio::test]
-async fn commands_run_on_every_node_and_failures_name_node_and_command() {
-    require_sshd!();
+async fn sshd_commands_run_on_every_node_and_failures_name_node_and_command() {
+    require_needs!();
     let sshd = Sshd::start();
     let nodes = ["n1", "n2", "n3"];
     let inv = Inventory::load(&sshd.inventory(&nodes)).unwrap();
@@ -66,8 +59,8 @@ async fn commands_run_on_every_node_and_failures_name_node_and_command() {
 }
 
 #[tokio::test]
-async fn a_changed_host_key_is_refused_before_anything_runs() {
-    require_sshd!();
+async fn sshd_a_changed_host_key_is_refused_before_anything_runs() {
+    require_needs!();
     let sshd = Sshd::start();
     let inv_path = sshd.inventory(&["n1", "n2"]);
     sshd.forget_real_host_key();

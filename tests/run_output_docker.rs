@@ -4,6 +4,8 @@
 //! `run_started` and `run_finished`. Needs docker and root (only the virtual cluster can run
 //! points on this machine).
 
+#[path = "common/need.rs"]
+mod need;
 #[path = "vcluster_support.rs"]
 mod support;
 
@@ -36,7 +38,7 @@ repetitions = 1
 
 #[test]
 fn docker_run_piped_writes_plain_lines_and_one_json_event_per_line() {
-    require_docker!();
+    require_needs!();
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path();
     std::fs::write(dir.join("out-mesh.toml"), TOPOLOGY).unwrap();

@@ -4,6 +4,8 @@
 //! run with completed points on disk and every reachable node clean, and `--resume` finishes
 //! the same points an uninterrupted run covers. Needs docker and root.
 
+#[path = "common/need.rs"]
+mod need;
 #[path = "vcluster_support.rs"]
 mod support;
 
@@ -229,7 +231,7 @@ fn node_ledgers_empty(inv: &Inventory, nodes: &[&str]) {
 
 #[test]
 fn docker_run_measures_every_point_and_leaves_nodes_as_found() {
-    require_docker!();
+    require_needs!();
     let _one = exclusive();
     let s = Setup::new(100);
     support::orchestrate_ok(&[
@@ -348,7 +350,7 @@ fn docker_run_measures_every_point_and_leaves_nodes_as_found() {
 
 #[test]
 fn docker_killed_node_and_ctrl_c_keep_what_was_measured_and_resume_finishes() {
-    require_docker!();
+    require_needs!();
     let _one = exclusive();
     // Points of about a second each, so there is time to act mid-run.
     let s = Setup::new(400);

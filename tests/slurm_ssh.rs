@@ -6,12 +6,14 @@
 //! writes without docker: plain progress lines when piped, `--events`, and `-q`.
 
 mod common;
+#[path = "common/need.rs"]
+mod need;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use common::sshd::{self, Sshd};
+use common::sshd::Sshd;
 use orchestrate::plan::{self, experiment::Cluster};
 use orchestrate::remote::slurm::{Allocation, NODELIST_VAR};
 use orchestrate::remote::{ConnectOptions, Inventory, NodeSource, SlurmAllocation};
@@ -51,11 +53,8 @@ fn ssh_keys(port: u16) -> String {
 }
 
 #[tokio::test]
-async fn nodes_land_on_the_allocations_hosts_in_topology_order() {
-    if let Some(why) = sshd::unavailable() {
-        eprintln!("SKIPPED: {why}");
-        return;
-    }
+async fn sshd_nodes_land_on_the_allocations_hosts_in_topology_order() {
+    require_needs!();
     let hosts = ["127.0.0.1", "127.0.0.2", "127.0.0.3"];
     let sshd = Sshd::start_on(&hosts);
     let dir = sshd.dir.path();

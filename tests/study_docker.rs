@@ -3,6 +3,8 @@
 //! virtual cluster. The report must set the analytic model beside every token cell and hold
 //! each of the paper's findings against a measurement. Needs docker and root.
 
+#[path = "common/need.rs"]
+mod need;
 #[path = "vcluster_support.rs"]
 mod support;
 
@@ -58,7 +60,7 @@ fn reduced_study(dir: &std::path::Path) -> PathBuf {
 
 #[test]
 fn docker_reduced_reschke96_runs_end_to_end_and_reports_every_finding() {
-    require_docker!();
+    require_needs!();
     let tmp = tempfile::tempdir().unwrap();
     let exp = reduced_study(tmp.path());
     let out = tmp.path().join("out");

@@ -642,7 +642,7 @@ fn multipath_modes_give_a_bond_mptcp_and_plain_configuration_on_the_same_wires()
 }
 
 #[test]
-fn ecmp_routing_gives_a_second_configuration_with_the_same_pairs_and_a_hashed_model() {
+fn routing_by_ecmp_gives_a_second_configuration_with_the_same_pairs_and_a_hashed_model() {
     let dir = tempfile::tempdir().unwrap();
     let mesh = common::root().join("topologies/routed-mesh-4x4.toml");
     let bus = common::root().join("topologies/single-net.toml");

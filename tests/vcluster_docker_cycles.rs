@@ -3,12 +3,14 @@
 //! emulator included). `down` also works twice,
 //! without the compose file, and without the cluster's directory at all.
 
+#[path = "common/need.rs"]
+mod need;
 #[path = "vcluster_support.rs"]
 mod support;
 
 #[test]
 fn docker_three_up_down_cycles_leave_the_host_as_found() {
-    require_docker!();
+    require_needs!();
     let tmp = tempfile::tempdir().unwrap();
     let topo = support::write_four_nodes(tmp.path());
     let state = tmp.path().join("state");

@@ -2,6 +2,8 @@
 //! (when it has to), `up` takes under a minute, every node answers over SSH with its host key
 //! verified, and `cluster verify` passes on the buses.
 
+#[path = "common/need.rs"]
+mod need;
 #[path = "vcluster_support.rs"]
 mod support;
 
@@ -11,7 +13,7 @@ use orchestrate::remote::Inventory;
 
 #[test]
 fn docker_routed_mesh_sixteen_nodes_up_in_under_a_minute() {
-    require_docker!();
+    require_needs!();
     let (image, took) = support::orchestrate_ok(&["cluster", "image"]);
     assert!(
         took < Duration::from_secs(300),

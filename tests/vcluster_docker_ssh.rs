@@ -3,6 +3,8 @@
 //! addresses; the worker runs on the nodes; and traffic between two nodes over SSH (iperf3
 //! standing in for the worker's stream pattern) gets the bus's rate.
 
+#[path = "common/need.rs"]
+mod need;
 #[path = "vcluster_support.rs"]
 mod support;
 
@@ -10,7 +12,7 @@ use orchestrate::remote::Inventory;
 
 #[test]
 fn docker_four_node_cluster_over_ssh_runs_the_worker_and_traffic() {
-    require_docker!();
+    require_needs!();
     let tmp = tempfile::tempdir().unwrap();
     let topo = support::write_four_nodes(tmp.path());
     let state = tmp.path().join("state");

@@ -6,36 +6,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-/// Why docker tests cannot run here, or `None` when they can (root, a docker engine).
-pub fn docker_unavailable() -> Option<String> {
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if !root {
-        return Some("needs root (tc, nsenter)".into());
-    }
-    match Command::new("docker")
-        .args(["version", "--format", "{{.Server.Version}}"])
-        .output()
-    {
-        Ok(o) if o.status.success() => {}
-        _ => return Some("no docker engine answers `docker version`".into()),
-    }
-    None
-}
-
-/// Skips the calling test (returns from it) with a clear message when docker is missing.
-#[macro_export]
-macro_rules! require_docker {
-    () => {
-        if let Some(why) = support::docker_unavailable() {
-            eprintln!("SKIPPED: this test needs docker and root: {why}");
-            return;
-        }
-    };
-}
-
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

@@ -23,17 +23,6 @@ fn keygen(path: &Path) {
     assert!(ok, "ssh-keygen failed");
 }
 
-/// Why a test needing sshd cannot run here, if it cannot.
-pub fn unavailable() -> Option<&'static str> {
-    if !Path::new("/usr/sbin/sshd").exists() {
-        return Some("needs openssh-server (/usr/sbin/sshd)");
-    }
-    if Command::new("ssh").arg("-V").output().is_err() {
-        return Some("needs the ssh client");
-    }
-    None
-}
-
 impl Sshd {
     pub fn start() -> Sshd {
         Sshd::start_on(&["127.0.0.1"])

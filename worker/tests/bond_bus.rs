@@ -1,9 +1,11 @@
-//! The userspace bond on shared buses, as in the study's bonded dual net (root only; says
-//! SKIPPED otherwise): three nodes, each with one slave on each of two bridges. Every bond
+//! The userspace bond on shared buses, as in the study's bonded dual net (root, namespaces and
+//! TUN, as the `netns_tun_` names say): three nodes, each with one slave on each of two bridges. Every bond
 //! learns every peer on every bus, sends each packet to the right station, and two
 //! transfers to different peers run at once without mixing.
 
 mod bond_support;
+#[path = "../../tests/common/need.rs"]
+mod need;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -11,10 +13,8 @@ use std::time::Duration;
 use bond_support::*;
 
 #[test]
-fn balance_rr_on_two_shared_buses_reaches_every_peer() {
-    if skip_unless_root("balance_rr_on_two_shared_buses_reaches_every_peer") {
-        return;
-    }
+fn netns_tun_balance_rr_on_two_shared_buses_reaches_every_peer() {
+    require_needs!();
     let bus = Bus::new("rr", 3, 2);
     let addr = |i: usize| format!("10.111.0.{i}");
     let mut bonds: Vec<BondProc> = (1..=3)

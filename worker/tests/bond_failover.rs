@@ -1,9 +1,11 @@
-//! active-backup under a link failure (root only; says SKIPPED otherwise): a paced TCP stream
+//! active-backup under a link failure (root, namespaces and TUN, as the `netns_tun_` names say): a paced TCP stream
 //! between two namespaces keeps going when the active slave's link is set down mid-stream,
 //! the bond fails over to the backup within a second, and fails back when the primary's
 //! link returns. The gap is measured at the receiver from the arrival times of the data.
 
 mod bond_support;
+#[path = "../../tests/common/need.rs"]
+mod need;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
@@ -11,10 +13,8 @@ use std::time::{Duration, Instant};
 use bond_support::*;
 
 #[test]
-fn active_backup_keeps_a_stream_going_through_failover_and_back() {
-    if skip_unless_root("active_backup_keeps_a_stream_going_through_failover_and_back") {
-        return;
-    }
+fn netns_tun_active_backup_keeps_a_stream_going_through_failover_and_back() {
+    require_needs!();
     let w = Wires::new("ab", 2);
     let ab = ["--mode", "active-backup", "--miimon", "100"];
     let a_addr = format!("{A_ADDR}/24");
@@ -96,10 +96,8 @@ fn active_backup_keeps_a_stream_going_through_failover_and_back() {
 }
 
 #[test]
-fn balance_rr_leaves_out_a_slave_whose_link_is_down_and_takes_it_back() {
-    if skip_unless_root("balance_rr_leaves_out_a_slave_whose_link_is_down_and_takes_it_back") {
-        return;
-    }
+fn netns_tun_balance_rr_leaves_out_a_slave_whose_link_is_down_and_takes_it_back() {
+    require_needs!();
     let w = Wires::new("rrd", 2);
     let a_addr = format!("{A_ADDR}/24");
     let b_addr = format!("{B_ADDR}/24");

@@ -1,9 +1,11 @@
 //! The userspace bond carrying real TCP between two network namespaces joined by two veth
-//! wires (root only; each test says SKIPPED otherwise): balance-rr stripes one stream over
+//! wires (root, namespaces and TUN, as the `netns_tun_` names say): balance-rr stripes one stream over
 //! both wires, balance-xor keeps each flow on one wire and spreads flows, broadcast copies to
 //! both, and the refused modes fail with a reason.
 
 mod bond_support;
+#[path = "../../tests/common/need.rs"]
+mod need;
 
 use std::net::SocketAddr;
 use std::process::Command;
@@ -46,10 +48,8 @@ fn transfer(w: &Wires, port: u16, bytes: u64) -> u16 {
 }
 
 #[test]
-fn balance_rr_stripes_one_tcp_stream_over_both_slaves() {
-    if skip_unless_root("balance_rr_stripes_one_tcp_stream_over_both_slaves") {
-        return;
-    }
+fn netns_tun_balance_rr_stripes_one_tcp_stream_over_both_slaves() {
+    require_needs!();
     let w = Wires::new("rr", 2);
     let (mut a, mut b) = pair(&w, &["--mode", "balance-rr"], &[]);
     transfer(&w, 5001, 40 << 20);
@@ -84,10 +84,8 @@ fn predicted_slave(sport: u16, dport: u16) -> usize {
 }
 
 #[test]
-fn balance_xor_keeps_each_flow_on_one_slave_and_spreads_flows() {
-    if skip_unless_root("balance_xor_keeps_each_flow_on_one_slave_and_spreads_flows") {
-        return;
-    }
+fn netns_tun_balance_xor_keeps_each_flow_on_one_slave_and_spreads_flows() {
+    require_needs!();
     let w = Wires::new("xor", 2);
     let (mut a, mut b) = pair(
         &w,
@@ -125,10 +123,8 @@ fn balance_xor_keeps_each_flow_on_one_slave_and_spreads_flows() {
 }
 
 #[test]
-fn broadcast_sends_every_packet_on_every_slave() {
-    if skip_unless_root("broadcast_sends_every_packet_on_every_slave") {
-        return;
-    }
+fn netns_tun_broadcast_sends_every_packet_on_every_slave() {
+    require_needs!();
     let w = Wires::new("bc", 2);
     // A smaller MTU on one wire: the bond adds no header, so it takes the smallest slave MTU.
     sh(&format!(

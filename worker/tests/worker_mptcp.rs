@@ -2,38 +2,19 @@
 //! stream striped over two paths between two network namespaces (two subflows), a connection
 //! fallen back to plain TCP (zero), and the errors of a kernel with MPTCP off, on the client's
 //! node and on the server's. The loopback
-//! tests need a kernel with MPTCP; the namespace tests need root and `ip netns` too. Each says
-//! SKIPPED otherwise. All traffic stays on loopback or between the tests' own namespaces.
+//! tests need a kernel with MPTCP; the namespace tests need root and `ip netns` too, each named
+//! for what it needs (tests/common/need.rs). All traffic stays on loopback or between the tests' own namespaces.
 
 mod common;
+#[path = "../../tests/common/need.rs"]
+mod need;
 
 use std::time::Duration;
 
-use common::netns::{Namespaces, can_make_namespaces, sh};
+use common::netns::{Namespaces, sh};
 use common::{Run, Server, client, run_cmd, u, worker_in};
 
 const LIMIT: Duration = Duration::from_secs(60);
-
-/// True (and a SKIPPED line) when this kernel cannot open an MPTCP socket.
-fn skip_without_mptcp(test: &str) -> bool {
-    let any: std::net::SocketAddr = "127.0.0.1:0".parse().unwrap();
-    match orchestrate_worker::mptcp::socket(&any) {
-        Ok(_) => false,
-        Err(e) => {
-            eprintln!("SKIPPED: {test}: {e}");
-            true
-        }
-    }
-}
-
-/// True (and a SKIPPED line) when the namespace tests cannot run here.
-fn skip_unless_root(test: &str) -> bool {
-    if can_make_namespaces() {
-        return skip_without_mptcp(test);
-    }
-    eprintln!("SKIPPED: {test}: needs root and `ip netns` (network namespaces)");
-    true
-}
 
 /// A client over mptcp against a loopback server that must succeed: every record is mptcp,
 /// error-free and counted one subflow, and both sides saw the same payload.
@@ -60,10 +41,8 @@ fn run_mptcp(pattern: &str, args: &[&str]) -> Run {
 }
 
 #[test]
-fn token_over_mptcp() {
-    if skip_without_mptcp("token_over_mptcp") {
-        return;
-    }
+fn mptcp_token_on_loopback() {
+    require_needs!();
     let r = run_mptcp(
         "token",
         &["--sizes", "4,8K", "--exchanges", "500", "--trials", "2"],
@@ -72,10 +51,8 @@ fn token_over_mptcp() {
 }
 
 #[test]
-fn pingpong_over_mptcp() {
-    if skip_without_mptcp("pingpong_over_mptcp") {
-        return;
-    }
+fn mptcp_pingpong_on_loopback() {
+    require_needs!();
     let r = run_mptcp(
         "pingpong",
         &["--sizes", "1,1000", "--exchanges", "300", "--trials", "2"],
@@ -86,10 +63,8 @@ fn pingpong_over_mptcp() {
 }
 
 #[test]
-fn stream_over_mptcp() {
-    if skip_without_mptcp("stream_over_mptcp") {
-        return;
-    }
+fn mptcp_stream_on_loopback() {
+    require_needs!();
     let r = run_mptcp(
         "stream",
         &["--size", "64K", "--exchanges", "300", "--trials", "2"],
@@ -100,10 +75,8 @@ fn stream_over_mptcp() {
 }
 
 #[test]
-fn pipeline_over_mptcp() {
-    if skip_without_mptcp("pipeline_over_mptcp") {
-        return;
-    }
+fn mptcp_pipeline_on_loopback() {
+    require_needs!();
     let r = run_mptcp(
         "pipeline",
         &[
@@ -121,10 +94,8 @@ fn pipeline_over_mptcp() {
 }
 
 #[test]
-fn load_over_mptcp() {
-    if skip_without_mptcp("load_over_mptcp") {
-        return;
-    }
+fn mptcp_load_on_loopback() {
+    require_needs!();
     let r = run_mptcp(
         "load",
         &["--size", "1K", "--rate", "2000", "--duration", "0.5"],
@@ -135,10 +106,8 @@ fn load_over_mptcp() {
 }
 
 #[test]
-fn filecopy_over_mptcp() {
-    if skip_without_mptcp("filecopy_over_mptcp") {
-        return;
-    }
+fn mptcp_filecopy_on_loopback() {
+    require_needs!();
     let r = run_mptcp("filecopy", &["--size", "2M", "--trials", "1"]);
     assert_eq!(u(r.role("server")[0], "bytes"), 2 << 20);
 }
@@ -183,11 +152,8 @@ fn tcp_records_carry_no_subflows_and_udp_is_refused_for_stream() {
 }
 
 #[test]
-fn mptcp_off_in_the_clients_kernel_fails_with_the_reason() {
-    let test = "mptcp_off_in_the_clients_kernel_fails_with_the_reason";
-    if skip_unless_root(test) {
-        return;
-    }
+fn netns_mptcp_off_in_the_clients_kernel_fails_with_the_reason() {
+    require_needs!();
     let ns = Namespaces::new("off", &["c"]);
     sh(&format!(
         "ip netns exec {} sysctl -qw net.mptcp.enabled=0",
@@ -210,11 +176,8 @@ fn mptcp_off_in_the_clients_kernel_fails_with_the_reason() {
 }
 
 #[test]
-fn a_server_with_mptcp_off_serves_tcp_and_refuses_mptcp_with_the_reason() {
-    let test = "a_server_with_mptcp_off_serves_tcp_and_refuses_mptcp_with_the_reason";
-    if skip_unless_root(test) {
-        return;
-    }
+fn netns_mptcp_a_server_with_mptcp_off_serves_tcp_and_refuses_mptcp() {
+    require_needs!();
     let ns = Namespaces::new("srvoff", &["c", "s"]);
     ns.wire(0, 1, "p1", "10.112.1");
     sh(&format!(
@@ -258,11 +221,8 @@ fn a_server_with_mptcp_off_serves_tcp_and_refuses_mptcp_with_the_reason() {
 }
 
 #[test]
-fn a_connection_fallen_back_to_plain_tcp_counts_zero_subflows() {
-    let test = "a_connection_fallen_back_to_plain_tcp_counts_zero_subflows";
-    if skip_unless_root(test) {
-        return;
-    }
+fn netns_mptcp_a_connection_fallen_back_to_plain_tcp_counts_zero_subflows() {
+    require_needs!();
     // A server that listened while MPTCP was off has a plain TCP listener; with MPTCP back on
     // it accepts the session, and the client's MPTCP connection falls back to plain TCP.
     let ns = Namespaces::new("fb", &["c", "s"]);
@@ -302,11 +262,8 @@ fn a_connection_fallen_back_to_plain_tcp_counts_zero_subflows() {
 }
 
 #[test]
-fn stream_over_two_paths_is_striped_over_two_subflows() {
-    let test = "stream_over_two_paths_is_striped_over_two_subflows";
-    if skip_unless_root(test) {
-        return;
-    }
+fn netns_mptcp_stream_over_two_paths_is_striped_over_two_subflows() {
+    require_needs!();
     // Client (0) and server (1) joined by two wires, one /24 each; the server announces its
     // second address, the client opens a subflow from its own. Each wire carries 100 Mbit/s
     // from the client: unshaped, a veth takes the whole stream at memory speed and the

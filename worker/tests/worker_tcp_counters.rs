@@ -1,31 +1,20 @@
 //! TCP's own counters in the records: a stream between two network namespaces over a plain
 //! veth retransmits nothing, and the same stream through a token bucket with room for two
-//! frames loses segments, which both records' `tcp_retrans` count. Needs root and `ip netns`;
-//! under CI a missing one fails the test instead of skipping it. Traffic stays between the
+//! frames loses segments, which both records' `tcp_retrans` count. Needs root and `ip netns`
+//! (tests/common/need.rs). Traffic stays between the
 //! test's own namespaces.
 
 mod common;
+#[path = "../../tests/common/need.rs"]
+mod need;
 
 use std::process::Command;
 use std::time::Duration;
 
-use common::netns::{Namespaces, can_make_namespaces, sh};
+use common::netns::{Namespaces, sh};
 use common::{Run, Server, run_cmd, u, worker_in};
 
 const LIMIT: Duration = Duration::from_secs(60);
-
-/// True (and a SKIPPED line) when namespaces cannot be made here, outside CI.
-fn skip_unless_root(test: &str) -> bool {
-    if can_make_namespaces() {
-        return false;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{test}: needs root and `ip netns`, which CI has"
-    );
-    eprintln!("SKIPPED: {test}: needs root and `ip netns` (network namespaces)");
-    true
-}
 
 /// A one-second stream of 64 KiB writes from namespace 0 to a server in namespace 1, twice.
 fn stream(ns: &Namespaces) -> Run {
@@ -92,11 +81,8 @@ fn qdisc_drops(ns: &Namespaces) -> u64 {
 }
 
 #[test]
-fn retransmissions_are_counted_on_a_lossy_path_and_not_on_a_clean_one() {
-    let test = "retransmissions_are_counted_on_a_lossy_path_and_not_on_a_clean_one";
-    if skip_unless_root(test) {
-        return;
-    }
+fn netns_retransmissions_are_counted_on_a_lossy_path_and_not_on_a_clean_one() {
+    require_needs!();
     let ns = Namespaces::new("tcp", &["c", "s"]);
     ns.wire(0, 1, "p1", "10.113.1");
 

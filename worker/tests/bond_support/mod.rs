@@ -1,6 +1,6 @@
 //! Helpers for the userspace bond's tests: two network namespaces joined by veth pairs (the
 //! slave wires, with no addresses), a bond process in each, and TCP between the bonds'
-//! addresses from threads that enter a namespace. Needs root; `skip_unless_root` says so.
+//! addresses from threads that enter a namespace. Needs root (tests/common/need.rs).
 //! All traffic stays between the test's own namespaces.
 
 #![allow(dead_code)]
@@ -19,18 +19,6 @@ use serde_json::Value;
 pub const BIN: &str = env!("CARGO_BIN_EXE_orchestrate-worker");
 pub const A_ADDR: &str = "10.111.0.1";
 pub const B_ADDR: &str = "10.111.0.2";
-
-/// True (and a SKIPPED line) when these tests cannot run here.
-pub fn skip_unless_root(test: &str) -> bool {
-    let root = unsafe { libc::geteuid() } == 0;
-    let ip = Command::new("ip").arg("-V").output().is_ok();
-    let tun = std::path::Path::new("/dev/net/tun").exists();
-    if root && ip && tun {
-        return false;
-    }
-    eprintln!("SKIPPED: {test}: needs root, iproute2 and /dev/net/tun (network namespaces, TUN)");
-    true
-}
 
 pub fn sh(cmd: &str) {
     let out = Command::new("sh")

@@ -3,16 +3,6 @@
 
 use std::process::Command;
 
-/// Whether this process may make network namespaces: root, with `ip netns`.
-pub fn can_make_namespaces() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    root && Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// Runs `cmd` with `sh -c`, failing the test with its stderr if it fails.
 pub fn sh(cmd: &str) {
     let out = Command::new("sh")

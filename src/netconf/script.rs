@@ -30,8 +30,10 @@ pub struct NodeScripts {
 
 /// The programs every apply and teardown script calls: `ip` and `grep` in the link helpers
 /// and interface checks, `mkdir` and `dirname` to make the ledger's directory, `grep`,
-/// `sed`, `tail` and `rm` to read, rewrite and remove the ledger.
-pub const BASE_TOOLS: &[&str] = &["dirname", "grep", "ip", "mkdir", "rm", "sed", "tail"];
+/// `sed`, `tail`, `rm` and `rmdir` to read, rewrite and remove the ledger and its directory.
+pub const BASE_TOOLS: &[&str] = &[
+    "dirname", "grep", "ip", "mkdir", "rm", "rmdir", "sed", "tail",
+];
 
 /// The programs `steps` need, with those every script needs, sorted and once each.
 fn tools(steps: &[Step]) -> Vec<&'static str> {
@@ -379,6 +381,8 @@ release_slave() {{ ip link set dev "$1" nomaster && ip link set dev "$1" "$2"; }
         let n = i + 1;
         let _ = write!(s, "\n# {n}. {}\n{}\n", step.describe(), step.undo(n));
     }
-    s += "\n[ -s \"$ledger\" ] || rm -f \"$ledger\"\nexit $status\n";
+    // The ledger's directory is the tool's own (apply makes it): it goes too once nothing
+    // else is in it, so a torn-down node keeps no trace of the run.
+    s += "\nif [ ! -s \"$ledger\" ]; then\n    rm -f \"$ledger\"\n    rmdir \"$(dirname \"$ledger\")\" 2>/dev/null || :\nfi\nexit $status\n";
     s
 }

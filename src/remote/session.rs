@@ -130,7 +130,13 @@ impl Sessions {
         let mut tasks = tokio::task::JoinSet::new();
         for n in nodes {
             let host = inventory.hosts[n].clone();
-            let builder = builder(&host, control_dir.path(), opts);
+            let builder = builder(&host, control_dir.path(), opts).map_err(|cause| {
+                vec![RemoteError::Transport {
+                    node: host.node.clone(),
+                    command: "write the ssh config for its jump host".into(),
+                    cause,
+                }]
+            })?;
             let limit = limit.clone();
             tasks.spawn(async move {
                 let _permit = limit.acquire_owned().await.expect("semaphore open");
@@ -318,7 +324,11 @@ pub struct Channel {
 /// form either, which the crate would take apart). User and jump host reach ssh as the
 /// arguments of `-l` and `-J`, never as options of their own. Commands then travel over the
 /// control socket (native mux), not on a command line.
-fn builder(host: &Host, control_dir: &Path, opts: &ConnectOptions) -> SessionBuilder {
+fn builder(
+    host: &Host,
+    control_dir: &Path,
+    opts: &ConnectOptions,
+) -> Result<SessionBuilder, String> {
     let mut b = SessionBuilder::default();
     b.known_hosts_check(KnownHosts::Strict)
         .control_directory(control_dir)
@@ -341,6 +351,88 @@ fn builder(host: &Host, control_dir: &Path, opts: &ConnectOptions) -> SessionBui
     }
     if let Some(j) = &host.jump {
         b.jump_hosts([j]);
+        if let Some(config) = jump_config(host)? {
+            let path = control_dir.join(format!("{}.ssh_config", host.node));
+            std::fs::write(&path, config).map_err(|e| format!("{}: {e}", path.display()))?;
+            b.config_file(path);
+        }
     }
-    b
+    Ok(b)
+}
+
+/// ssh hands none of its command-line options (`-i`, `-o UserKnownHostsFile`) to a jump
+/// host: the `ssh -W` it starts for the hop gets only the file of `-F`. So where the inventory
+/// names an identity or a known_hosts file for a node reached through a jump host, they go
+/// into a config file of the session's own, and the jump host is reached with the same key
+/// and checked as strictly against the same pinned keys. The user's and the system's configs
+/// follow it, so their `Host` blocks still apply to everything the inventory leaves unset
+/// (ssh keeps the first value it reads). `None` when the inventory sets neither.
+fn jump_config(host: &Host) -> Result<Option<String>, String> {
+    if host.identity.is_none() && host.known_hosts.is_none() {
+        return Ok(None);
+    }
+    // A value in double quotes may hold spaces but no quote; `%` starts ssh's tokens.
+    let quoted = |p: &Path| -> Result<String, String> {
+        let s = p.to_str().ok_or_else(|| format!("{p:?} is not UTF-8"))?;
+        if s.contains(['"', '\n']) {
+            return Err(format!(
+                "{s:?}: ssh's config cannot hold a path with a quote"
+            ));
+        }
+        Ok(format!("\"{}\"", s.replace('%', "%%")))
+    };
+    let mut config =
+        String::from("# The inventory's settings, for the node and its jump host alike.\n");
+    if let Some(k) = &host.identity {
+        config += &format!("IdentityFile {}\n", quoted(k)?);
+    }
+    if let Some(k) = &host.known_hosts {
+        config += &format!(
+            "UserKnownHostsFile {}\nStrictHostKeyChecking yes\n",
+            quoted(k)?
+        );
+    }
+    config += "Include ~/.ssh/config\nInclude /etc/ssh/ssh_config\n";
+    Ok(Some(config))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    fn host(identity: Option<&str>, known_hosts: Option<&str>) -> Host {
+        Host {
+            node: "n1".parse().unwrap(),
+            address: "10.0.0.1".into(),
+            port: None,
+            user: Some("lab".into()),
+            identity: identity.map(PathBuf::from),
+            known_hosts: known_hosts.map(PathBuf::from),
+            jump: Some("gw".into()),
+            sudo: true,
+        }
+    }
+
+    #[test]
+    fn a_jump_host_gets_the_inventorys_key_and_pinned_host_keys() {
+        let config = jump_config(&host(Some("/keys/my key"), Some("/etc/100%/known")))
+            .unwrap()
+            .unwrap();
+        let lines: Vec<&str> = config.lines().skip(1).collect();
+        assert_eq!(
+            lines,
+            [
+                r#"IdentityFile "/keys/my key""#,
+                r#"UserKnownHostsFile "/etc/100%%/known""#,
+                "StrictHostKeyChecking yes",
+                "Include ~/.ssh/config",
+                "Include /etc/ssh/ssh_config",
+            ]
+        );
+        assert_eq!(jump_config(&host(None, None)).unwrap(), None);
+        let quote = jump_config(&host(Some("/k\"ey"), None)).unwrap_err();
+        assert!(quote.contains("quote"), "{quote}");
+    }
 }

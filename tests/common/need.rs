@@ -30,6 +30,8 @@ pub enum Need {
     Ecmp,
     /// openssh-server's `sshd` and the ssh client, for tests that run a real sshd.
     Sshd,
+    /// `sudo`, for tests that act as a user who is not root.
+    Sudo,
     /// util-linux `script`, for a pseudo-terminal.
     Pty,
     /// The kernel's own bonding driver.
@@ -38,13 +40,14 @@ pub enum Need {
 
 impl Need {
     /// Every need, in the order their words lead a test's name.
-    pub const ALL: [Need; 8] = [
+    pub const ALL: [Need; 9] = [
         Need::Docker,
         Need::Netns,
         Need::Tun,
         Need::Mptcp,
         Need::Ecmp,
         Need::Sshd,
+        Need::Sudo,
         Need::Pty,
         Need::KernelBonding,
     ];
@@ -58,6 +61,7 @@ impl Need {
             Need::Mptcp => "mptcp",
             Need::Ecmp => "ecmp",
             Need::Sshd => "sshd",
+            Need::Sudo => "sudo",
             Need::Pty => "pty",
             Need::KernelBonding => "kernel_bonding",
         }
@@ -135,6 +139,11 @@ impl Need {
                     }
                     if !runs("ssh", &["-V"]) {
                         return Err("no ssh client".into());
+                    }
+                }
+                Need::Sudo => {
+                    if !runs("sudo", &["-V"]) {
+                        return Err("no sudo".into());
                     }
                 }
                 Need::Pty => {

@@ -21,6 +21,39 @@ pub fn monotonic() -> Nanos {
     now(libc::CLOCK_MONOTONIC)
 }
 
+/// The clocks the event loop reads, passed in so that the loop runs against a fake one in
+/// tests. The loop is generic over it (no dynamic dispatch): it is read several times a
+/// pass and once per delivered frame, so [`Monotonic`] must compile to the bare vDSO calls.
+pub trait Clock: Send + Sync + 'static {
+    /// The event clock (CLOCK_MONOTONIC in production), ns.
+    fn now(&self) -> Nanos;
+    /// The event thread's CPU time, for the [`super::spin_budget`].
+    fn thread_cpu(&self) -> Nanos;
+    /// How far the receive stamps' clock (CLOCK_REALTIME) is ahead of [`Clock::now`].
+    fn realtime_offset(&self) -> Nanos;
+}
+
+/// The production clock: CLOCK_MONOTONIC, the calling thread's CPU time, CLOCK_REALTIME.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Monotonic;
+
+impl Clock for Monotonic {
+    #[inline]
+    fn now(&self) -> Nanos {
+        monotonic()
+    }
+
+    #[inline]
+    fn thread_cpu(&self) -> Nanos {
+        thread_cpu_time()
+    }
+
+    #[inline]
+    fn realtime_offset(&self) -> Nanos {
+        realtime_offset()
+    }
+}
+
 /// The calling thread's CPU time: what the kernel charges against its real-time throttle.
 pub fn thread_cpu_time() -> Nanos {
     now(libc::CLOCK_THREAD_CPUTIME_ID)

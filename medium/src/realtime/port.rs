@@ -24,15 +24,44 @@ const SCM_TIMESTAMPNS: libc::c_int = SO_TIMESTAMPNS;
 const MAX_FRAME: usize = 65_536;
 
 /// A frame the node sent, with the kernel's receive time when it has one.
+#[derive(Debug)]
 pub struct Received {
     pub frame: Vec<u8>,
     /// CLOCK_REALTIME ns at which the frame reached the port.
     pub stamp_realtime: Option<u64>,
 }
 
+/// What the event loop does with a port: read what the node sent, write what is due to it.
+/// Passed in so that the loop runs against in-memory ports in tests; the loop is generic over
+/// it, so production calls [`Port`]'s methods directly (one `recvmsg` or `send` per frame).
+pub trait PortIo {
+    /// The next frame the node sent, or `None` when there is none waiting.
+    fn recv(&self, buf: &mut Vec<u8>) -> io::Result<Option<Received>>;
+    /// Writes a frame out to the node (as if it came off the wire).
+    fn send(&self, frame: &[u8]) -> io::Result<()>;
+    /// The interface's name, for messages.
+    fn name(&self) -> &str;
+}
+
 pub struct Port {
     fd: OwnedFd,
     pub ifname: String,
+}
+
+impl PortIo for Port {
+    #[inline]
+    fn recv(&self, buf: &mut Vec<u8>) -> io::Result<Option<Received>> {
+        Port::recv(self, buf)
+    }
+
+    #[inline]
+    fn send(&self, frame: &[u8]) -> io::Result<()> {
+        Port::send(self, frame)
+    }
+
+    fn name(&self) -> &str {
+        &self.ifname
+    }
 }
 
 /// Refuses anything but a free veth end: the emulator relays frames between its ports, so a

@@ -4,7 +4,8 @@
 //! ready.
 //!
 //! Requests are a single line: `interval` (statistics since the previous `interval`, which
-//! starts a new one), `total` (since the emulator started), `ping`.
+//! starts a new one), `total` (since the emulator started), `ping` (answered `pong PID`).
+//! Anything else is answered `unknown request "…"` (bytes that are not UTF-8 shown as U+FFFD).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::FileTypeExt;
@@ -146,10 +147,13 @@ pub fn serve(listener: UnixListener, answer: impl Fn(Request) -> Snapshot) {
     for conn in listener.incoming() {
         let Ok(mut conn) = conn else { continue };
         let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
-        let mut line = String::new();
-        if BufReader::new(&conn).read_line(&mut line).is_err() {
+        // Read as bytes: a request that is not text is refused by name like any other
+        // unknown one, rather than left unanswered.
+        let mut bytes = Vec::new();
+        if BufReader::new(&conn).read_until(b'\n', &mut bytes).is_err() {
             continue;
         }
+        let line = String::from_utf8_lossy(&bytes);
         let reply = match Request::parse(&line) {
             Some(Request::Ping) => format!("pong {}", std::process::id()),
             Some(r) => serde_json::to_string(&answer(r)).expect("snapshots serialize"),

@@ -29,6 +29,11 @@ pub mod publish;
 pub mod spin_budget;
 pub mod wait;
 
+#[cfg(test)]
+mod fake;
+#[cfg(test)]
+mod tests;
+
 use std::io;
 use std::path::Path;
 use std::sync::Arc;

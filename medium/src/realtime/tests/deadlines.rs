@@ -23,8 +23,9 @@ fn a_bus_frame_leaves_for_every_other_station_at_its_wire_time_and_not_before() 
     let ran = rig.run();
     for p in [1, 2] {
         let sent = ran.sent(p);
-        assert_eq!(sent.len(), 1, "port {p}: {sent:?}");
-        assert_eq!((sent[0].at, &sent[0].frame), (due, &f), "port {p}");
+        assert_eq!(sent.len(), 1, "port {p}");
+        assert_eq!(sent[0].at, due, "port {p}");
+        assert!(sent[0].frame == f, "port {p}: another frame");
     }
     // Not back to its sender, nor onto the other segment.
     for p in [0, SWITCH[0], SWITCH[1]] {
@@ -70,7 +71,7 @@ fn a_switch_delivers_a_frame_two_wire_times_after_it_arrives() {
     let ran = rig.run();
     assert_eq!(ran.sent(SWITCH[1]).len(), 1);
     assert_eq!(ran.sent(SWITCH[1])[0].at, due);
-    assert_eq!(ran.sent(SWITCH[1])[0].frame, f);
+    assert!(ran.sent(SWITCH[1])[0].frame == f, "another frame");
     for p in BUS.into_iter().chain([SWITCH[0]]) {
         assert_eq!(ran.sent(p), [], "port {p}");
     }
@@ -95,7 +96,8 @@ fn a_unicast_frame_goes_only_to_the_port_its_address_was_learnt_on() {
     let ran = rig.run();
     let to_2 = ran.sent(2);
     assert_eq!(to_2.len(), 1);
-    assert_eq!((to_2[0].at, &to_2[0].frame), (due, &f));
+    assert_eq!(to_2[0].at, due);
+    assert!(to_2[0].frame == f, "another frame");
     // Port 1 saw only the broadcast.
     assert_eq!(ran.sent(1).len(), 1);
     assert_eq!(ran.sent(1)[0].at, learnt);

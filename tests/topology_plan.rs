@@ -130,7 +130,7 @@ fn shape(script: &str) -> String {
     };
     let mut out = String::new();
     let mut word = String::new();
-    let mut flush = |word: &mut String, out: &mut String| {
+    let flush = |word: &mut String, out: &mut String| {
         // A sentence's full stop is not part of its last word.
         let w = word.trim_end_matches('.');
         out.push_str(match w {

@@ -14,12 +14,12 @@ use crate::config::MediumConfig;
 use crate::engine::{DueFrame, Engine};
 use crate::time::Nanos;
 
-use super::Timing;
 use super::clock::Clock;
 use super::measured::Measured;
 use super::port::PortIo;
 use super::publish::Shared;
 use super::spin_budget::{self, SpinBudget};
+use super::timing::Timing;
 use super::wait::{Ready, Sleep, Wait};
 
 /// Frames read from one port before the others and the clock get their turn.

@@ -20,12 +20,12 @@ use std::sync::{Arc, Mutex};
 use crate::config::MediumConfig;
 use crate::time::Nanos;
 
-use super::Timing;
 use super::clock::Clock;
 use super::control::{Request, Snapshot};
 use super::event_loop::{self, Stopped};
 use super::port::{PortIo, Received};
 use super::publish::Shared;
+use super::timing::Timing;
 use super::wait::{Ready, Sleep, Wait};
 
 /// How far the fake receive stamps' clock is ahead of the fake event clock: large, as

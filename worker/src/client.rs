@@ -1,6 +1,12 @@
 //! The client side of a session: connect, handshake, wait at the start barrier, run the trials
 //! of a plan and write both sides' records. Any failure ends in one error record and a
 //! non-zero exit.
+//!
+//! With `verbose` (`--verbose`) the client also says on stderr how the run goes, one line
+//! each, never inside a timed loop: a size's warm-up (messages and nanoseconds, the pace a
+//! time budget is filled at), a trial's start (written once the server has accepted the
+//! trial, just before the first message; for a pattern the server times, its clock includes
+//! that write) and its end (messages and nanoseconds, as in its record).
 
 use std::io::Write;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
@@ -88,6 +94,20 @@ pub struct ClientOptions {
     pub version: u16,
     /// The run's secret, proved to the server and expected back from it.
     pub secret: Secret,
+    /// Say how the run goes on stderr (see the module docs).
+    pub verbose: bool,
+}
+
+/// The `--verbose` lines on stderr; silent unless asked for. A closed stderr never fails a run.
+#[derive(Debug, Clone, Copy)]
+struct Say(bool);
+
+impl Say {
+    fn line(self, what: std::fmt::Arguments) {
+        if self.0 {
+            let _ = writeln!(std::io::stderr(), "orchestrate-worker: {what}");
+        }
+    }
 }
 
 /// Most messages one trial may be sized to by a time budget.
@@ -162,6 +182,7 @@ fn run_inner<W: Write>(
         pattern: patterns::lookup(session.params.pattern),
         bufs: Buffers::default(),
         next: 0,
+        say: Say(opts.verbose),
     };
     for &size in &opts.plan.sizes {
         st.size = size;
@@ -304,6 +325,7 @@ struct Trials<'a> {
     bufs: Buffers,
     /// Number of the next trial, counted over all sizes.
     next: u32,
+    say: Say,
 }
 
 impl Trials<'_> {
@@ -326,7 +348,19 @@ impl Trials<'_> {
         for _ in 0..self.plan.trials {
             spec.trial = self.next;
             st.trial = self.next;
-            let (m, rep) = one_trial(&mut s.conn, &s.params, &spec, self.pattern, &mut self.bufs)?;
+            let say = self.say;
+            let (m, rep) = one_trial(
+                &mut s.conn,
+                &s.params,
+                &spec,
+                self.pattern,
+                &mut self.bufs,
+                say,
+            )?;
+            say.line(format_args!(
+                "trial {} at {size} B: {} messages in {} ns",
+                spec.trial, m.messages, m.elapsed_ns
+            ));
             let rec = self.client_record(s, &spec, &m, &rep);
             let srv = server_record(&s.params, &spec, &rep);
             out.trial(&rec, Some(&srv));
@@ -342,8 +376,20 @@ impl Trials<'_> {
         }
         spec.warmup = true;
         spec.count = Some(self.plan.warmup);
-        let (m, _) = one_trial(&mut s.conn, &s.params, spec, self.pattern, &mut self.bufs)?;
+        let say = self.say;
+        let (m, _) = one_trial(
+            &mut s.conn,
+            &s.params,
+            spec,
+            self.pattern,
+            &mut self.bufs,
+            say,
+        )?;
         spec.warmup = false;
+        say.line(format_args!(
+            "warm-up at {} B: {} messages in {} ns",
+            spec.size_bytes, m.messages, m.elapsed_ns
+        ));
         Ok((m.messages > 0).then(|| m.elapsed_ns as f64 / m.messages as f64))
     }
 
@@ -385,11 +431,18 @@ fn one_trial(
     spec: &TrialSpec,
     pat: &dyn patterns::PatternImpl,
     bufs: &mut Buffers,
+    say: Say,
 ) -> Result<(Measure, TrialReport)> {
     let ts = c.timeout_s();
     c.send(Kind::TrialStart, spec)?;
     c.recv("waiting for the server to accept the trial", ts)?
         .expect(Kind::Ack)?;
+    if !spec.warmup {
+        say.line(format_args!(
+            "trial {} at {} B: started",
+            spec.trial, spec.size_bytes
+        ));
+    }
     let subflows = (params.protocol == Protocol::Mptcp).then(|| TrialSubflows::start(&c.stream));
     let tcp = (params.protocol == Protocol::Tcp)
         .then(|| TrialTcp::start(&c.stream))

@@ -100,6 +100,7 @@ fn build(run: PatternRun, common: &Common) -> Result<ClientCommand, String> {
             connect_timeout: secs(common.connect_timeout, "--connect-timeout")?,
             version: common.protocol_version,
             secret,
+            verbose: common.verbose,
         },
         format,
         temp_file: None,

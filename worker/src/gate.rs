@@ -73,8 +73,9 @@ pub struct Gate {
     opts: GateOptions,
 }
 
-/// Longest sleep in one poll, so a shutdown request is seen soon.
-const POLL_MS: i32 = 200;
+/// Longest sleep in one poll, so a shutdown request is seen soon: `serve` notices SIGTERM
+/// within this long.
+pub const POLL_MS: i32 = 200;
 /// Connections accepted from one listener in one round, so one busy address cannot starve
 /// the others or the connections already waiting.
 const ACCEPTS_PER_ROUND: usize = 64;

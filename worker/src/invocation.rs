@@ -32,7 +32,8 @@ pattern against a server:
 
 and print one JSON record per trial and side on stdout (role \"client\" and role \"server\", the
 latter being what the server counted, returned over the session). `--format netpipe` prints
-NetPIPE's classic columns instead (pingpong, stream).
+NetPIPE's classic columns instead (pingpong, stream). `--verbose` also says on stderr how the
+run goes: each size's warm-up, and each trial as it starts and ends.
 
 Start barrier: with `--go stdin` the client connects, completes the handshake, prints one line
 {\"ready\":true,...} and starts when a line arrives on stdin; with `--start-at UNIX_NS` it
@@ -143,6 +144,7 @@ mod tests {
                 timeout: 0.75,
                 connect_timeout: 2.0,
                 format: Format::Netpipe,
+                verbose: true,
                 protocol_version: 1,
                 ..Common::new("[fd00::1]:7171")
             },

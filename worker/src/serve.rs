@@ -208,11 +208,14 @@ fn start_session(a: Admitted, id: u64, active: &Arc<AtomicUsize>, shared: &Arc<S
         .name(format!("session-{id}"))
         .spawn(move || {
             let peer = a.peer;
-            match session(a, id, &sh) {
+            let ended = session(a, id, &sh);
+            // The slot is free before the line saying the session ended is written: whoever
+            // reads that line can start another session at once.
+            count.fetch_sub(1, Ordering::AcqRel);
+            match ended {
                 Ok(s) => log!("session {id} from {peer}: {s}"),
                 Err(e) => log!("session {id} from {peer}: error: {e}"),
             }
-            count.fetch_sub(1, Ordering::AcqRel);
         });
     if let Err(e) = spawned {
         active.fetch_sub(1, Ordering::AcqRel);

@@ -13,7 +13,8 @@ use crate::units::{parse_size, secs};
 
 const DEFAULT_MAX_SESSIONS: usize = 256;
 const DEFAULT_MAX_PENDING: usize = 1024;
-const DEFAULT_AUTH_TIMEOUT_S: f64 = 0.8;
+/// Seconds a new connection has to prove the secret unless `--auth-timeout` says otherwise.
+pub const DEFAULT_AUTH_TIMEOUT_S: f64 = 0.8;
 const DEFAULT_HANDSHAKE_TIMEOUT_S: f64 = 10.0;
 const DEFAULT_MAX_IDLE_S: f64 = 3600.0;
 

@@ -51,6 +51,11 @@ pub struct Common {
     /// Output: JSON lines, or NetPIPE's `Time Mbits/s Bits/Block Bytes/Block Variance` rows.
     #[arg(long, value_enum, default_value = "json")]
     pub format: Format,
+    /// Say on stderr how the run goes: each size's warm-up (its messages and time, the pace a
+    /// --trial-time budget is filled at), each trial as it starts (the server has accepted it
+    /// and the first message follows at once) and as it ends. Stdout is unchanged.
+    #[arg(long)]
+    pub verbose: bool,
     #[arg(long, hide = true, default_value_t = protocol::VERSION)]
     pub protocol_version: u16,
 }
@@ -69,6 +74,7 @@ impl Common {
             timeout: DEFAULT_TIMEOUT_S,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT_S,
             format: Format::Json,
+            verbose: false,
             protocol_version: protocol::VERSION,
         }
     }
@@ -100,6 +106,7 @@ impl Common {
             value_name(&self.format),
             value_name(&Format::Json),
         );
+        a.flag("--verbose", self.verbose);
         a.opt_unless(
             "--protocol-version",
             self.protocol_version,

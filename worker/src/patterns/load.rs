@@ -214,6 +214,14 @@ struct Pace {
     duration_ns: Option<u64>,
 }
 
+/// When a sender that cannot keep up with a trial of `duration_ns` stops anyway, ns after its
+/// start: a quarter of the duration after its end, at least 100 ms after. What it did not
+/// send was never offered, and the achieved rate shows it; the grace keeps a merely late
+/// sender from losing the last few messages of its schedule.
+pub fn overtime_ns(duration_ns: u64) -> u64 {
+    duration_ns + (duration_ns / 4).max(100_000_000)
+}
+
 fn send_paced(c: &Conn, tx: &mut [u8], pace: &Pace, sent: &mut u64, ts: f64) -> Result<()> {
     let Pace {
         total,
@@ -235,11 +243,7 @@ fn send_paced(c: &Conn, tx: &mut [u8], pace: &Pace, sent: &mut u64, ts: f64) -> 
             // Sleep to the absolute due time; a late wake-up is made up by sending back to back.
             std::thread::sleep(Duration::from_nanos(due_ns - now_ns));
         }
-        // A sender that cannot keep up stops soon after the end of the duration anyway (a
-        // quarter of it later, at least 100 ms): what it did not send was never offered, and
-        // the achieved rate shows it. The grace keeps a merely late sender from losing the
-        // last few messages of its schedule.
-        let overtime = duration_ns.is_some_and(|d| now_ns >= d + (d / 4).max(100_000_000));
+        let overtime = duration_ns.is_some_and(|d| now_ns >= overtime_ns(d));
         let last = i + 1 == total || overtime;
         put_header(tx, i, due_ns, last);
         match c.udp.as_ref() {

@@ -9,10 +9,29 @@ use std::net::{TcpListener, TcpStream};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{SECRET, Server, authenticate, client, frame};
+use common::{
+    EVENT_LIMIT, PROCESS_SLACK, SECRET, Server, Spawned, WAKE_SLACK, authenticate, client, frame,
+};
 use orchestrate_worker::protocol::{Kind, VERSION};
+use orchestrate_worker::serve_args::DEFAULT_AUTH_TIMEOUT_S;
 
 const LIMIT: Duration = Duration::from_secs(30);
+
+/// The clients' socket timeout where a fault must be noticed without it (`--timeout`, the
+/// default): a reset or a refusal is seen at once, far sooner than this.
+const PATIENT_TIMEOUT: Duration = Duration::from_secs(10);
+const PATIENT_TIMEOUT_ARG: &str = "10";
+/// The clients' socket timeout where a fault is noticed by it (`--timeout`).
+const SHORT_TIMEOUT: Duration = Duration::from_secs(1);
+const SHORT_TIMEOUT_ARG: &str = "1";
+
+/// The server's authentication timeout: it runs with the default.
+fn auth_timeout() -> Duration {
+    Duration::from_secs_f64(DEFAULT_AUTH_TIMEOUT_S)
+}
+
+// What a test counts as noticed at once must be far from what a timeout would take.
+const _: () = assert!(PROCESS_SLACK.as_millis() < PATIENT_TIMEOUT.as_millis());
 
 /// A healthy session still works: the server survived whatever the test did to it.
 fn still_serves(srv: &mut Server) {
@@ -34,39 +53,6 @@ fn still_serves(srv: &mut Server) {
     assert_eq!(r.code, Some(0), "serve no longer works: {}", r.stdout);
 }
 
-fn spawn_client(args: &[&str]) -> std::process::Child {
-    common::worker()
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// Wait for a child with a limit; returns (exit code, stdout, time taken).
-fn finish(mut child: std::process::Child, limit: Duration) -> (Option<i32>, String, Duration) {
-    let start = Instant::now();
-    loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            let mut out = String::new();
-            child
-                .stdout
-                .take()
-                .unwrap()
-                .read_to_string(&mut out)
-                .unwrap();
-            return (s.code(), out, start.elapsed());
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("process still running after {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 fn error_of(stdout: &str) -> String {
     stdout
         .lines()
@@ -83,7 +69,7 @@ fn signal(pid: u32, sig: libc::c_int) {
 #[test]
 fn server_killed_mid_run() {
     let mut srv = Server::start(&[]);
-    let c = spawn_client(&[
+    let c = Spawned::start(&[
         "stream",
         "--connect",
         &srv.addr,
@@ -95,23 +81,33 @@ fn server_killed_mid_run() {
         "1",
         "--warmup",
         "0",
+        "--timeout",
+        PATIENT_TIMEOUT_ARG,
+        "--verbose",
     ]);
-    std::thread::sleep(Duration::from_millis(500));
+    // Mid-run: the server has accepted the trial and the client is streaming.
+    c.wait_trial_started(0);
+    let killed = Instant::now();
     srv.child.kill().unwrap();
-    let (code, out, took) = finish(c, Duration::from_secs(15));
+    let (code, out, exited) = c.finish(LIMIT);
     assert_eq!(code, Some(1));
     let e = error_of(&out);
     assert!(
         e.contains("connection") || e.contains("closed"),
         "unclear error: {e}"
     );
-    assert!(took < Duration::from_secs(5), "took {took:?} to notice");
+    // The dead server's kernel resets the connection: noticed at once, not by the timeout.
+    let took = exited - killed;
+    assert!(
+        took < PROCESS_SLACK,
+        "took {took:?} to notice (bound {PROCESS_SLACK:?}; --timeout {PATIENT_TIMEOUT:?})"
+    );
 }
 
 #[test]
 fn server_frozen_mid_run_times_out() {
     let srv = Server::start(&[]);
-    let c = spawn_client(&[
+    let c = Spawned::start(&[
         "pingpong",
         "--connect",
         &srv.addr,
@@ -122,22 +118,31 @@ fn server_frozen_mid_run_times_out() {
         "--trials",
         "1",
         "--timeout",
-        "1",
+        SHORT_TIMEOUT_ARG,
+        "--verbose",
     ]);
-    std::thread::sleep(Duration::from_millis(500));
+    c.wait_trial_started(0);
+    let frozen = Instant::now();
     signal(srv.child.id(), libc::SIGSTOP);
-    let (code, out, took) = finish(c, Duration::from_secs(15));
+    let (code, out, exited) = c.finish(LIMIT);
     signal(srv.child.id(), libc::SIGCONT);
     assert_eq!(code, Some(1));
     let e = error_of(&out);
     assert!(e.contains("timed out after 1.0 s"), "unclear error: {e}");
-    assert!(took < Duration::from_secs(5), "took {took:?}");
+    // The client's last wait for a reply began at most one wait for a core before the
+    // freeze (the server may have sat on that ping unscheduled), and its timeout cannot fire
+    // early; then it writes its error record and exits.
+    let took = exited - frozen;
+    assert!(
+        took >= SHORT_TIMEOUT - common::CORE_WAIT && took < SHORT_TIMEOUT + PROCESS_SLACK,
+        "timed out {took:?} after the freeze with --timeout {SHORT_TIMEOUT:?}"
+    );
 }
 
 #[test]
 fn client_killed_mid_run() {
     let mut srv = Server::start(&[]);
-    let mut c = spawn_client(&[
+    let mut c = Spawned::start(&[
         "pingpong",
         "--connect",
         &srv.addr,
@@ -147,24 +152,35 @@ fn client_killed_mid_run() {
         "30",
         "--trials",
         "1",
+        "--timeout",
+        PATIENT_TIMEOUT_ARG,
+        "--verbose",
     ]);
-    std::thread::sleep(Duration::from_millis(500));
-    c.kill().unwrap();
-    c.wait().unwrap();
-    let line = srv
-        .wait_log("error", Duration::from_secs(5))
-        .expect("serve logs the broken session within 5 s");
+    c.wait_trial_started(0);
+    let killed = Instant::now();
+    c.child.kill().unwrap();
+    c.child.wait().unwrap();
+    // The dead client's kernel closes the connection: the server notices at once, far sooner
+    // than the session's timeout (the client's --timeout).
+    let line = srv.wait_log("error", PROCESS_SLACK).unwrap_or_else(|| {
+        panic!(
+            "serve did not log the broken session within {PROCESS_SLACK:?} of the kill \
+                 (session timeout {PATIENT_TIMEOUT:?})"
+        )
+    });
     assert!(
         line.contains("closed") || line.contains("connection"),
         "{line}"
     );
+    let took = killed.elapsed();
+    assert!(took < PROCESS_SLACK, "logged {took:?} after the kill");
     still_serves(&mut srv);
 }
 
 #[test]
 fn client_frozen_mid_run_times_out_on_the_server() {
     let mut srv = Server::start(&[]);
-    let c = spawn_client(&[
+    let c = Spawned::start(&[
         "stream",
         "--connect",
         &srv.addr,
@@ -175,16 +191,27 @@ fn client_frozen_mid_run_times_out_on_the_server() {
         "--trials",
         "1",
         "--timeout",
-        "1",
+        SHORT_TIMEOUT_ARG,
+        "--verbose",
     ]);
-    std::thread::sleep(Duration::from_millis(500));
-    signal(c.id(), libc::SIGSTOP);
+    c.wait_trial_started(0);
+    let frozen = Instant::now();
+    signal(c.child.id(), libc::SIGSTOP);
+    // The server's last read began at the latest when the client's last block arrived, which
+    // the client may have written up to one wait for a core before the freeze; its timeout
+    // (the client's --timeout) cannot fire early. Logging it is a wake-up away.
+    let within = SHORT_TIMEOUT + WAKE_SLACK;
     let line = srv
-        .wait_log("error", Duration::from_secs(5))
-        .expect("serve ends the frozen session within 5 s");
+        .wait_log("error", within)
+        .unwrap_or_else(|| panic!("serve did not end the frozen session within {within:?}"));
+    let took = frozen.elapsed();
     assert!(line.contains("timed out after 1.0 s"), "{line}");
-    signal(c.id(), libc::SIGKILL);
-    let _ = finish(c, Duration::from_secs(5));
+    assert!(
+        took >= SHORT_TIMEOUT - common::CORE_WAIT,
+        "the session timed out {took:?} after the freeze with --timeout {SHORT_TIMEOUT:?}"
+    );
+    signal(c.child.id(), libc::SIGKILL);
+    let _ = c.finish(LIMIT);
     still_serves(&mut srv);
 }
 
@@ -223,11 +250,15 @@ fn poke(addr: &str, bytes: &[u8]) -> (Vec<u8>, Duration) {
 #[test]
 fn random_bytes_to_serve() {
     let mut srv = Server::start(&[]);
+    // Garbage is refused at its first bytes: sooner than the authentication timeout would
+    // close the connection anyway, by more than the machine's slack.
+    let on_sight = auth_timeout() - WAKE_SLACK;
     for seed in 1..=5u64 {
         let (back, took) = poke(&srv.addr, &noise(seed, 4096));
         assert!(
-            took < Duration::from_secs(2),
-            "garbage session lasted {took:?}"
+            took < on_sight,
+            "garbage session lasted {took:?} (auth timeout {:?})",
+            auth_timeout()
         );
         let text = String::from_utf8_lossy(&back);
         assert!(
@@ -235,14 +266,18 @@ fn random_bytes_to_serve() {
             "reply to garbage: {text}"
         );
     }
-    // Silence is bounded by the authentication timeout.
+    // Silence is bounded by the authentication timeout, which runs from the accept (after
+    // the test's clock started) and cannot fire early.
     let (back, took) = poke(&srv.addr, &[]);
     assert!(
-        took < Duration::from_secs(2),
-        "silent connection lasted {took:?}"
+        took >= auth_timeout() && took < auth_timeout() + WAKE_SLACK,
+        "silent connection lasted {took:?} (auth timeout {:?})",
+        auth_timeout()
     );
     assert!(
-        String::from_utf8_lossy(&back).contains("no valid authentication within 0.8 s"),
+        String::from_utf8_lossy(&back).contains(&format!(
+            "no valid authentication within {DEFAULT_AUTH_TIMEOUT_S:.1} s"
+        )),
         "{back:?}"
     );
     // The right magic with an absurd frame length is refused without allocating it, and an
@@ -301,13 +336,20 @@ fn client_of_another_version() {
             "10",
             "--protocol-version",
             "99",
+            "--timeout",
+            PATIENT_TIMEOUT_ARG,
         ],
         LIMIT,
     );
     assert_eq!(r.code, Some(1));
     let e = r.error().expect("error record");
     assert!(e.contains("version mismatch") && e.contains("v99"), "{e}");
-    assert!(r.wall < Duration::from_secs(5));
+    // Refused at the first frame, not left to time out: the whole process run is prompt.
+    assert!(
+        r.wall < PROCESS_SLACK,
+        "took {:?} (--timeout {PATIENT_TIMEOUT:?})",
+        r.wall
+    );
     still_serves(&mut srv);
 }
 
@@ -358,7 +400,10 @@ fn garbage_from_the_server() {
     let t = std::thread::spawn(move || {
         let (mut s, _) = l.accept().unwrap();
         let _ = s.write_all(&noise(42, 512));
-        std::thread::sleep(Duration::from_millis(500));
+        // Keep the connection open until the client has closed it: it must judge the garbage,
+        // not an early end of the connection.
+        s.set_read_timeout(Some(EVENT_LIMIT)).unwrap();
+        let _ = s.read_to_end(&mut Vec::new());
     });
     let r = client(&["token", "--connect", &addr, "--size", "4"], LIMIT);
     t.join().unwrap();
@@ -376,17 +421,35 @@ fn garbage_from_the_server() {
 fn silent_server() {
     let l = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = l.local_addr().unwrap().to_string();
+    let (done, client_done) = std::sync::mpsc::channel::<()>();
     let t = std::thread::spawn(move || {
         let (_s, _) = l.accept().unwrap();
-        std::thread::sleep(Duration::from_secs(4));
+        // Silence is what is under test: say nothing, and hold the connection open until the
+        // client has given up.
+        let _ = client_done.recv_timeout(LIMIT);
     });
     let r = client(
-        &["token", "--connect", &addr, "--size", "4", "--timeout", "1"],
+        &[
+            "token",
+            "--connect",
+            &addr,
+            "--size",
+            "4",
+            "--timeout",
+            SHORT_TIMEOUT_ARG,
+        ],
         LIMIT,
     );
+    done.send(()).unwrap();
     assert_eq!(r.code, Some(1));
     assert!(r.error().unwrap().contains("timed out"), "{:?}", r.error());
-    assert!(r.wall < Duration::from_secs(3), "took {:?}", r.wall);
+    // The client's wait for the challenge starts after its process did, and its timeout
+    // cannot fire early; then it writes its record and exits.
+    assert!(
+        r.wall >= SHORT_TIMEOUT && r.wall < SHORT_TIMEOUT + PROCESS_SLACK,
+        "took {:?} with --timeout {SHORT_TIMEOUT:?}",
+        r.wall
+    );
     t.join().unwrap();
 }
 
@@ -481,7 +544,9 @@ fn sessions_beyond_the_limit_are_refused_with_a_reason() {
     );
     writeln!(first.stdin.as_mut().unwrap()).unwrap();
     assert!(first.wait().unwrap().success());
-    std::thread::sleep(Duration::from_millis(100));
+    // Its slot is free once serve logs the session's end.
+    srv.wait_log("session 1 from", EVENT_LIMIT)
+        .expect("serve logs the end of the first session");
     still_serves(&mut srv);
 }
 

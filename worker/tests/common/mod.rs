@@ -17,6 +17,25 @@ pub mod netns;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_orchestrate-worker");
 
+/// How late this machine may be to wake a thread that has something to do, for a span that
+/// starts and ends in processes already running. It is a shared box of 2 cores, often with
+/// a build beside the tests: a runnable thread may wait tens of milliseconds for a core, and
+/// such a span holds a few such waits. Bounds add it to the time the worker is configured to
+/// take; where the code guarantees that time (a timeout cannot fire early, a trial of a
+/// duration cannot end before it), the lower bound is that time itself.
+pub const WAKE_SLACK: Duration = Duration::from_millis(200);
+
+/// As [`WAKE_SLACK`], for a span that also starts or ends a process (fork, exec, the dynamic
+/// loader, exit and reaping add tens of milliseconds more on a loaded machine).
+pub const PROCESS_SLACK: Duration = Duration::from_millis(500);
+
+/// How long before an event the test sees (a signal it sent, a line it read) the worker may
+/// have started the wait that the event ends: one thread's wait for a core, tens of ms here.
+pub const CORE_WAIT: Duration = Duration::from_millis(100);
+
+/// Limit of every wait for an event that is expected at once: only a hang reaches it.
+pub const EVENT_LIMIT: Duration = Duration::from_secs(30);
+
 /// The secret every test server and client shares (64 hex digits).
 pub const SECRET: &str = "5ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2e75ec2";
 
@@ -114,15 +133,7 @@ impl Server {
 
     /// Wait for a stderr line containing `needle`.
     pub fn wait_log(&self, needle: &str, within: Duration) -> Option<String> {
-        let end = Instant::now() + within;
-        while let Some(left) = end.checked_duration_since(Instant::now()) {
-            match self.stderr.recv_timeout(left) {
-                Ok(l) if l.contains(needle) => return Some(l),
-                Ok(_) => {}
-                Err(_) => return None,
-            }
-        }
-        None
+        wait_line(&self.stderr, needle, within)
     }
 
     pub fn alive(&mut self) -> bool {
@@ -131,6 +142,99 @@ impl Server {
 }
 
 impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The first line from `rx` containing `needle` within `within` (earlier lines are dropped).
+pub fn wait_line(rx: &Receiver<String>, needle: &str, within: Duration) -> Option<String> {
+    let end = Instant::now() + within;
+    while let Some(left) = end.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(l) if l.contains(needle) => return Some(l),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+/// Every line `rx` still gives until its writer closes (bounded by [`EVENT_LIMIT`]).
+pub fn drain(rx: &Receiver<String>) -> Vec<String> {
+    let end = Instant::now() + EVENT_LIMIT;
+    let mut v = Vec::new();
+    while let Some(left) = end.checked_duration_since(Instant::now()) {
+        match rx.recv_timeout(left) {
+            Ok(l) => v.push(l),
+            Err(_) => break,
+        }
+    }
+    v
+}
+
+/// A client running in the background, its stdout and stderr read line by line (the
+/// `--verbose` lines on stderr say when it has started a trial). Killed on drop.
+pub struct Spawned {
+    pub child: Child,
+    pub stdout: Receiver<String>,
+    pub stderr: Receiver<String>,
+}
+
+impl Spawned {
+    /// `orchestrate-worker args` with the tests' secret.
+    pub fn start(args: &[&str]) -> Spawned {
+        let mut child = worker()
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start client");
+        Spawned {
+            stdout: lines(child.stdout.take().unwrap()),
+            stderr: lines(child.stderr.take().unwrap()),
+            child,
+        }
+    }
+
+    /// Waits for the `--verbose` line saying trial `trial` has started (the server accepted
+    /// it; the client's first message follows at once); panics after [`EVENT_LIMIT`].
+    pub fn wait_trial_started(&self, trial: u32) {
+        let needle = format!("trial {trial} at ");
+        let end = Instant::now() + EVENT_LIMIT;
+        while let Some(left) = end.checked_duration_since(Instant::now()) {
+            match self.stderr.recv_timeout(left) {
+                Ok(l) if l.contains(&needle) && l.ends_with(": started") => return,
+                Ok(_) => {}
+                Err(e) => panic!("no start of trial {trial} on the client's stderr: {e}"),
+            }
+        }
+        panic!("trial {trial} did not start within {EVENT_LIMIT:?}");
+    }
+
+    /// Waits for the process to exit, killing it after `limit` (which fails the test);
+    /// returns its exit code, its stdout and when its exit was seen (polled every 10 ms).
+    pub fn finish(mut self, limit: Duration) -> (Option<i32>, String, Instant) {
+        let start = Instant::now();
+        loop {
+            if let Some(s) = self.child.try_wait().expect("try_wait") {
+                let exited = Instant::now();
+                let out = drain(&self.stdout).join("\n");
+                return (s.code(), out, exited);
+            }
+            if start.elapsed() > limit {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                panic!("process still running after {limit:?}");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Spawned {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();

@@ -70,12 +70,18 @@ fn a_newer_jsonl_is_converted_again() {
     let run = RunDir::new(dir.path());
     assert!(run.ensure_store().unwrap());
     assert!(!run.ensure_store().unwrap(), "up to date: nothing to do");
-    std::thread::sleep(std::time::Duration::from_millis(20));
-    std::fs::write(
-        dir.path().join("records.jsonl"),
-        line(&rows[0]) + &line(&rows[1]),
-    )
-    .unwrap();
+    let jsonl = dir.path().join("records.jsonl");
+    std::fs::write(&jsonl, line(&rows[0]) + &line(&rows[1])).unwrap();
+    // Written after the store, as the file's time says: set, not slept for, since the
+    // kernel stamps files at its tick (a few ms), which a quick rewrite can share.
+    let stored = std::fs::metadata(run.records_parquet())
+        .and_then(|m| m.modified())
+        .unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&jsonl)
+        .and_then(|f| f.set_modified(stored + std::time::Duration::from_millis(1)))
+        .unwrap();
     assert!(run.ensure_store().unwrap());
     assert_eq!(run.scan_records().unwrap().collect().unwrap().height(), 2);
 }

@@ -264,6 +264,28 @@ fn public(path: &Path) -> String {
         .join(" ")
 }
 
+/// What an earlier run of this test left when it was killed before its drops ran: its user,
+/// the user's sudoers file, its namespaces and the host's end of its uplink. Each carries the
+/// test process's id in its name (`orchlab<pid>`, `orch-lab<pid>-…`, `orlab<pid>h`); what a
+/// process that still runs made is its own and stays.
+fn remove_what_a_killed_run_left() {
+    must(
+        r#"gone() { [ ! -d "/proc/$1" ]; }
+        for ns in $(ip netns list | sed -n 's/^orch-lab\([0-9]*\)-\([a-z0-9]*\).*/\1-\2/p'); do
+            gone "${ns%-*}" || continue
+            ip netns pids "orch-lab$ns" | xargs -r kill -9; ip netns delete "orch-lab$ns"
+        done
+        for pid in $(ip -o link show | sed -n 's/^[0-9]*: orlab\([0-9]*\)h[@:].*/\1/p'); do
+            gone "$pid" && ip link delete "orlab${pid}h"
+        done
+        for pid in $(sed -n 's/^orchlab\([0-9]*\):.*/\1/p' /etc/passwd); do
+            gone "$pid" || continue
+            pkill -9 -u "orchlab$pid" || :; userdel "orchlab$pid"; rm -f "/etc/sudoers.d/orchlab$pid"
+        done
+        :"#,
+    );
+}
+
 /// The lab: jump host, nodes, user, keys, and the inventory that reaches them.
 struct Lab {
     dir: tempfile::TempDir,
@@ -276,7 +298,10 @@ struct Lab {
 
 impl Lab {
     fn new() -> Lab {
-        let tag = std::process::id() % 10_000;
+        remove_what_a_killed_run_left();
+        // The whole process id: interface names stay within 15 characters (`orlab` and 7
+        // digits and 2 more), and a later run can tell whether the process that made them runs.
+        let tag = std::process::id();
         let user = SudoUser::create(&format!("orchlab{tag}"));
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();

@@ -104,16 +104,8 @@ impl Server {
 
     /// `serve --listen listen` run by `cmd` (the worker, or [`worker_in`] a namespace).
     pub fn start_with(mut cmd: Command, listen: &str, extra: &[&str]) -> Server {
-        let mut child = cmd
-            .args(["serve", "--listen", listen])
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start serve");
-        let stdout = lines(child.stdout.take().unwrap());
-        let stderr = lines(child.stderr.take().unwrap());
+        cmd.args(["serve", "--listen", listen]).args(extra);
+        let (child, stdout, stderr) = spawn_piped(cmd);
         let first = stdout
             .recv_timeout(Duration::from_secs(10))
             .expect("serve prints where it listens");
@@ -185,17 +177,13 @@ pub struct Spawned {
 impl Spawned {
     /// `orchestrate-worker args` with the tests' secret.
     pub fn start(args: &[&str]) -> Spawned {
-        let mut child = worker()
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start client");
+        let mut cmd = worker();
+        cmd.args(args);
+        let (child, stdout, stderr) = spawn_piped(cmd);
         Spawned {
-            stdout: lines(child.stdout.take().unwrap()),
-            stderr: lines(child.stderr.take().unwrap()),
             child,
+            stdout,
+            stderr,
         }
     }
 
@@ -239,6 +227,19 @@ impl Drop for Spawned {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// Runs `cmd` with no stdin, its stdout and stderr read line by line.
+fn spawn_piped(mut cmd: Command) -> (Child, Receiver<String>, Receiver<String>) {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
+    let stdout = lines(child.stdout.take().unwrap());
+    let stderr = lines(child.stderr.take().unwrap());
+    (child, stdout, stderr)
 }
 
 pub fn lines(r: impl Read + Send + 'static) -> Receiver<String> {

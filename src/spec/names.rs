@@ -95,6 +95,14 @@ string_name!(
     /// A Linux network interface name (at most 15 bytes, the kernel's IFNAMSIZ - 1).
     IfName, "interface name", 15
 );
+
+impl IfName {
+    /// The loopback device every network namespace has: it carries a node's traffic to itself
+    /// and reaches no other node, so it can be neither a wire nor a bond.
+    pub fn is_loopback(&self) -> bool {
+        self.0 == "lo"
+    }
+}
 string_name!(
     /// The name of a segment, switch, network or topology.
     Name, "name", 63

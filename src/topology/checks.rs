@@ -9,7 +9,7 @@ use toml::Spanned;
 
 use crate::spec::limits::{MAX_INTERFACES_PER_NODE, MAX_ITEMS, MIN_RATE};
 use crate::spec::topology::TopologySpec;
-use crate::spec::{Rate, SourceFile, SpecError};
+use crate::spec::{IfName, Rate, SourceFile, SpecError};
 
 /// Every problem of these kinds in `spec`, in file order of the kinds.
 pub(super) fn check(spec: &TopologySpec, source: &SourceFile, errors: &mut Vec<SpecError>) {
@@ -37,6 +37,7 @@ pub(super) fn check(spec: &TopologySpec, source: &SourceFile, errors: &mut Vec<S
     for r in &spec.route {
         route_values(&r.to, &r.via, &mut push);
     }
+    loopback_interfaces(spec, &mut push);
     for seg in &spec.segment {
         rate_floor(&seg.rate, &mut push);
     }
@@ -70,6 +71,36 @@ fn route_values(to: &Spanned<Ipv4Net>, via: &Spanned<Ipv4Addr>, push: &mut Push)
             format!("next hop {} {why}", via.get_ref()),
             None,
         );
+    }
+}
+
+/// `lo` named where a topology means a wire or a bond: as a bond, a bond's slave or primary,
+/// or the interface of a hand-given address. (A segment member `lo` is refused where members
+/// are read.) `lo` reaches no other node, and the tool puts its own addresses on it (ECMP's
+/// node address).
+fn loopback_interfaces(spec: &TopologySpec, push: &mut Push) {
+    let mut refuse = |name: &Spanned<IfName>, role: &str| {
+        if name.get_ref().is_loopback() {
+            push(
+                name.span(),
+                format!(
+                    "`lo` cannot be {role}: it is the node's loopback interface, which reaches no other node"
+                ),
+                Some("name an interface that a segment's `members` wires, such as eth1".into()),
+            );
+        }
+    };
+    for b in &spec.bond {
+        refuse(&b.name, "a bond");
+        for slave in &b.slaves {
+            refuse(slave, "a bond's slave");
+        }
+        if let Some(primary) = &b.primary {
+            refuse(primary, "a bond's primary");
+        }
+    }
+    for a in &spec.address {
+        refuse(&a.interface, "given an address");
     }
 }
 

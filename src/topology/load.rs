@@ -280,6 +280,12 @@ fn member(m: &Spanned<String>) -> Result<Vec<DraftPort>, String> {
         format!("invalid member {text:?}: expected `node:interface`, e.g. \"n01:eth1\"")
     })?;
     let ifname: IfName = ifname.parse().map_err(|e: crate::spec::InvalidValue| e.0)?;
+    if ifname.is_loopback() {
+        return Err(format!(
+            "invalid member {text:?}: `lo` is the node's loopback interface, which reaches no \
+             other node; name the interface wired to this segment, e.g. \"{nodes}:eth1\""
+        ));
+    }
     let nodes: Vec<NodeName> = expand(&Spanned::new(m.span(), nodes.to_owned()), "node")?;
     Ok(nodes
         .into_iter()

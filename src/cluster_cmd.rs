@@ -1,5 +1,5 @@
-//! `orchestrate cluster`: the virtual cluster's commands — `image`, `up`, `status`, `verify`
-//! and `down` — each a thin layer over `orchestrate::vcluster` that prints what it did.
+//! `orchestrate cluster`: the virtual cluster's commands — `image`, `up`, `status`, `verify`,
+//! `ssh` and `down` — each a thin layer over `orchestrate::vcluster` that prints what it did.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,6 +28,10 @@ pub enum ClusterCommand {
     Status(StatusArgs),
     /// Measure every segment over SSH and check it against its rate and medium.
     Verify(VerifyArgs),
+    /// A shell on a node of a running cluster, or one command there (`cluster ssh n01 --
+    /// ip -br addr`): ssh through the cluster's ssh_config, its key and the node's pinned host
+    /// key. The command's exit status is this one's.
+    Ssh(SshArgs),
     /// Remove everything `up` made: containers, networks, ifb devices, files. Idempotent.
     Down {
         /// The cluster (its topology's name unless `up --name` gave another); needed only
@@ -92,6 +96,27 @@ pub struct VerifyArgs {
 }
 
 #[derive(Args)]
+pub struct SshArgs {
+    /// The cluster (its topology's name unless `up --name` gave another); needed only when
+    /// more than one is up.
+    #[arg(long)]
+    name: Option<String>,
+    #[command(flatten)]
+    state: StateArgs,
+    /// The node, as the topology names it (n01, ...).
+    node: String,
+    /// A command to run instead of a shell; put `--` before it when it has options of its own.
+    /// As with ssh, its words are joined into one command line for the node's shell, so
+    /// `-- 'ip -br addr | grep eth'` runs the pipe there.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    command: Vec<String>,
+}
+
+#[derive(Args)]
 pub struct ImageArgs {
     /// Where the image's base comes from.
     #[arg(long, value_enum, default_value_t = vc::BaseSource::Auto)]
@@ -123,6 +148,7 @@ pub fn run(action: ClusterCommand) -> anyhow::Result<ExitCode> {
         ClusterCommand::Up(args) => up(args),
         ClusterCommand::Status(args) => status(&args),
         ClusterCommand::Verify(args) => verify(args),
+        ClusterCommand::Ssh(args) => ssh(args),
         ClusterCommand::Down { name, state } => down(name, &state),
     }
 }
@@ -306,6 +332,16 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs ssh in this process's place, so that a shell gets the terminal, signals go to ssh, and
+/// the exit status is the remote command's.
+fn ssh(args: SshArgs) -> anyhow::Result<ExitCode> {
+    use std::os::unix::process::CommandExt;
+    let name = name_or_only(args.name)?;
+    let mut ssh = vc::ssh_to_node(&name, &args.state.state_dir, &args.node, &args.command)?;
+    let err = ssh.exec();
+    anyhow::bail!("could not run ssh (openssh-client): {err}")
 }
 
 fn down(name: Option<String>, state: &StateArgs) -> anyhow::Result<ExitCode> {

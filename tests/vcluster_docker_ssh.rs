@@ -1,6 +1,6 @@
 //! A four-node cluster is reached over SSH exactly as the inventory says, with host keys
 //! verified (and a wrong key refused); its interfaces carry the topology's names and no
-//! addresses; the worker runs on the nodes; and traffic between two nodes over SSH (iperf3
+//! addresses; the worker runs on the nodes; `cluster ssh` runs a command on one; and traffic between two nodes over SSH (iperf3
 //! standing in for the worker's stream pattern) gets the bus's rate.
 
 #[path = "common/need.rs"]
@@ -81,6 +81,39 @@ fn docker_four_node_cluster_over_ssh_runs_the_worker_and_traffic() {
         impostor.known_hosts = Some(wrong);
         let out = support::ssh(&impostor, "true");
         assert!(!out.status.success(), "a wrong host key was accepted");
+        // `cluster ssh`: one command on a node, its output and its exit status passed back;
+        // an unknown node refused with the cluster's nodes named.
+        let on_node = |node: &str, command: &[&str]| {
+            let mut args = vec![
+                "cluster",
+                "ssh",
+                "--name",
+                name,
+                "--state-dir",
+                state_s,
+                node,
+            ];
+            args.push("--");
+            args.extend_from_slice(command);
+            support::orchestrate(&args)
+        };
+        let out = on_node("n3", &["cat", "/etc/hostname"]);
+        assert!(out.status.success(), "cluster ssh n3 failed");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "n3\n");
+        // As with ssh, the words make one command line for the node's shell.
+        let out = on_node("n2", &["test -d /proc &&", "exit 7"]);
+        assert_eq!(
+            out.status.code(),
+            Some(7),
+            "the remote exit status comes back"
+        );
+        let out = on_node("n9", &["true"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "an unknown node was accepted");
+        assert!(
+            err.contains("has no node \"n9\"") && err.contains("n1, n2, n3, n4"),
+            "{err}"
+        );
         // Traffic between two nodes over SSH, on the bus and across the switch.
         let (table, _) =
             support::orchestrate_ok(&["cluster", "verify", "--name", name, "--state-dir", state_s]);

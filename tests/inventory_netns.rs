@@ -18,9 +18,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// The host's end of its one wire to the jump host, and the jump host's.
-const UPLINK_HOST: &str = "10.231.0.1";
-const UPLINK_JUMP: &str = "10.231.0.2";
+/// The host's end of a lab's one wire to its jump host, and the jump host's: a /30 of its own
+/// for each lab (the tests here run at once, and the host's end is in the host's namespace).
+fn uplink_addresses(lab: u8) -> (String, String) {
+    let base = 4 * u32::from(lab);
+    (
+        format!("10.231.0.{}", base + 1),
+        format!("10.231.0.{}", base + 2),
+    )
+}
 /// The nodes' management network, behind the jump host: the host has no route to it.
 const MGMT_PREFIX: &str = "10.231.1";
 const NODES: [&str; 3] = ["n1", "n2", "n3"];
@@ -297,8 +303,10 @@ struct Lab {
 }
 
 impl Lab {
-    fn new() -> Lab {
+    /// Lab number `lab` (each test its own: see [`uplink_addresses`]).
+    fn new(lab: u8) -> Lab {
         remove_what_a_killed_run_left();
+        let (uplink_host, uplink_jump) = uplink_addresses(lab);
         // The whole process id: interface names stay within 15 characters (`orlab` and 7
         // digits and 2 more), and a later run can tell whether the process that made them runs.
         let tag = std::process::id();
@@ -318,12 +326,12 @@ impl Lab {
         let uplink = Uplink(format!("orlab{tag}h"));
         must(&format!(
             "ip link add {h} type veth peer name uplink0 netns {j} && \
-             ip addr add {UPLINK_HOST}/30 dev {h} && ip link set {h} up",
+             ip addr add {uplink_host}/30 dev {h} && ip link set {h} up",
             h = uplink.0,
             j = jump.ns
         ));
         jump.ip(&format!(
-            "addr add {UPLINK_JUMP}/30 dev uplink0 && ip -n {} link set uplink0 up",
+            "addr add {uplink_jump}/30 dev uplink0 && ip -n {} link set uplink0 up",
             jump.ns
         ));
         jump.ip(&format!(
@@ -370,6 +378,11 @@ impl Lab {
                 ));
             }
         }
+        // Forwarding off, as on a machine that routes nothing (a new namespace here starts
+        // with it on): the run turns it on where the topology forwards, and must turn it off.
+        for node in &nodes {
+            node.sh("sysctl -qw net.ipv4.ip_forward=0");
+        }
         // IPv6 gives each link a link-local address, tentative until duplicate address
         // detection ends: the state before the run is taken once it has.
         for m in std::iter::once(&jump).chain(&nodes) {
@@ -384,12 +397,12 @@ impl Lab {
             }
         }
 
-        jump.start_sshd(&d.join("node"), UPLINK_JUMP);
+        jump.start_sshd(&d.join("node"), &uplink_jump);
         for (i, node) in nodes.iter_mut().enumerate() {
             node.start_sshd(&d.join("node"), &format!("{MGMT_PREFIX}.1{i}"));
         }
         let key = public(&d.join("node/host_key"));
-        let mut pinned = format!("{UPLINK_JUMP} {key}\n");
+        let mut pinned = format!("{uplink_jump} {key}\n");
         for i in 0..NODES.len() {
             pinned += &format!("{MGMT_PREFIX}.1{i} {key}\n");
         }
@@ -397,7 +410,7 @@ impl Lab {
 
         let mut inventory = format!(
             "[defaults]\nuser = \"{u}\"\nsudo = true\nidentity = \"client_key\"\n\
-             known_hosts = \"known_hosts\"\njump = \"{u}@{UPLINK_JUMP}\"\n",
+             known_hosts = \"known_hosts\"\njump = \"{u}@{uplink_jump}\"\n",
             u = user.name
         );
         for (i, n) in NODES.iter().enumerate() {
@@ -435,7 +448,7 @@ impl Lab {
 #[test]
 fn netns_sshd_sudo_inventory_run_through_a_jump_host_leaves_each_node_as_found() {
     require_needs!();
-    let lab = Lab::new();
+    let lab = Lab::new(0);
     let before: Vec<String> = lab.nodes.iter().map(Machine::state).collect();
     let jump_before = lab.jump.state();
     for (n, state) in NODES.iter().zip(&before) {
@@ -491,4 +504,104 @@ fn netns_sshd_sudo_inventory_run_through_a_jump_host_leaves_each_node_as_found()
         );
     }
     assert_eq!(lab.jump.state(), jump_before, "the jump host was changed");
+}
+
+/// The network state of a machine and the files of its /run: what a teardown is judged on
+/// here (processes left by a run killed mid-point are not the ledger's business).
+fn network_and_run(m: &Machine) -> String {
+    let state = m.state();
+    let net = state.split("\n-- processes\n").next().unwrap_or_default();
+    let run = m.sh_inside("find /run -mindepth 1 | sort");
+    format!("{net}\n-- /run\n{run}")
+}
+
+/// A run killed with SIGKILL once it has measured a few points, then two nodes' ledgers lost
+/// (as a cleanup of /run would lose them), and on one of the two a change of the run's made
+/// over by someone else: `orchestrate teardown` undoes from the run's copy each change still
+/// exactly as the run made it, names the one it left alone, keeps ledger.json and fails.
+#[test]
+fn netns_sshd_sudo_a_lost_ledger_is_undone_from_the_runs_copy_and_nothing_is_claimed() {
+    require_needs!();
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::CommandExt;
+
+    let lab = Lab::new(1);
+    let before: Vec<String> = lab.nodes.iter().map(network_and_run).collect();
+    assert!(
+        before[1].contains("net.ipv4.ip_forward = 0"),
+        "n2 starts without forwarding: {}",
+        before[1]
+    );
+    let mut run = Command::new(env!("CARGO_BIN_EXE_orchestrate"))
+        .args(["run", &lab.path("lab.toml"), "--out", &lab.path("out")])
+        .args(["--events", "-"])
+        .current_dir(lab.dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        // Its own process group, so that its ssh connections die with it.
+        .process_group(0)
+        .spawn()
+        .expect("orchestrate runs");
+    let events = BufReader::new(run.stdout.take().unwrap());
+    let mut finished = 0;
+    for line in events.lines() {
+        let line = line.unwrap();
+        if line.contains("\"type\":\"point_finished\"") {
+            finished += 1;
+            if finished == 3 {
+                break;
+            }
+        }
+    }
+    assert_eq!(finished, 3, "the run ended before three points");
+    // procps' kill: the shell's own does not take a process group.
+    must(&format!("/bin/kill -KILL -- -{}", run.id()));
+    let _ = run.wait();
+    lab.wait_for_sessions_to_end();
+    let runs: Vec<PathBuf> = std::fs::read_dir(lab.path("out/lab"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let ledger_json = runs[0].join("ledger.json");
+    assert!(ledger_json.exists(), "a killed run keeps its ledger");
+
+    // n2 and n3 lose their ledgers; on n2 someone turns forwarding off again after the run
+    // turned it on.
+    for m in &lab.nodes[1..] {
+        m.sh_inside("rm /run/orchestrate/ledger");
+    }
+    lab.nodes[1].sh_inside("sysctl -qw net.ipv4.ip_forward=0");
+
+    let teardown = |expect_success: bool| {
+        let out = Command::new(env!("CARGO_BIN_EXE_orchestrate"))
+            .arg("teardown")
+            .arg(&runs[0])
+            .current_dir(lab.dir.path())
+            .output()
+            .expect("orchestrate teardown runs");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.success(), expect_success, "{stderr}");
+        stderr
+    };
+    let said = teardown(false);
+    assert!(said.contains("n1: undone from its ledger"), "{said}");
+    assert!(
+        said.contains("n3: its ledger was missing steps"),
+        "n3 is undone from the copy: {said}"
+    );
+    assert!(
+        said.contains("left alone step") && said.contains("sysctl net.ipv4.ip_forward=1"),
+        "n2's forwarding, no longer as the run made it, is named: {said}"
+    );
+    assert!(!said.contains("every node of the ledger is back"), "{said}");
+    assert!(
+        ledger_json.exists(),
+        "a teardown that fails keeps ledger.json"
+    );
+    // Everything else is back, on every node, n2 included: the change left alone is off, as
+    // whoever turned it off wanted.
+    for ((n, m), was) in NODES.iter().zip(&lab.nodes).zip(&before) {
+        assert_eq!(&network_and_run(m), was, "{n} is not as the run found it");
+    }
 }

@@ -314,3 +314,83 @@ fn netns_mptcp_announces_every_address_and_teardown_restores_limits_and_endpoint
     );
     assert_eq!(ns.state(), before, "a refused apply changed state");
 }
+
+/// The ledger lines `apply` printed for the controller to keep.
+fn printed_copy(applied: &std::process::Output) -> Vec<String> {
+    String::from_utf8_lossy(&applied.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix(netconf::LEDGER_COPY_PREFIX))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A node whose ledger is lost after apply is put back from the run's copy; a node whose
+/// ledger is lost and one of whose changes someone else has made over since gets every other
+/// change undone, that one left alone (theirs now) and named, and a failing teardown.
+#[test]
+fn netns_a_lost_ledger_is_undone_from_the_runs_copy_where_still_as_the_run_made_it() {
+    require_needs!();
+    let t = common::topology("routed-mesh-4x4");
+    let n = t.node(&"n06".parse().unwrap()).unwrap();
+    let scripts = netconf::render(&t, n);
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = dir.path().join("ledger");
+
+    for moved in [false, true] {
+        let ns = node_namespace(&format!("orch-lost-{moved}"), &t, "n06");
+        let before = ns.state();
+        let applied = run_script(&ns, &scripts.apply, &ledger);
+        assert!(
+            applied.status.success(),
+            "{}",
+            String::from_utf8_lossy(&applied.stderr)
+        );
+        let copy = printed_copy(&applied);
+        assert_eq!(
+            copy.join("\n") + "\n",
+            std::fs::read_to_string(&ledger).unwrap(),
+            "apply prints its ledger as it stands"
+        );
+        std::fs::remove_file(&ledger).unwrap();
+        // Someone moves one of the run's addresses to another interface of theirs.
+        let (dev, address) = n.links().next().expect("n06 has addresses");
+        if moved {
+            ns.must(&format!(
+                "ip addr del {address} dev {dev} && ip link add theirs type veth peer name theirs1 \
+                 && ip addr add {address} dev theirs"
+            ));
+        }
+        let preamble = netconf::copy_preamble(&copy, scripts.steps.len()).unwrap();
+        let torn = run_script(&ns, &(preamble + &scripts.teardown), &ledger);
+        let said = String::from_utf8_lossy(&torn.stderr);
+        assert!(
+            String::from_utf8_lossy(&torn.stdout).contains(netconf::FROM_COPY_PREFIX),
+            "teardown says it took steps from the copy"
+        );
+        assert!(
+            !ledger.exists(),
+            "the rebuilt ledger is emptied and removed"
+        );
+        if moved {
+            assert!(!torn.status.success(), "a change left alone fails teardown");
+            assert!(
+                said.contains("left alone step")
+                    && said.contains(&format!("address {address} on {dev}")),
+                "{said}"
+            );
+            ns.must("ip link del theirs");
+        } else {
+            assert!(torn.status.success(), "{said}");
+        }
+        assert_eq!(ns.state(), before, "moved: {moved}");
+    }
+
+    // No ledger and no copy: the script says it cannot tell, and claims nothing.
+    let ns = node_namespace("orch-lost-none", &t, "n06");
+    let torn = run_script(&ns, &scripts.teardown, &ledger);
+    assert!(torn.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&torn.stdout).trim(),
+        netconf::NO_LEDGER_LINE
+    );
+}

@@ -14,8 +14,9 @@ use orchestrate::netconf::{self, NodeScripts};
 
 /// Words sh runs itself, in dash, bash and busybox ash alike.
 const BUILTINS: &[&str] = &[
-    "[", ":", ".", "break", "echo", "printf", "set", "exit", "return", "shift", "kill", "test",
-    "true", "false", "command", "cd", "read", "trap", "wait", "eval", "exec", "export", "unset",
+    "[", ":", ".", "break", "continue", "echo", "printf", "set", "exit", "return", "shift", "kill",
+    "test", "true", "false", "command", "cd", "read", "trap", "wait", "eval", "exec", "export",
+    "unset",
 ];
 const KEYWORDS: &[&str] = &[
     "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}",

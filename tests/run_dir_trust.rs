@@ -94,6 +94,7 @@ repetitions = 1
                 node_ledger: NODE_LEDGER.into(),
                 nodes,
                 owner: None,
+                copies: Default::default(),
             })
             .unwrap();
         let run = open.writer.root().to_owned();

@@ -15,6 +15,22 @@ use super::steps::{Step, q};
 /// Where scripts keep the ledger on a node unless told otherwise (their first argument).
 pub const DEFAULT_LEDGER: &str = "/run/orchestrate/ledger";
 
+/// What starts each line of the ledger the apply script prints when it is done, for the
+/// controller to keep in the run directory (the run's copy of the node's ledger).
+pub const LEDGER_COPY_PREFIX: &str = "ledger-copy ";
+
+/// What the teardown script prints, and nothing else, when the node has no ledger and the
+/// controller sent no copy: it cannot tell "nothing was applied" from "the ledger was lost".
+pub const NO_LEDGER_LINE: &str = "no-ledger";
+
+/// What starts the line the teardown script prints when it took steps from the run's copy
+/// (the step numbers follow).
+pub const FROM_COPY_PREFIX: &str = "from-copy:";
+
+/// The variable a line put before the teardown script sets to the run's copy of the node's
+/// ledger (see [`copy_preamble`]).
+const COPY_VARIABLE: &str = "ORCHESTRATE_LEDGER_COPY";
+
 /// A node's configuration for one topology.
 #[derive(Debug, Clone, Serialize)]
 pub struct NodeScripts {
@@ -218,6 +234,7 @@ done
     }
     if node.mptcp.is_some() {
         s += MPTCP_CHECKS;
+        s += MPTCP_READERS;
     }
     if let Some(e) = &node.ecmp {
         s += "[ -e /proc/sys/net/ipv4/fib_multipath_hash_policy ] \\\n    || fail \"the kernel has no multipath routes (CONFIG_IP_ROUTE_MULTIPATH): ECMP needs them\"\n";
@@ -243,6 +260,12 @@ done
         }
         let _ = writeln!(s, "{}", step.apply(n));
     }
+    let _ = write!(
+        s,
+        "\n# The ledger as it stands, for the controller to keep in the run directory: should this\n\
+         # node lose it, teardown still knows what the run changed.\n\
+         sed 's/^/{LEDGER_COPY_PREFIX}/' \"$ledger\"\n"
+    );
     s
 }
 
@@ -281,14 +304,17 @@ start_bond() {{
     )
 }
 
-/// Apply-script checks and helpers for Multipath TCP: the kernel must have it on (a node
-/// without it is refused before any change, not measured as plain TCP), and `ip` must know
-/// `mptcp`. `mptcp_limits` prints the limits as `ip mptcp limits set` takes them back;
-/// `mptcp_endpoint_id` finds the id the kernel gave an address's endpoint.
+/// Apply-script checks for Multipath TCP: the kernel must have it on (a node without it is
+/// refused before any change, not measured as plain TCP), and `ip` must know `mptcp`.
 const MPTCP_CHECKS: &str = r#"[ "$(sysctl -n net.mptcp.enabled 2>/dev/null)" = 1 ] \
     || fail "Multipath TCP is off in this kernel (net.mptcp.enabled is not 1, or CONFIG_MPTCP is not set)"
 ip mptcp limits show >/dev/null 2>&1 || fail "ip (iproute2) here has no mptcp command, or the kernel no MPTCP path manager"
-mptcp_limits() { ip mptcp limits show | tr -s ' \n' '  ' | sed 's/ *$//'; }
+"#;
+
+/// Shell helpers reading Multipath TCP's state, for both scripts: `mptcp_limits` prints the
+/// limits as `ip mptcp limits set` takes them back; `mptcp_endpoint_id` finds the id the
+/// kernel gave an address's endpoint.
+const MPTCP_READERS: &str = r#"mptcp_limits() { ip mptcp limits show | tr -s ' \n' '  ' | sed 's/ *$//'; }
 mptcp_endpoint_id() {
     ip mptcp endpoint show | while read -r addr word id rest; do
         if [ "$addr" = "$1" ] && [ "$word" = id ]; then echo "$id"; break; fi
@@ -296,11 +322,17 @@ mptcp_endpoint_id() {
 }
 "#;
 
-/// Teardown helper for Multipath TCP: puts back the limits `mptcp_limits` recorded, refusing
-/// anything but the words and numbers it writes (the value is split into arguments).
+/// Teardown helpers for Multipath TCP: `restore_mptcp_limits` puts back the limits
+/// `mptcp_limits` recorded, refusing anything but the words and numbers it writes (the value
+/// is split into arguments); `mptcp_limits_are` checks that the limits a run set are in force.
 const MPTCP_RESTORE: &str = r#"restore_mptcp_limits() {
     case "$1" in ''|*[!a-z0-9_\ ]*) echo "unexpected MPTCP limits in the ledger: $1" >&2; return 1 ;; esac
     ip mptcp limits set $1
+}
+mptcp_limits_are() {
+    l=" $(mptcp_limits) "
+    case "$l" in *" subflows $1 "*) ;; *) return 1 ;; esac
+    case "$l" in *" add_addr_accepted $2 "*) ;; *) return 1 ;; esac
 }
 "#;
 
@@ -333,6 +365,28 @@ stop_bond() {{
     )
 }
 
+/// The line the controller puts before a teardown script to hand it the run's copy of the
+/// node's ledger. Only ledger lines as apply scripts write them are accepted (a step number of
+/// the script's `steps`, then letters, digits, blanks and `_.:/,-`), so the copy, read from the
+/// run directory, cannot carry shell (a quote, an expansion, a glob) onto the node.
+pub fn copy_preamble(copy: &[String], steps: usize) -> Result<String, String> {
+    for line in copy {
+        let (n, value) = line.split_once(' ').unwrap_or((line, ""));
+        let step_ok = n.parse::<usize>().is_ok_and(|n| (1..=steps).contains(&n));
+        // What `recorded` writes: numbers, words, tab-separated sysctl values.
+        let value_ok = value.chars().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, ' ' | '\t' | '_' | '.' | ':' | '/' | ',' | '-')
+        });
+        if !step_ok || !value_ok {
+            return Err(format!(
+                "the run's copy of the ledger holds {line:?}, which no apply script of {steps} \
+                 steps writes"
+            ));
+        }
+    }
+    Ok(format!("{COPY_VARIABLE}='{}'\n", copy.join("\n")))
+}
+
 /// A word the shell expands (it names a variable) in double quotes, any other as it is.
 fn expanded(word: &str) -> String {
     if word.contains('$') {
@@ -352,19 +406,46 @@ fn teardown_script(t: &Topology, node: &Node, steps: &[Step]) -> String {
 # Undoes, in reverse, each change the ledger (first argument, default {DEFAULT_LEDGER})
 # records, and forgets it once undone; a change that cannot be undone stays in the ledger and
 # makes the script fail, so it can be retried. Nothing the ledger does not name is touched.
+#
+# A line before this script may set {COPY_VARIABLE} to the controller's copy of
+# this node's ledger, kept in the run directory. A step the copy holds and the node's ledger
+# does not (the ledger was lost, or cut short) is undone only if its change is still exactly
+# as the run made it; otherwise it is left alone and named, and the script fails.
 set -u
 ledger=${{1:-{DEFAULT_LEDGER}}}
-[ -f "$ledger" ] || exit 0
 status=0
 has() {{ grep -q "^$1\( \|\$\)" "$ledger"; }}
 value_of() {{ sed -n "s/^$1 //p" "$ledger" | tail -n 1; }}
 forget() {{ rest=$(grep -v "^$1\( \|\$\)" "$ledger"); printf '%s' "$rest${{rest:+
 }}" >"$ledger"; }}
+from_copy=' '
+if [ -n "${{{COPY_VARIABLE}:-}}" ]; then
+    mkdir -p "$(dirname "$ledger")" && : >>"$ledger" \
+        || {{ echo "teardown {who}: cannot write $ledger" >&2; exit 1; }}
+    old_ifs=$IFS
+    IFS='
+'
+    for line in ${COPY_VARIABLE}; do
+        n=${{line%%[!0-9]*}}
+        has "$n" && continue
+        printf '%s\n' "$line" >>"$ledger"
+        from_copy="$from_copy$n "
+    done
+    IFS=$old_ifs
+fi
+if [ ! -f "$ledger" ]; then echo {NO_LEDGER_LINE}; exit 0; fi
+[ "$from_copy" = ' ' ] || echo "{FROM_COPY_PREFIX}$from_copy"
+checked() {{ [ "${{from_copy#* $1 }}" != "$from_copy" ]; }}
+left_alone() {{
+    echo "teardown {who}: left alone step $1 ($2): it is no longer as the run made it" >&2
+    forget "$1"; status=1
+}}
 undo() {{
     n=$1; shift
     has "$n" || return 0
     if "$@"; then forget "$n"; else echo "teardown {who}: step $n failed: $*" >&2; status=1; fi
 }}
+link_is_up() {{ ip -o link show dev "$1" | grep -q '[<,]UP[,>]'; }}
 release_slave() {{ ip link set dev "$1" nomaster && ip link set dev "$1" "$2"; }}
 "#
     );
@@ -374,15 +455,71 @@ release_slave() {{ ip link set dev "$1" nomaster && ip link set dev "$1" "$2"; }
     {
         s += &userspace_bond_stop();
     }
-    if steps.iter().any(|x| matches!(x, Step::MptcpLimits { .. })) {
+    if steps
+        .iter()
+        .any(|x| matches!(x, Step::MptcpLimits { .. } | Step::MptcpEndpoint { .. }))
+    {
+        s += MPTCP_READERS;
         s += MPTCP_RESTORE;
     }
     for (i, step) in steps.iter().enumerate().rev() {
         let n = i + 1;
-        let _ = write!(s, "\n# {n}. {}\n{}\n", step.describe(), step.undo(n));
+        let what = step.describe();
+        let _ = write!(
+            s,
+            "\n# {n}. {what}\nif has {n} && checked {n} && ! {{ {}; }}; then left_alone {n} {}; fi\n{}\n",
+            step.still_made(n),
+            q(&what),
+            step.undo(n)
+        );
     }
     // The ledger's directory is the tool's own (apply makes it): it goes too once nothing
     // else is in it, so a torn-down node keeps no trace of the run.
     s += "\nif [ ! -s \"$ledger\" ]; then\n    rm -f \"$ledger\"\n    rmdir \"$(dirname \"$ledger\")\" 2>/dev/null || :\nfi\nexit $status\n";
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(l: &[&str]) -> Vec<String> {
+        l.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_copy_of_ledger_lines_becomes_one_quoted_assignment() {
+        let copy = lines(&["1", "2 down", "5 4096\t131072\t6291456", "7 subflows 2"]);
+        let line = copy_preamble(&copy, 7).unwrap();
+        assert_eq!(line, format!("{COPY_VARIABLE}='{}'\n", copy.join("\n")));
+        // The shell reads back exactly the lines.
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("{line}printf '%s' \"${COPY_VARIABLE}\""))
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), copy.join("\n"));
+    }
+
+    #[test]
+    fn a_copy_no_apply_script_could_have_written_is_refused() {
+        for bad in [
+            "0 x",         // no step 0
+            "8",           // beyond the script's steps
+            "x 1",         // not a step number
+            "3 it's",      // a quote would end the assignment
+            "3 $(reboot)", // expansions
+            "3 `id`",
+            "3 a\\b",
+            "3 a\"b",
+            "3 *", // a glob
+            "3 a;b",
+            "",
+        ] {
+            assert!(
+                copy_preamble(&lines(&["1", bad]), 7).is_err(),
+                "{bad:?} was accepted"
+            );
+        }
+    }
 }

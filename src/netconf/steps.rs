@@ -253,6 +253,55 @@ impl Step {
         }
     }
 
+    /// A shell condition that holds while step `n`'s change is on the node exactly as the
+    /// apply script made it. Teardown asks it only of steps it knows from the run's copy of
+    /// the ledger rather than from the node's own (see `script.rs`): a change someone has
+    /// altered or removed since is left alone and named, not undone over their work.
+    pub fn still_made(&self, n: usize) -> String {
+        match self {
+            Step::LinkUp { dev } => format!("link_is_up {}", q(dev)),
+            Step::AddBond { bond } => format!(
+                "ip -o -d link show dev {} 2>/dev/null | grep -qF {}",
+                q(&bond.name),
+                q(format!(" bond mode {} ", bond.mode.as_str()))
+            ),
+            // `stop_bond` stops the recorded process only if it is still this bond.
+            Step::StartUserspaceBond { .. } => "true".into(),
+            Step::Enslave { dev, bond } => format!(
+                "ip -o link show dev {} 2>/dev/null | grep -qF {}",
+                q(dev),
+                q(format!(" master {bond} "))
+            ),
+            Step::AddAddress { address, dev } => format!(
+                "ip -4 -o addr show dev {} 2>/dev/null | grep -qF {}",
+                q(dev),
+                q(format!(" inet {address} "))
+            ),
+            Step::AddRoute { route } => format!(
+                "[ -n \"$(ip -4 route show exact {} via {} dev {} 2>/dev/null)\" ]",
+                q(route.to.to_string()),
+                q(route.via.to_string()),
+                q(&route.dev)
+            ),
+            Step::AddMultipathRoute { route } => format!(
+                "ip -4 route show exact {} 2>/dev/null | grep -qF {}",
+                q(route.to.to_string()),
+                q(format!("src {}", route.src))
+            ),
+            Step::Sysctl { key, value } => {
+                format!("[ \"$(sysctl -n {})\" = {} ]", q(key), q(value))
+            }
+            Step::MptcpLimits {
+                subflows,
+                add_addr_accepted,
+            } => format!("mptcp_limits_are {subflows} {add_addr_accepted}"),
+            Step::MptcpEndpoint { address, .. } => format!(
+                "[ \"$(mptcp_endpoint_id {})\" = \"$(value_of {n})\" ]",
+                q(address.to_string())
+            ),
+        }
+    }
+
     /// The inverse, run by teardown only if step `n` is in the ledger.
     pub fn undo(&self, n: usize) -> String {
         match self {

@@ -16,8 +16,13 @@ use super::prepare::Prepared;
 pub const NODE_LEDGER: &str = netconf::DEFAULT_LEDGER;
 
 /// Runs every node's apply script; the scripts find the node's worker through
-/// `ORCHESTRATE_WORKER`, set by a line put before each.
-pub async fn apply(cluster: &Sessions, prepared: &Prepared, topology: &str) -> anyhow::Result<()> {
+/// `ORCHESTRATE_WORKER`, set by a line put before each. Returns each node's ledger as its
+/// script printed it at the end (the run's copy).
+pub async fn apply(
+    cluster: &Sessions,
+    prepared: &Prepared,
+    topology: &str,
+) -> anyhow::Result<BTreeMap<NodeName, Vec<String>>> {
     let applies: BTreeMap<NodeName, String> = prepared
         .scripts
         .iter()
@@ -27,9 +32,21 @@ pub async fn apply(cluster: &Sessions, prepared: &Prepared, topology: &str) -> a
             (n.clone(), line + &s.apply)
         })
         .collect();
-    let (_, errors) = run_scripts(cluster, &applies, NODE_LEDGER).await;
+    let (outputs, errors) = run_scripts(cluster, &applies, NODE_LEDGER).await;
     if !errors.is_empty() {
         bail!("configuring {topology} failed:\n  {}", listed(&errors));
     }
-    Ok(())
+    Ok(outputs
+        .into_iter()
+        .map(|(node, out)| (node, ledger_copy(&out)))
+        .collect())
+}
+
+/// The ledger lines an apply script printed (see [`netconf::LEDGER_COPY_PREFIX`]).
+fn ledger_copy(apply_output: &str) -> Vec<String> {
+    apply_output
+        .lines()
+        .filter_map(|l| l.strip_prefix(netconf::LEDGER_COPY_PREFIX))
+        .map(str::to_owned)
+        .collect()
 }

@@ -59,16 +59,19 @@ impl ConfigurationRun<'_> {
         let prepared = prepare::prepare(cluster, self.config, self.worker).await?;
         programs::check(cluster, self.config, &prepared).await?;
         self.record_preparation(&prepared, state)?;
-        let ledger = Ledger {
+        let mut ledger = Ledger {
             configuration: self.config.id,
             topology: self.config.topology.name.to_string(),
             inventory: std::path::absolute(&self.nodes.inventory)?,
             node_ledger: NODE_LEDGER.into(),
             nodes: names,
             owner: self.nodes.owner.clone(),
+            copies: Default::default(),
         };
         state.writer.write_ledger(&ledger)?;
-        let outcome = self.apply_and_measure(cluster, &prepared, state).await;
+        let outcome = self
+            .apply_and_measure(cluster, &prepared, &mut ledger, state)
+            .await;
         teardown(cluster, self.config, &prepared, ledger, state).await?;
         outcome
     }
@@ -103,10 +106,12 @@ impl ConfigurationRun<'_> {
         &self,
         cluster: &Sessions,
         prepared: &Prepared,
+        ledger: &mut Ledger,
         state: &mut RunState,
     ) -> anyhow::Result<()> {
         let t = &self.config.topology;
-        apply::apply(cluster, prepared, t.name.as_str()).await?;
+        ledger.copies = apply::apply(cluster, prepared, t.name.as_str()).await?;
+        state.writer.write_ledger(ledger)?;
         state.writer.log(&format!(
             "configuration {}: applied on every node",
             self.config.id

@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 
+use crate::netconf;
 use crate::plan::Configuration;
 use crate::remote::{NodeSource, Sessions};
 use crate::results::run_dir::{Ledger, RunDir, read_ledger, trust};
@@ -28,12 +29,18 @@ pub async fn teardown(
     mut ledger: Ledger,
     state: &mut RunState,
 ) -> anyhow::Result<()> {
-    let teardowns: BTreeMap<NodeName, String> = prepared
-        .scripts
-        .iter()
-        .map(|(n, s)| (n.clone(), s.teardown.clone()))
-        .collect();
-    let (clean, errors) = run_scripts(cluster, &teardowns, NODE_LEDGER).await;
+    let mut teardowns = BTreeMap::new();
+    let mut errors = Vec::new();
+    for (n, s) in &prepared.scripts {
+        match with_copy(&s.teardown, s.steps.len(), ledger.copies.get(n)) {
+            Ok(script) => {
+                teardowns.insert(n.clone(), script);
+            }
+            Err(e) => errors.push(format!("{n}: {e}")),
+        }
+    }
+    let (clean, failed) = run_scripts(cluster, &teardowns, NODE_LEDGER).await;
+    errors.extend(failed);
     // A userspace bond's teardown prints its final counters: keep them, so a reader can see
     // which wire carried what (per slave, per flow).
     let bond_counters = userspace_bond_counters(config, &clean);
@@ -63,6 +70,36 @@ pub async fn teardown(
         state.progress.say(&msg);
     }
     Ok(())
+}
+
+/// `script` with the run's copy of the node's ledger handed to it, when the run has one.
+fn with_copy(script: &str, steps: usize, copy: Option<&Vec<String>>) -> anyhow::Result<String> {
+    Ok(match copy {
+        Some(copy) => netconf::copy_preamble(copy, steps).map_err(anyhow::Error::msg)? + script,
+        None => script.to_owned(),
+    })
+}
+
+/// What a node's teardown says it found, from what it printed.
+enum Found {
+    /// Its own ledger, complete.
+    Ledger,
+    /// Steps its ledger lacked, taken from the run's copy (each undone only where still as
+    /// the run made it; any other is named on stderr and fails the script).
+    FromCopy(String),
+    /// No ledger and no copy: nothing tells what the run changed there.
+    Nothing,
+}
+
+fn found(teardown_out: &str) -> Found {
+    let lines = || teardown_out.lines().map(str::trim);
+    if lines().any(|l| l == netconf::NO_LEDGER_LINE) {
+        Found::Nothing
+    } else if let Some(steps) = lines().find_map(|l| l.strip_prefix(netconf::FROM_COPY_PREFIX)) {
+        Found::FromCopy(steps.trim().to_owned())
+    } else {
+        Found::Ledger
+    }
 }
 
 /// The `exit` lines userspace bonds print when teardown stops them, with the configuration
@@ -108,17 +145,54 @@ pub async fn teardown_from_ledger(dir: &Path, source: &dyn NodeSource) -> anyhow
         );
         return Ok(());
     }
-    let teardowns = verified_teardowns(&run, &l)?;
+    let mut teardowns = BTreeMap::new();
+    for (n, t) in verified_teardowns(&run, &l)? {
+        let script = with_copy(&t.script, t.steps, l.copies.get(&n))
+            .with_context(|| format!("{}: node {n}", run.ledger_json().display()))?;
+        teardowns.insert(n, script);
+    }
     let cluster = connect(
         &l.inventory,
         &l.nodes,
         "cannot reach every node of the ledger",
     )
     .await?;
-    let (_, errors) = run_scripts(&cluster, &teardowns, &l.node_ledger).await;
+    let (clean, mut errors) = run_scripts(&cluster, &teardowns, &l.node_ledger).await;
     cluster.close().await;
+    for (n, out) in &clean {
+        match found(out) {
+            Found::Ledger => eprintln!("{n}: undone from its ledger"),
+            Found::FromCopy(steps) => eprintln!(
+                "{n}: its ledger was missing steps {steps}; each was undone from the run's copy, \
+                 where still exactly as the run made it"
+            ),
+            // An empty copy: the run changed nothing there.
+            Found::Nothing if l.copies.contains_key(n) => {
+                eprintln!("{n}: the run changed nothing there")
+            }
+            Found::Nothing => errors.push(format!(
+                "{n}: has no ledger at {}, and the run has no copy of it (its apply had not \
+                 finished): whatever the run changed there is unknown; compare the node with \
+                 the run's scripts ({}) by hand",
+                l.node_ledger,
+                run.scripts_dir(l.configuration, &l.topology).display()
+            )),
+        }
+    }
     if !errors.is_empty() {
-        bail!("teardown failed:\n  {}", listed(&errors));
+        let left_alone = if errors.iter().any(|e| e.contains("left alone step")) {
+            format!(
+                "\na change left alone is no longer the run's: check it on its node, then remove {} \
+                 yourself",
+                run.ledger_json().display()
+            )
+        } else {
+            String::new()
+        };
+        bail!(
+            "teardown could not put every node back as it was (ledger.json kept):\n  {}{left_alone}",
+            listed(&errors)
+        );
     }
     std::fs::remove_file(run.ledger_json())?;
     eprintln!(

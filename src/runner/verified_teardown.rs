@@ -17,11 +17,17 @@ use crate::topology::{Node, Topology};
 
 use super::apply::NODE_LEDGER;
 
+/// A node's teardown script as the run recorded it, verified, and how many steps it undoes.
+pub struct VerifiedTeardown {
+    pub script: String,
+    pub steps: usize,
+}
+
 /// Each of the ledger's nodes and its teardown script, every one verified as described above.
 pub fn verified_teardowns(
     run: &RunDir,
     ledger: &Ledger,
-) -> anyhow::Result<BTreeMap<NodeName, String>> {
+) -> anyhow::Result<BTreeMap<NodeName, VerifiedTeardown>> {
     if ledger.node_ledger != NODE_LEDGER {
         bail!(
             "{}: names the node ledger {:?}, where this orchestrate keeps it at {NODE_LEDGER}; refusing a changed ledger",
@@ -44,7 +50,10 @@ pub fn verified_teardowns(
         let path = RunDir::teardown_script(&scripts, n.as_str());
         let recorded = std::fs::read_to_string(&path)
             .with_context(|| format!("reading {}", path.display()))?;
-        if !renderings(&config.topology, node).contains(&recorded) {
+        let Some(steps) = renderings(&config.topology, node)
+            .into_iter()
+            .find_map(|(script, steps)| (script == recorded).then_some(steps))
+        else {
             bail!(
                 "{}: not the teardown this orchestrate renders for {n} in configuration {} ({}): \
                  it was changed, or written by another version. Refusing to run it; read it, and \
@@ -53,8 +62,14 @@ pub fn verified_teardowns(
                 config.id,
                 config.topology.name
             );
-        }
-        teardowns.insert(n.clone(), recorded);
+        };
+        teardowns.insert(
+            n.clone(),
+            VerifiedTeardown {
+                script: recorded,
+                steps,
+            },
+        );
     }
     Ok(teardowns)
 }
@@ -94,10 +109,13 @@ fn planned_configuration(run: &RunDir, ledger: &Ledger) -> anyhow::Result<Config
     Ok(config)
 }
 
-/// Every teardown the controller may have written for `node`: as planned, and with its `auto`
-/// bonds settled either way.
-fn renderings(t: &Topology, node: &Node) -> Vec<String> {
-    let render = |n: &Node| netconf::render(t, n).teardown;
+/// Every teardown the controller may have written for `node`, with its number of steps: as
+/// planned, and with its `auto` bonds settled either way.
+fn renderings(t: &Topology, node: &Node) -> Vec<(String, usize)> {
+    let render = |n: &Node| {
+        let scripts = netconf::render(t, n);
+        (scripts.teardown, scripts.steps.len())
+    };
     vec![
         render(node),
         render(&netconf::settle_bond_drivers(node, true)),

@@ -1,6 +1,7 @@
 //! The controller's ledger in a run directory (`ledger.json`): which nodes may still hold a
 //! configuration, written by the run and read back by `orchestrate teardown` and `--resume`.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
@@ -26,6 +27,12 @@ pub struct Ledger {
     /// is gone, so are the changes. Ledgers of earlier versions call it `virtual_cluster`.
     #[serde(default, alias = "virtual_cluster")]
     pub owner: Option<String>,
+    /// The run's copy of each node's own ledger, as its apply script printed it when done:
+    /// what teardown undoes (change by change, only where it is still as the run made it)
+    /// on a node whose ledger was lost. A node applied without a change has an empty copy; a
+    /// node not here had not finished applying.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub copies: BTreeMap<NodeName, Vec<String>>,
 }
 
 /// The run's ledger; `None` when it has none (nothing applied yet, or all torn down).

@@ -32,12 +32,19 @@ pub enum ClusterCommand {
     /// ip -br addr`): ssh through the cluster's ssh_config, its key and the node's pinned host
     /// key. The command's exit status is this one's.
     Ssh(SshArgs),
-    /// Remove everything `up` made: containers, networks, ifb devices, files. Idempotent.
+    /// Remove everything `up` made: containers, networks, ifb devices, the emulator, files.
+    /// Idempotent: after a `down` that failed (it names what it could not remove and the
+    /// command that frees it, and keeps the cluster's state), the next one removes the rest.
     Down {
         /// The cluster (its topology's name unless `up --name` gave another); needed only
         /// when more than one is up.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "all")]
         name: Option<String>,
+        /// Every cluster this tool has anything of on the host: containers and networks
+        /// with its label, directories under --state-dir and /run/orchestrate, and ifb
+        /// devices named like a cluster's. For when the state directory is lost.
+        #[arg(long)]
+        all: bool,
         #[command(flatten)]
         state: StateArgs,
     },
@@ -149,7 +156,10 @@ pub fn run(action: ClusterCommand) -> anyhow::Result<ExitCode> {
         ClusterCommand::Status(args) => status(&args),
         ClusterCommand::Verify(args) => verify(args),
         ClusterCommand::Ssh(args) => ssh(args),
-        ClusterCommand::Down { name, state } => down(name, &state),
+        ClusterCommand::Down {
+            all: true, state, ..
+        } => down_all(&state),
+        ClusterCommand::Down { name, state, .. } => down(name, &state),
     }
 }
 
@@ -347,10 +357,45 @@ fn ssh(args: SshArgs) -> anyhow::Result<ExitCode> {
 fn down(name: Option<String>, state: &StateArgs) -> anyhow::Result<ExitCode> {
     let name = name_or_only(name)?;
     let r = vc::down(&name, &state.state_dir)?;
-    println!(
+    println!("{}", removed(&name, &r));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn removed(name: &vc::ClusterName, r: &vc::DownReport) -> String {
+    format!(
         "cluster {name} removed: {} containers, {} networks, {} ifb devices, {} medium \
          emulator(s), {} files",
         r.containers, r.networks, r.ifbs, r.media, r.files
-    );
+    )
+}
+
+/// Every cluster found, each taken down on its own; fails if any one could not be.
+fn down_all(state: &StateArgs) -> anyhow::Result<ExitCode> {
+    let (clusters, orphan_ifbs) = vc::down_all(&state.state_dir)?;
+    if clusters.is_empty() && orphan_ifbs == 0 {
+        println!("no cluster of this tool found on this host");
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut failed = 0;
+    for c in &clusters {
+        match &c.result {
+            Ok(r) => println!("{}", removed(&c.cluster, r)),
+            Err(e) => {
+                failed += 1;
+                eprintln!("cluster {}: {e}", c.cluster);
+            }
+        }
+    }
+    if orphan_ifbs > 0 {
+        println!("{orphan_ifbs} ifb device(s) of clusters that left no other trace removed");
+    }
+    if failed > 0 {
+        eprintln!(
+            "{failed} of {} cluster(s) could not be taken down entirely; what is left is named \
+             above, with the command that frees it",
+            clusters.len()
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -43,20 +43,47 @@ pub fn transport(config: &Configuration, w: &Workload) -> Protocol {
     }
 }
 
-/// The worker command line for one pair of `point`, its client speaking `protocol`.
-pub fn client_args(w: &Workload, size: u64, target: &str, protocol: Protocol) -> Vec<String> {
-    client_invocation(w, size, target, protocol).to_args()
+/// The worker command line for one pair of a point estimated to take `estimate`, its client
+/// speaking `protocol`.
+pub fn client_args(
+    w: &Workload,
+    size: u64,
+    target: &str,
+    protocol: Protocol,
+    estimate: Duration,
+) -> Vec<String> {
+    client_invocation(w, size, target, protocol, estimate).to_args()
+}
+
+/// How long a pair's socket may stay silent before its worker calls the peer gone, for a
+/// point estimated to take `estimate`: twice that, and never less than the worker's own
+/// default. A healthy TCP connection on a saturated shared bus can be silent for longer than
+/// the default: each of its segments dropped after 16 collisions costs a retransmission
+/// timeout, and those double from a second at the connection's start (1 + 2 + 4 + 8 s), so a
+/// copy that loses its first few segments to the capture effect waits 15 s for its turn.
+fn silence_allowed(estimate: Duration) -> Option<f64> {
+    let doubled = estimate.saturating_mul(2).as_secs_f64();
+    (doubled > Common::DEFAULT_TIMEOUT_S).then_some(doubled.ceil())
 }
 
 /// The worker invocation of one pair's client: one trial of one size, released by a line on
 /// stdin.
-fn client_invocation(w: &Workload, size: u64, target: &str, protocol: Protocol) -> Invocation {
-    let common = Common {
+fn client_invocation(
+    w: &Workload,
+    size: u64,
+    target: &str,
+    protocol: Protocol,
+    estimate: Duration,
+) -> Invocation {
+    let mut common = Common {
         trials: Some(1),
         warmup: Some(w.warmup),
         go: Some(GoArg::Stdin),
         ..Common::new(target)
     };
+    if let Some(t) = silence_allowed(estimate) {
+        common.timeout = t;
+    }
     let sizes = Sizes::one(size);
     let counting = match w.amount {
         Amount::Exchanges(n) => Counting {
@@ -315,6 +342,7 @@ async fn spawn_clients<'a>(
                 point.size_bytes,
                 &target,
                 transport(ctx.config, w),
+                point.estimate,
             ))
             .await
         {
@@ -465,15 +493,13 @@ mod tests {
             let w = &exp.workloads[p.workload];
             for pair in &config.placements[p.placement_entry].placement.pairs {
                 let target = format!("{}:7171", pair.path.target);
-                let args = client_args(w, p.size_bytes, &target, transport(config, w));
+                let args = client_args(w, p.size_bytes, &target, transport(config, w), p.estimate);
                 lines.insert(args.join(" "));
             }
         }
         lines.into_iter().collect()
     }
 
-    /// The client command lines are the worker's contract: these digests were taken of the
-    /// lines the controller spelled by hand before the typed invocation rendered them.
     fn failed_trial(error: Option<&str>) -> Record {
         let mut r = Record::new(Pattern::Stream, Protocol::Tcp, Role::Client);
         r.error = error.map(str::to_owned);
@@ -504,6 +530,10 @@ mod tests {
         );
     }
 
+    /// The client command lines are the worker's contract: these digests were taken of the
+    /// lines the controller spelled by hand before the typed invocation rendered them, then
+    /// again when long points got a `--timeout` of twice their estimate (without it the
+    /// lines are the earlier ones, digest for digest).
     #[test]
     fn client_command_lines_of_the_shipped_experiments_are_unchanged() {
         let mut got = String::new();
@@ -524,6 +554,34 @@ mod tests {
         dump("variants.lines", &lines);
         println!("{got}");
         assert_eq!(got, GOLDEN);
+    }
+
+    #[test]
+    fn a_point_longer_than_the_default_timeout_lets_its_sockets_wait_twice_its_estimate() {
+        let exp = crate::plan::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("experiments/reschke96.toml"),
+        )
+        .expect("a shipped experiment loads");
+        let copy = exp
+            .workloads
+            .iter()
+            .find(|w| w.pattern == Pattern::Filecopy)
+            .expect("reschke96 copies files");
+        let timeout = |estimate: Duration| {
+            let args = client_args(copy, 2 << 20, "10.0.0.1:7171", Protocol::Tcp, estimate);
+            let at = args.iter().position(|a| a == "--timeout");
+            at.map(|i| args[i + 1].parse::<f64>().unwrap())
+        };
+        // Seven 2 MiB copies on one 10 Mbit/s bus: about 13 s.
+        assert_eq!(timeout(Duration::from_millis(13_040)), Some(27.0));
+        // Short points keep the worker's default, and say nothing.
+        assert_eq!(timeout(Duration::from_secs(5)), None);
+        assert_eq!(timeout(Duration::ZERO), None);
+        assert_eq!(
+            silence_allowed(Duration::from_secs(5)),
+            None,
+            "10 s is the default: not written"
+        );
     }
 
     /// A shipped workload turned into every pattern, protocol, amount and option the
@@ -571,7 +629,10 @@ mod tests {
                             warmup: 7,
                             ..base.clone()
                         };
-                        lines.push(client_args(&w, 4096, "10.0.0.1:7171", protocol).join(" "));
+                        lines.push(
+                            client_args(&w, 4096, "10.0.0.1:7171", protocol, Duration::ZERO)
+                                .join(" "),
+                        );
                     }
                 }
             }
@@ -592,10 +653,10 @@ mod tests {
     }
 
     const GOLDEN: &str = "\
-grid4x4.toml 72 50a5a9d554d378cb2994be5aa67cd032a1de3292d596a8efd2e6abce8a363f03
+grid4x4.toml 81 18bb4abeba3a112cdf8f5ffa27c356382679b6608d594474da00b8d9fb24a849
 light-traffic-routing.toml 4 9c4cb17d14382dbd1ce0167818bd706cbb50ae5e16fc644f732772a3fa99c64b
-multipath.toml 111 2aa124706d678ee8ff568eb928ea8e90d1ec2d05f0e20cf831730ea04aa33843
-reschke96.toml 134 68ec6bde5b6adc65b54b3121e65c7bb1006d0f69fd3f564b770192306e5d9cbe
+multipath.toml 126 d086440652111171c5dbe7cd8c4c4110ab2e9552d28f6aa3c2cdbeff304ceef5
+reschke96.toml 181 cdb8f304aca3c2f55234c495d5dd69f7e2017cb17ab0748ff381d7a2e17f1104
 variants 108 886d720893a98069e2244833e467c61aa93caa4516eb97dc0805aa970302bd92
 ";
 }

@@ -44,9 +44,16 @@ impl ClusterDir {
     pub fn new(state_dir: &Path, cluster: &ClusterName) -> ClusterDir {
         let state_dir = std::path::absolute(state_dir).unwrap_or_else(|_| state_dir.to_owned());
         ClusterDir {
-            root: state_dir.join("clusters").join(cluster.as_str()),
+            root: Self::clusters_root(&state_dir).join(cluster.as_str()),
             runtime: Path::new(RUNTIME_ROOT).join(cluster.as_str()),
         }
+    }
+
+    /// Where every cluster's directory under `state_dir` lives.
+    pub fn clusters_root(state_dir: &Path) -> PathBuf {
+        std::path::absolute(state_dir)
+            .unwrap_or_else(|_| state_dir.to_owned())
+            .join("clusters")
     }
 
     /// The medium emulator's directory, `/run/orchestrate/<name>/`.

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::cluster_dir::ClusterDir;
+use super::cluster_dir::{ClusterDir, RUNTIME_ROOT};
 use super::docker::{ContainerInfo, Docker};
 use super::error::{Error, Result};
 use super::names::ClusterName;
@@ -47,35 +47,7 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
     wait_gone(&host_ports, Duration::from_secs(60));
     let networks = docker.cluster_networks(name)?;
     report.networks = networks.len();
-    // The engine can still hold a removed container's endpoint for a moment and refuses to
-    // remove its network ("has active endpoints"): retry what is left for a few seconds.
-    let mut left = networks;
-    let mut tries = 0;
-    let networks_removed = loop {
-        match docker.remove_networks(&left) {
-            Ok(()) => break Ok(()),
-            Err(e) if tries >= 20 => break Err(e),
-            // Still refused after ten seconds: the endpoints left belong to no container of
-            // ours any more (they are all removed), so detach them by force and try again.
-            Err(_) if tries == 10 => {
-                tries += 1;
-                left = docker.cluster_networks(name)?;
-                for network in &left {
-                    for endpoint in docker.network_endpoints(network)? {
-                        tracing::warn!(network, endpoint, "detaching a stale endpoint");
-                        if let Err(e) = docker.force_disconnect(network, &endpoint) {
-                            tracing::warn!("{e}");
-                        }
-                    }
-                }
-            }
-            Err(_) => {
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(500));
-                left = docker.cluster_networks(name)?;
-            }
-        }
-    };
+    let networks_removed = remove_networks(&docker, name, networks);
     let mut ifbs: BTreeSet<String> = state.iter().flat_map(|s| s.ifbs.iter().cloned()).collect();
     ifbs.extend(find_ifbs(&name.ifb_prefix())?);
     let ifbs: Vec<String> = ifbs.into_iter().collect();
@@ -112,6 +84,146 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
         let _ = std::fs::remove_dir(parent);
     }
     Ok(report)
+}
+
+/// What `down --all` did for one cluster it found.
+#[derive(Debug)]
+pub struct DownAll {
+    pub cluster: ClusterName,
+    pub result: Result<DownReport>,
+}
+
+/// Every cluster the tool has anything of on this host, found by what carries its names: the
+/// cluster label on containers and networks, a directory under `<state dir>/clusters/`, and
+/// one under `/run/orchestrate/`. For a person who lost the state directory, or forgot which
+/// clusters are up.
+pub fn known_clusters(state_dir: &Path) -> Result<Vec<ClusterName>> {
+    let docker = Docker::connect()?;
+    let mut names: BTreeSet<String> = docker.labelled_clusters()?.into_iter().collect();
+    for root in [
+        ClusterDir::clusters_root(state_dir),
+        Path::new(RUNTIME_ROOT).to_owned(),
+    ] {
+        if let Ok(rd) = std::fs::read_dir(&root) {
+            names.extend(
+                rd.flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.file_name().to_string_lossy().into_owned()),
+            );
+        }
+    }
+    // A directory whose name is no cluster name was not made by the tool: left alone.
+    Ok(names
+        .iter()
+        .filter_map(|n| ClusterName::parse(n).ok())
+        .collect())
+}
+
+/// Takes down every cluster [`known_clusters`] finds, each on its own: one that fails is
+/// reported and the others still go. Then removes the ifb devices named like a cluster's
+/// whose cluster left no other trace.
+pub fn down_all(state_dir: &Path) -> Result<(Vec<DownAll>, usize)> {
+    let clusters = known_clusters(state_dir)?;
+    let done: Vec<DownAll> = clusters
+        .into_iter()
+        .map(|cluster| {
+            let result = down(&cluster, state_dir);
+            DownAll { cluster, result }
+        })
+        .collect();
+    let orphans: Vec<String> = find_ifbs(ClusterName::IFB_MARK)?
+        .into_iter()
+        .filter(|n| ClusterName::is_cluster_ifb(n))
+        .collect();
+    let removed = remove_ifbs(&orphans)?;
+    Ok((done, removed))
+}
+
+/// Removes the cluster's networks. The engine can still hold a removed container's endpoint
+/// for a moment and refuses a network with one ("has active endpoints"), so what is left is
+/// retried for a few seconds; then the endpoints that belong to no container (the engine lost
+/// track of them) are detached by force, its own way of clearing them. An endpoint of a
+/// container that still exists is not ours to cut: the network is named with that container
+/// and the command that frees it, and the caller keeps the cluster's state for the next
+/// `down`.
+fn remove_networks(docker: &Docker, name: &ClusterName, networks: Vec<String>) -> Result<()> {
+    const TRIES: u32 = 20;
+    const FORCE_AT: u32 = 10;
+    let mut left = networks;
+    let mut held: Vec<(String, String)> = Vec::new();
+    for attempt in 1..=TRIES {
+        let Err(refused) = docker.remove_networks(&left) else {
+            return Ok(());
+        };
+        left = docker.cluster_networks(name)?;
+        if left.is_empty() {
+            return Ok(());
+        }
+        if attempt == TRIES {
+            return Err(if held.is_empty() {
+                refused_networks(name, &left, refused)
+            } else {
+                held_networks(name, &held)
+            });
+        }
+        if attempt == FORCE_AT {
+            held.clear();
+            for network in &left {
+                for endpoint in docker.network_endpoints(network)? {
+                    if docker.container_exists(&endpoint) {
+                        held.push((docker.network_name(network)?, endpoint));
+                        continue;
+                    }
+                    tracing::warn!(network, endpoint, "detaching a stale endpoint");
+                    if let Err(e) = docker.force_disconnect(network, &endpoint) {
+                        tracing::warn!("{e}");
+                    }
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    unreachable!("the last attempt returns")
+}
+
+/// Networks still attached to containers that are not the cluster's (its own are removed by
+/// then), each with the command that frees it.
+fn held_networks(name: &ClusterName, held: &[(String, String)]) -> Error {
+    let listed: Vec<String> = held
+        .iter()
+        .map(|(n, c)| format!("network {n} is still attached to container {c}"))
+        .collect();
+    let commands: Vec<String> = held
+        .iter()
+        .map(|(n, c)| format!("`docker network disconnect {n} {c}`"))
+        .collect();
+    Error::Host {
+        problem: format!(
+            "cluster {name} is down but for its networks: {} (a container that is not the \
+             cluster's); its state is kept",
+            listed.join("; ")
+        ),
+        what_to_do: format!(
+            "free them ({}), then run `orchestrate cluster down --name {name}` again",
+            commands.join(", ")
+        ),
+    }
+}
+
+/// Networks the engine refuses to remove although nothing it knows of is attached: the
+/// engine's own bookkeeping holds them until it restarts.
+fn refused_networks(name: &ClusterName, left: &[String], refused: Error) -> Error {
+    Error::Host {
+        problem: format!(
+            "cluster {name} is down but for {} network(s) the docker engine refuses to remove \
+             though no container is attached ({refused}); its state is kept",
+            left.len()
+        ),
+        what_to_do: format!(
+            "restart the docker engine (`systemctl restart docker`), then run `orchestrate \
+             cluster down --name {name}` again"
+        ),
+    }
 }
 
 /// Host ifindexes of the containers' veth peers (their host sides).

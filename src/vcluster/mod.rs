@@ -52,7 +52,7 @@ pub use cluster_dir::{ClusterDir, DEFAULT_STATE_DIR};
 pub use docker::{
     BaseSource, Docker, ImageOptions, NodeImage, ensure_image, locate_worker, offline_base_tag,
 };
-pub use down::{DownReport, down};
+pub use down::{DownAll, DownReport, down, down_all, known_clusters};
 pub use error::{Error, Result};
 pub use names::{ClusterName, LABEL_CLUSTER, MGMT_IFNAME};
 pub use node_source::VirtualClusters;

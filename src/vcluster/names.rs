@@ -75,9 +75,30 @@ impl ClusterName {
         hex
     }
 
+    /// What every cluster's host interface (ifb) names begin with.
+    pub const IFB_MARK: &str = "oc";
+
     /// Prefix of every host interface (ifb) the cluster creates: `oc` + short id.
     pub fn ifb_prefix(&self) -> String {
-        format!("oc{}", self.short_id())
+        format!("{}{}", Self::IFB_MARK, self.short_id())
+    }
+
+    /// Whether `ifname` has the form of some cluster's ifb ([`Self::shared_ifb`],
+    /// [`Self::port_ifb`]): `oc`, five hex digits, `s` and a number, maybe `p` and a number.
+    pub fn is_cluster_ifb(ifname: &str) -> bool {
+        let Some(rest) = ifname.strip_prefix(Self::IFB_MARK) else {
+            return false;
+        };
+        let (id, rest) = rest.split_at_checked(5).unwrap_or(("", ""));
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        let Some(ports) = rest.strip_prefix('s') else {
+            return false;
+        };
+        let ports_ok = match ports.split_once('p') {
+            Some((segment, port)) => digits(segment) && digits(port),
+            None => digits(ports),
+        };
+        id.len() == 5 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) && ports_ok
     }
 
     /// The ifb that carries all traffic of shared segment number `segment`.
@@ -108,6 +129,29 @@ impl fmt::Display for ClusterName {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clusters_ifbs_are_recognised_and_nothing_else_is() {
+        let c = ClusterName::parse("mesh-4x4").unwrap();
+        assert!(ClusterName::is_cluster_ifb(&c.shared_ifb(3)));
+        assert!(ClusterName::is_cluster_ifb(&c.port_ifb(12, 140)));
+        for other in [
+            "ocabcde",
+            "ocabcdes",
+            "ocabcdes1p",
+            "ocABCDEs1",
+            "ocabcdxs1",
+            "ocabcdes1x",
+            "eth0",
+            "oc12345s1p2p3",
+            "ifb0",
+        ] {
+            assert!(
+                !ClusterName::is_cluster_ifb(other),
+                "{other} taken for a cluster's"
+            );
+        }
+    }
 
     #[test]
     fn names_are_checked() {

@@ -304,6 +304,25 @@ fn expect_from_server(c: &mut Conn, want: Kind, during: &str) -> Result<Frame> {
     frame.expect(want)
 }
 
+/// A server that ends a trial says why in an error frame before it closes; a client still
+/// sending sees only the broken pipe or reset that follows. The frame is read if it came, so
+/// the error names the cause (say, the server's socket timeout while the bus starved this
+/// copy) rather than its symptom.
+fn with_servers_reason(c: &mut Conn, lost: WorkerError) -> WorkerError {
+    const LOOK: Duration = Duration::from_secs(1);
+    if c.stream.set_read_timeout(Some(LOOK)).is_err() {
+        return lost;
+    }
+    match c.recv("reading why the server ended the trial", LOOK.as_secs_f64()) {
+        // Only an error frame turns into the peer's message.
+        Ok(frame) => match frame.expect(Kind::TrialReport) {
+            Err(WorkerError::Remote(why)) => WorkerError::Remote(format!("{why} (here: {lost})")),
+            _ => lost,
+        },
+        Err(_) => lost,
+    }
+}
+
 /// Points this side's UDP socket at the port the server offered.
 fn connect_udp(u: &UdpSocket, c: &Conn, welcome: &Welcome) -> Result<()> {
     let port = welcome
@@ -447,7 +466,10 @@ fn one_trial(
     let tcp = (params.protocol == Protocol::Tcp)
         .then(|| TrialTcp::start(&c.stream))
         .flatten();
-    let mut m = pat.client(c, params, spec, bufs)?;
+    let mut m = match pat.client(c, params, spec, bufs) {
+        Err(e @ WorkerError::PeerGone { .. }) => return Err(with_servers_reason(c, e)),
+        other => other?,
+    };
     // The server fsyncs a copied file before it reports: allow for a disk as slow as 1 MB/s.
     let wait = if params.pattern == Pattern::Filecopy {
         c.timeout + Duration::from_secs(spec.size_bytes / 1_000_000)

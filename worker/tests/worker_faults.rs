@@ -563,3 +563,44 @@ fn serve_survives_a_closed_stdout() {
     }
     assert!(srv.alive());
 }
+
+#[test]
+fn a_server_that_ends_a_copy_is_named_with_its_reason_not_the_broken_pipe() {
+    // The server's spool directory vanishes after it starts: the copy's file cannot be made,
+    // and the server ends the trial while the client is still sending.
+    let spool =
+        std::env::temp_dir().join(format!("orchestrate-faults-spool-{}", std::process::id()));
+    std::fs::create_dir_all(&spool).unwrap();
+    let mut srv = Server::start(&["--spool-dir", spool.to_str().unwrap()]);
+    std::fs::remove_dir(&spool).unwrap();
+    let source =
+        std::env::temp_dir().join(format!("orchestrate-faults-src-{}", std::process::id()));
+    std::fs::create_dir_all(&source).unwrap();
+    let r = client(
+        &[
+            "filecopy",
+            "--connect",
+            &srv.addr,
+            // Far more than the loopback socket buffers hold: the client is mid-send.
+            "--size",
+            "64M",
+            "--dir",
+            source.to_str().unwrap(),
+            "--trials",
+            "1",
+            "--timeout",
+            PATIENT_TIMEOUT_ARG,
+        ],
+        LIMIT,
+    );
+    let _ = std::fs::remove_dir_all(&source);
+    assert_eq!(r.code, Some(1), "{}", r.stdout);
+    let e = error_of(&r.stdout);
+    assert!(
+        e.contains("peer reported")
+            && e.contains("creating")
+            && e.contains(spool.to_str().unwrap()),
+        "the client's error does not give the server's reason: {e}"
+    );
+    still_serves(&mut srv);
+}

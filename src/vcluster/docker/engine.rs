@@ -47,6 +47,23 @@ impl Docker {
         Ok(words(&out))
     }
 
+    /// The names in the cluster label of every container and network that carries it.
+    pub fn labelled_clusters(&self) -> Result<Vec<String>> {
+        let filter = format!("label={LABEL_CLUSTER}");
+        let format = format!("{{{{.Label \"{LABEL_CLUSTER}\"}}}}");
+        let containers = Cmd::new("docker", "listing every cluster's containers")
+            .args(["ps", "-a", "--filter", &filter, "--format", &format])
+            .run()?;
+        let networks = Cmd::new("docker", "listing every cluster's networks")
+            .args(["network", "ls", "--filter", &filter, "--format", &format])
+            .run()?;
+        let mut names = words(&containers);
+        names.extend(words(&networks));
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
     /// Ids of the cluster's networks.
     pub fn cluster_networks(&self, cluster: &ClusterName) -> Result<Vec<String>> {
         let out = Cmd::new("docker", "listing the cluster's networks")
@@ -144,6 +161,21 @@ impl Docker {
             ])
             .run()?;
         Ok(words(&out))
+    }
+
+    /// Whether a container of this name or id exists (running or not).
+    pub fn container_exists(&self, name_or_id: &str) -> bool {
+        Cmd::new("docker", "looking for a container")
+            .args(["container", "inspect", "--format", "{{.Id}}", name_or_id])
+            .succeeds()
+    }
+
+    /// A network's name, from its id.
+    pub fn network_name(&self, id: &str) -> Result<String> {
+        let out = Cmd::new("docker", "reading a network's name")
+            .args(["network", "inspect", "--format", "{{.Name}}", id])
+            .run()?;
+        Ok(out.trim().to_owned())
     }
 
     /// Detaches an endpoint from a network even when its container no longer exists, which is

@@ -12,7 +12,7 @@ use crate::units::parse_size;
 /// Seconds a client waits at its start barrier unless told otherwise.
 const DEFAULT_GO_TIMEOUT_S: f64 = 600.0;
 /// Seconds of every socket operation unless told otherwise.
-const DEFAULT_TIMEOUT_S: f64 = 10.0;
+const DEFAULT_TIMEOUT_S: f64 = Common::DEFAULT_TIMEOUT_S;
 /// Seconds to establish the connection unless told otherwise.
 const DEFAULT_CONNECT_TIMEOUT_S: f64 = 5.0;
 
@@ -61,6 +61,10 @@ pub struct Common {
 }
 
 impl Common {
+    /// Seconds a socket operation may wait unless told otherwise: a silent peer fails the run
+    /// after this.
+    pub const DEFAULT_TIMEOUT_S: f64 = 10.0;
+
     /// Options for a client of `connect` that starts at once, every other option at its
     /// default.
     pub fn new(connect: impl Into<String>) -> Common {

@@ -1,0 +1,179 @@
+//! `down` always finishes: a network the engine refuses to remove (here: a container that is
+//! not the cluster's still attached to its management network) makes `down` fail naming the
+//! network, the container and the command that frees it, with the cluster's state kept; once
+//! that is done, a second `down` removes the rest and the host is as it was.
+
+#[path = "common/need.rs"]
+mod need;
+#[path = "vcluster_support.rs"]
+mod support;
+
+use std::process::Command;
+
+const NAME: &str = "vct-held";
+
+#[test]
+fn docker_down_names_a_network_it_cannot_remove_keeps_the_state_and_a_later_down_finishes() {
+    require_needs!();
+    let tmp = tempfile::tempdir().unwrap();
+    let topo = support::write_four_nodes(tmp.path());
+    let state = tmp.path().join("state");
+    let state_s = state.to_str().unwrap();
+    support::orchestrate_ok(&["cluster", "image"]);
+    let before = support::host_snapshot();
+    // `down --all` takes every cluster on the host: only where this test's is the only one.
+    let alone = other_clusters().is_empty();
+    let stranger = format!("orchestrate-test-stranger-{}", std::process::id());
+    let result = std::panic::catch_unwind(|| {
+        held_then_freed(topo.to_str().unwrap(), state_s, &state, &stranger, alone)
+    });
+    let _ = docker(&["rm", "--force", &stranger]);
+    support::orchestrate(&["cluster", "down", "--name", NAME, "--state-dir", state_s]);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e);
+    }
+    let after = support::host_snapshot();
+    assert_eq!(before, after, "the host is not as it was");
+}
+
+fn held_then_freed(
+    topo: &str,
+    state_s: &str,
+    state: &std::path::Path,
+    stranger: &str,
+    alone: bool,
+) {
+    support::orchestrate_ok(&[
+        "cluster",
+        "up",
+        topo,
+        "--name",
+        NAME,
+        "--state-dir",
+        state_s,
+    ]);
+    let dir = state.join("clusters").join(NAME);
+    let image = cluster_image(state_s);
+    let mgmt = format!("orchestrate-{NAME}-mgmt");
+    // A container of someone else's, on the cluster's management network.
+    let run = docker(&[
+        "run",
+        "--detach",
+        "--name",
+        stranger,
+        "--network",
+        &mgmt,
+        "--entrypoint",
+        "/bin/sleep",
+        &image,
+        "600",
+    ]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+
+    let held = support::orchestrate(&["cluster", "down", "--name", NAME, "--state-dir", state_s]);
+    let err = String::from_utf8_lossy(&held.stderr);
+    assert!(
+        !held.status.success(),
+        "down claimed success with a network still held"
+    );
+    let command = format!("docker network disconnect {mgmt} {stranger}");
+    assert!(
+        err.contains(&mgmt) && err.contains(stranger) && err.contains(&command),
+        "the refusal does not name the network, the container and the command: {err}"
+    );
+    assert!(err.contains("state is kept"), "{err}");
+    assert!(
+        dir.join("state.toml").exists(),
+        "the cluster's state was not kept"
+    );
+    // The stranger is untouched: still running, still on the network.
+    let on = docker(&[
+        "inspect",
+        "--format",
+        "{{.State.Running}} {{json .NetworkSettings.Networks}}",
+        stranger,
+    ]);
+    let on = String::from_utf8_lossy(&on.stdout);
+    assert!(
+        on.starts_with("true") && on.contains(&mgmt),
+        "down touched the stranger: {on}"
+    );
+    // The cluster's own containers are gone all the same.
+    let (status, _) = support::orchestrate_ok(&[
+        "cluster",
+        "status",
+        "--name",
+        NAME,
+        "--state-dir",
+        state_s,
+        "--json",
+    ]);
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(
+        status["members"].as_array().map(Vec::len),
+        Some(0),
+        "{status}"
+    );
+
+    // The person runs the command named, then down again (or down --all, which finds the
+    // cluster by its label and its directory).
+    let freed = docker(&command.split(' ').skip(1).collect::<Vec<_>>());
+    assert!(
+        freed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&freed.stderr)
+    );
+    let (out, _) = if alone {
+        support::orchestrate_ok(&["cluster", "down", "--all", "--state-dir", state_s])
+    } else {
+        support::orchestrate_ok(&["cluster", "down", "--name", NAME, "--state-dir", state_s])
+    };
+    assert!(out.contains(&format!("cluster {NAME} removed")), "{out}");
+    assert!(!dir.exists(), "{} left behind", dir.display());
+    docker(&["rm", "--force", stranger]);
+}
+
+fn docker(args: &[&str]) -> std::process::Output {
+    Command::new("docker")
+        .args(args)
+        .output()
+        .expect("docker runs")
+}
+
+/// The node image the cluster runs, from its status.
+fn cluster_image(state_s: &str) -> String {
+    let (status, _) = support::orchestrate_ok(&[
+        "cluster",
+        "status",
+        "--name",
+        NAME,
+        "--state-dir",
+        state_s,
+        "--json",
+    ]);
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    status["image"]
+        .as_str()
+        .expect("the cluster's image")
+        .to_owned()
+}
+
+/// Containers of clusters other than this test's.
+fn other_clusters() -> Vec<String> {
+    let out = docker(&[
+        "ps",
+        "-a",
+        "--filter",
+        "label=org.orchestrate.cluster",
+        "--format",
+        "{{.Names}}",
+    ]);
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_owned)
+        .collect()
+}

@@ -97,6 +97,11 @@ pub struct VerifyArgs {
     /// Seconds per measurement (plus one second of warm-up).
     #[arg(long, default_value_t = 5)]
     seconds: u32,
+    /// Segments measured at once, at most; segments measured together never share a
+    /// measured node. 1 measures one segment after another.
+    #[arg(long, default_value_t = vc::DEFAULT_VERIFY_PARALLEL, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    parallel: u16,
     /// Print JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -329,6 +334,7 @@ fn verify(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         &vc::VerifyOptions {
             seconds: args.seconds,
             segments: args.segments,
+            parallel: usize::from(args.parallel),
         },
     )?;
     if args.json {
@@ -364,8 +370,18 @@ fn down(name: Option<String>, state: &StateArgs) -> anyhow::Result<ExitCode> {
 fn removed(name: &vc::ClusterName, r: &vc::DownReport) -> String {
     format!(
         "cluster {name} removed: {} containers, {} networks, {} ifb devices, {} medium \
-         emulator(s), {} files",
-        r.containers, r.networks, r.ifbs, r.media, r.files
+         emulator(s), {} files{}",
+        r.containers,
+        r.networks,
+        r.ifbs,
+        r.media,
+        r.files,
+        // Wires go with their containers; only an `up` that died leaves any.
+        if r.wires > 0 {
+            format!(", {} wires left by an unfinished up", r.wires)
+        } else {
+            String::new()
+        }
     )
 }
 
@@ -387,7 +403,7 @@ fn down_all(state: &StateArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if orphan_ifbs > 0 {
-        println!("{orphan_ifbs} ifb device(s) of clusters that left no other trace removed");
+        println!("{orphan_ifbs} device(s) of clusters that left no other trace removed");
     }
     if failed > 0 {
         eprintln!(

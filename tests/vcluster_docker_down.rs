@@ -1,7 +1,8 @@
 //! `down` always finishes: a network the engine refuses to remove (here: a container that is
 //! not the cluster's still attached to its management network) makes `down` fail naming the
-//! network, the container and the command that frees it, with the cluster's state kept; once
-//! that is done, a second `down` removes the rest and the host is as it was.
+//! network, the container and the command that frees it, with the cluster's state kept (the
+//! rest, a wire an unfinished `up` left on the host included, is removed all the same); once
+//! the network is freed, a second `down` removes the rest and the host is as it was.
 
 #[path = "common/need.rs"]
 mod need;
@@ -74,6 +75,17 @@ fn held_then_freed(
         String::from_utf8_lossy(&run.stderr)
     );
 
+    // And a wire an `up` that died half-way would leave: both ends still on the host.
+    let cluster = orchestrate::vcluster::ClusterName::parse(NAME).unwrap();
+    let (end, staging) = (cluster.wire_end(999), cluster.wire_staging(999));
+    let made = Command::new("ip")
+        .args([
+            "link", "add", &end, "type", "veth", "peer", "name", &staging,
+        ])
+        .status()
+        .unwrap();
+    assert!(made.success());
+
     let held = support::orchestrate(&["cluster", "down", "--name", NAME, "--state-dir", state_s]);
     let err = String::from_utf8_lossy(&held.stderr);
     assert!(
@@ -102,7 +114,13 @@ fn held_then_freed(
         on.starts_with("true") && on.contains(&mgmt),
         "down touched the stranger: {on}"
     );
-    // The cluster's own containers are gone all the same.
+    // The cluster's own containers and wires are gone all the same.
+    let links = Command::new("ip").args(["-br", "link"]).output().unwrap();
+    let links = String::from_utf8_lossy(&links.stdout);
+    assert!(
+        !links.contains(&end) && !links.contains(&staging),
+        "the unfinished wire is still there: {links}"
+    );
     let (status, _) = support::orchestrate_ok(&[
         "cluster",
         "status",

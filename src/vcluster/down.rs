@@ -9,6 +9,7 @@ use super::docker::{ContainerInfo, Docker};
 use super::error::{Error, Result};
 use super::names::ClusterName;
 use super::state::State;
+use super::wires::veth;
 use super::wires::{Ns, find_emulators, find_ifbs, ns_links, remove_ifbs, stop_emulators};
 
 /// What `down` removed.
@@ -17,13 +18,16 @@ pub struct DownReport {
     pub containers: usize,
     pub networks: usize,
     pub ifbs: usize,
+    /// The tool's wires an `up` that died left on the host (each goes with its container).
+    pub wires: usize,
     pub files: usize,
     /// Medium emulator processes stopped.
     pub media: usize,
 }
 
 /// Removes everything `up` made for the cluster: containers and networks (found by label),
-/// ifb devices (from the state file, and by name prefix in case it is gone) and files. Safe to
+/// wire ends and ifb devices (from the state file, and by name prefix in case it is gone) and
+/// files. Safe to
 /// run again, and on a cluster that is only half made or whose files were deleted.
 pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
     let docker = Docker::connect()?;
@@ -48,6 +52,9 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
     let networks = docker.cluster_networks(name)?;
     report.networks = networks.len();
     let networks_removed = remove_networks(&docker, name, networks);
+    let mut wires: BTreeSet<String> = state.iter().flat_map(|s| s.wires.iter().cloned()).collect();
+    wires.extend(veth::find(|n| name.owns_wire(n))?);
+    report.wires = veth::remove_left(&wires.into_iter().collect::<Vec<_>>())?;
     let mut ifbs: BTreeSet<String> = state.iter().flat_map(|s| s.ifbs.iter().cloned()).collect();
     ifbs.extend(find_ifbs(&name.ifb_prefix())?);
     let ifbs: Vec<String> = ifbs.into_iter().collect();
@@ -120,8 +127,8 @@ pub fn known_clusters(state_dir: &Path) -> Result<Vec<ClusterName>> {
 }
 
 /// Takes down every cluster [`known_clusters`] finds, each on its own: one that fails is
-/// reported and the others still go. Then removes the ifb devices named like a cluster's
-/// whose cluster left no other trace.
+/// reported and the others still go. Then removes the ifb devices and wire ends named like a
+/// cluster's whose cluster left no other trace; returns how many there were.
 pub fn down_all(state_dir: &Path) -> Result<(Vec<DownAll>, usize)> {
     let clusters = known_clusters(state_dir)?;
     let done: Vec<DownAll> = clusters
@@ -136,7 +143,8 @@ pub fn down_all(state_dir: &Path) -> Result<(Vec<DownAll>, usize)> {
         .filter(|n| ClusterName::is_cluster_ifb(n))
         .collect();
     let removed = remove_ifbs(&orphans)?;
-    Ok((done, removed))
+    let wires = veth::remove_left(&veth::find(ClusterName::is_cluster_wire)?)?;
+    Ok((done, removed + wires))
 }
 
 /// Removes the cluster's networks. The engine can still hold a removed container's endpoint

@@ -18,7 +18,13 @@
 //! containers a few at a time (`parallel`), and the error type.
 //!
 //! Design in brief:
-//! - one docker bridge network per segment, one internal management network for SSH;
+//! - one internal docker network for SSH; every port of a segment the medium emulator carries
+//!   (the default) is a veth pair the tool makes itself and moves into the node under the
+//!   topology's name, as containerlab does: the engine keeps no network or endpoint for it,
+//!   so nothing of it can outlive its container in the engine's books. Only a segment shaped
+//!   by token buckets (`emulation = "rate"`) is still a docker bridge network: a bridge of the
+//!   tool's own on this host would pass its frames through the firewall's FORWARD chain
+//!   (br_netfilter is loaded, policy DROP), where docker adds the rules for its own;
 //! - a switch is a small container bridging one port on each segment it joins, so traffic
 //!   between segments crosses (and is shaped by) each segment, as through a real switch;
 //! - interface names: docker's `ethN` are renamed by MAC address to the topology's names
@@ -60,7 +66,10 @@ pub use shell::ssh_to_node;
 pub use ssh::command as ssh_command;
 pub use status::{MemberStatus, Status, list_clusters, status};
 pub use up::{DEFAULT_MEDIUM_SEED, NODE_USER, UpOptions, UpReport, up};
-pub use verify::{Check, TCP_GOODPUT_RATIO, VerifyOptions, table as verify_table, verify};
+pub use verify::{
+    Check, DEFAULT_PARALLEL as DEFAULT_VERIFY_PARALLEL, TCP_GOODPUT_RATIO, VerifyOptions,
+    table as verify_table, verify,
+};
 pub use wires::{
     Emulation, Flow, HostCosts, Medium, Node, Port, Segment, SegmentId, Switch,
     WIRE_OVERHEAD_BYTES, Wiring, WiringBuilder,

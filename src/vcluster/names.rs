@@ -111,6 +111,41 @@ impl ClusterName {
         format!("{}s{segment}p{port}", self.ifb_prefix())
     }
 
+    /// The host end of the tool's wire number `wire` (a veth pair; the other end is a
+    /// node's or switch's port): `oc` + short id + `w` + number.
+    pub fn wire_end(&self, wire: usize) -> String {
+        format!("{}w{wire}", self.ifb_prefix())
+    }
+
+    /// The name the inside end of wire number `wire` has on the host, for the moment between
+    /// its making and its move into its node.
+    pub fn wire_staging(&self, wire: usize) -> String {
+        format!("{}x{wire}", self.ifb_prefix())
+    }
+
+    /// Whether `ifname` is one of this cluster's wire ends ([`Self::wire_end`],
+    /// [`Self::wire_staging`]).
+    pub fn owns_wire(&self, ifname: &str) -> bool {
+        ifname
+            .strip_prefix(&self.ifb_prefix())
+            .and_then(|rest| rest.strip_prefix('w').or_else(|| rest.strip_prefix('x')))
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    }
+
+    /// Whether `ifname` has the form of some cluster's wire end: `oc`, five hex digits, `w`
+    /// or `x` and a number.
+    pub fn is_cluster_wire(ifname: &str) -> bool {
+        let Some(rest) = ifname.strip_prefix(Self::IFB_MARK) else {
+            return false;
+        };
+        let Some((id, rest)) = rest.split_at_checked(5) else {
+            return false;
+        };
+        let number = rest.strip_prefix('w').or_else(|| rest.strip_prefix('x'));
+        id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            && number.is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    }
+
     pub fn container_name(&self, service: &str) -> String {
         format!("{}-{service}", self.project())
     }
@@ -154,6 +189,34 @@ mod tests {
     }
 
     #[test]
+    fn a_clusters_wires_are_its_own() {
+        let c = ClusterName::parse("mesh-4x4").unwrap();
+        let other = ClusterName::parse("mesh-8x8").unwrap();
+        for name in [c.wire_end(0), c.wire_end(143), c.wire_staging(7)] {
+            assert!(c.owns_wire(&name), "{name}");
+            assert!(
+                !other.owns_wire(&name),
+                "{name} taken for another cluster's"
+            );
+            assert!(ClusterName::is_cluster_wire(&name), "{name}");
+            assert!(
+                !ClusterName::is_cluster_ifb(&name),
+                "{name} taken for an ifb"
+            );
+        }
+        for not in [
+            c.shared_ifb(1),
+            c.port_ifb(1, 2),
+            format!("{}w", c.ifb_prefix()),
+        ] {
+            assert!(!c.owns_wire(&not), "{not}");
+            assert!(!ClusterName::is_cluster_wire(&not), "{not}");
+        }
+        assert!(!ClusterName::is_cluster_wire("ocABCDEw1"));
+        assert!(!ClusterName::is_cluster_wire("eth0"));
+    }
+
+    #[test]
     fn names_are_checked() {
         assert!(ClusterName::parse("mesh-4x4").is_ok());
         for bad in [
@@ -186,6 +249,9 @@ mod tests {
     fn host_interface_names_fit_ifnamsiz() {
         let n = ClusterName::parse("abcdefghijklmnopqrstuvwx").unwrap();
         assert!(n.port_ifb(999, 999).len() <= 15);
+        // Ten million wires: more than any cluster this machine could hold.
+        assert!(n.wire_end(9_999_999).len() <= 15);
+        assert!(n.wire_staging(9_999_999).len() <= 15);
         assert!(n.port_ifb(0, 0).starts_with(&n.ifb_prefix()));
         assert_ne!(
             ClusterName::parse("a").unwrap().short_id(),

@@ -22,6 +22,11 @@ pub struct State {
     /// Host ifb devices made for link emulation (they outlive the containers; the qdiscs on
     /// the containers' host-side veths do not).
     pub ifbs: Vec<String>,
+    /// Host-side names of the tool's wires (veth pairs), both ends' (see
+    /// [`super::wires::veth`]). Each pair goes with its container; one left on the host by an
+    /// `up` that died while making it is removed by `down`.
+    #[serde(default)]
+    pub wires: Vec<String>,
     /// The medium emulator's process, while it runs.
     #[serde(default)]
     pub medium_pid: Option<u32>,
@@ -78,6 +83,7 @@ mod tests {
             created_unix_s: 1,
             medium_pid: Some(4242),
             ifbs: vec!["oc123456s0".into()],
+            wires: vec!["oc12345w0".into(), "oc12345x0".into()],
             wiring: mesh(true),
         };
         let dir = tempfile::tempdir().unwrap();

@@ -16,10 +16,10 @@ use super::names::{ClusterName, LABEL_NAME, LABEL_ROLE, MGMT_IFNAME};
 use super::parallel;
 use super::ssh;
 use super::state::State;
+use super::wires::veth::{self, Owner, SWITCH_BRIDGE, Wire};
 use super::wires::{
     Node, Ns, SegmentId, Switch, Wanted, Wiring, apply_emulation, check_kernel, emulation_setup,
-    emulator_config, ip_batch, ns_links, offloads_off, rename_plan, start_emulator, steer_receive,
-    switch_service,
+    emulator_config, ip_batch, ns_links, offloads_off, rename_plan, start_emulator, switch_service,
 };
 use crate::remote::{Host, Inventory};
 use crate::spec::NodeName;
@@ -182,6 +182,8 @@ fn record_state(
             .map(|d| d.as_secs())
             .unwrap_or(0),
         ifbs: Vec::new(),
+        // Named before any is made: a wire an `up` dies in the middle of making is found.
+        wires: veth::host_names(&veth::plan(c, wiring)),
         medium_pid: None,
         wiring: wiring.clone(),
     };
@@ -222,6 +224,10 @@ struct Attached<'a> {
     cluster: &'a ClusterName,
     containers: Vec<ContainerInfo>,
     host_ifnames: BTreeMap<u32, String>,
+    /// The tool's own wires, to make.
+    wires: Vec<Wire>,
+    /// `rps_cpus` for the wires' inside ends.
+    rps_mask: Option<String>,
 }
 
 impl Attached<'_> {
@@ -263,8 +269,8 @@ impl Attached<'_> {
     }
 }
 
-/// Gives every node's and switch's interfaces the topology's names, and finds the host side
-/// of each.
+/// Gives every node's and switch's interfaces the topology's names (docker's endpoints
+/// renamed, the tool's wires made), and finds the host side of each.
 fn name_interfaces(docker: &Docker, c: &ClusterName, wiring: &Wiring) -> Result<Wires> {
     let attached = Attached {
         cluster: c,
@@ -273,6 +279,10 @@ fn name_interfaces(docker: &Docker, c: &ClusterName, wiring: &Wiring) -> Result<
             .into_iter()
             .map(|l| (l.ifindex, l.ifname))
             .collect(),
+        wires: veth::plan(c, wiring),
+        // The receive work of frames the medium emulator writes goes to the CPUs its event
+        // thread leaves to the nodes (nothing to steer on a one-CPU host).
+        rps_mask: Placement::for_this_process().map(|p| p.steering_mask()),
     };
     let mut wires = Wires::default();
     // Each container's interfaces are named by a few processes in its namespace; containers
@@ -296,8 +306,9 @@ fn name_interfaces(docker: &Docker, c: &ClusterName, wiring: &Wiring) -> Result<
     Ok(wires)
 }
 
-/// `mgmt0` and the node's experiment interfaces, with segmentation offloads off on the latter.
-/// Returns the node's management address and the host side of each experiment interface.
+/// `mgmt0` and the node's experiment interfaces: those on docker networks renamed, the tool's
+/// wires made; segmentation offloads off on all of them. Returns the node's management
+/// address and the host side of each experiment interface, in port order.
 fn name_node_interfaces(
     attached: &Attached,
     wiring: &Wiring,
@@ -311,7 +322,7 @@ fn name_node_interfaces(
         flush: false,
         bridge: None,
     }];
-    for p in &n.ports {
+    for p in n.ports.iter().filter(|p| !wiring.carries_frames(p.segment)) {
         let (mac, _) =
             attached.endpoint(ci, &segment_network_key(&wiring.segment(p.segment).name))?;
         wanted.push(Wanted {
@@ -321,25 +332,49 @@ fn name_node_interfaces(
             bridge: None,
         });
     }
-    let peers = rename(ci, &wanted, &format!("naming node {}'s interfaces", n.name))?;
+    let pid = running_pid(ci)?;
+    let peers = rename(
+        pid,
+        &wanted,
+        &format!("naming node {}'s interfaces", n.name),
+    )?;
+    // After the renaming: a wire may take the name docker's first interface had.
+    let own = veth::of(&attached.wires, &Owner::Node(n.name.clone()));
+    veth::make(
+        &own,
+        pid,
+        attached.rps_mask.as_deref(),
+        false,
+        &format!("wiring node {}", n.name),
+    )?;
     let ifnames: Vec<&str> = n.ports.iter().map(|p| p.interface.as_str()).collect();
     offloads_off(
-        ci.state.pid,
+        pid,
         &ifnames,
         &format!("turning segmentation offloads off on node {}", n.name),
     )?;
-    let emulated: Vec<&str> = n
-        .ports
-        .iter()
-        .filter(|p| wiring.carries_frames(p.segment))
-        .map(|p| p.interface.as_str())
-        .collect();
-    steer_off_the_emulator(ci.state.pid, &emulated, &format!("node {}", n.name))?;
+    let mut docker_peers = peers[1..].iter();
+    let mut own = own.iter();
     let ports = n
         .ports
         .iter()
-        .zip(&peers[1..])
-        .map(|(p, peer)| Ok((p.segment, attached.host_name(*peer, &n.name)?)))
+        .map(|p| {
+            let host = if wiring.carries_frames(p.segment) {
+                own.next().map(|w| w.outside.clone())
+            } else {
+                docker_peers
+                    .next()
+                    .map(|peer| attached.host_name(*peer, &n.name))
+                    .transpose()?
+            };
+            let host = host.ok_or_else(|| {
+                Error::Wiring(format!(
+                    "node {}'s port {} has no host side",
+                    n.name, p.interface
+                ))
+            })?;
+            Ok((p.segment, host))
+        })
         .collect::<Result<_>>()?;
     Ok((ip, ports))
 }
@@ -353,43 +388,51 @@ fn name_switch_ports(
     let ci = attached.container("switch", &sw.name)?;
     let mut wanted = Vec::new();
     for (i, id) in sw.segments.iter().enumerate() {
+        if wiring.carries_frames(*id) {
+            continue;
+        }
         let (mac, _) = attached.endpoint(ci, &segment_network_key(&wiring.segment(*id).name))?;
         wanted.push(Wanted {
             mac,
             name: format!("port{i}"),
             flush: true,
-            bridge: Some("br0".into()),
+            bridge: Some(SWITCH_BRIDGE.into()),
         });
     }
-    let peers = rename(ci, &wanted, &format!("building switch {}", sw.name))?;
-    let emulated: Vec<String> = sw
-        .segments
-        .iter()
-        .enumerate()
-        .filter(|(_, id)| wiring.carries_frames(**id))
-        .map(|(i, _)| format!("port{i}"))
-        .collect();
-    let emulated: Vec<&str> = emulated.iter().map(String::as_str).collect();
-    steer_off_the_emulator(ci.state.pid, &emulated, &format!("switch {}", sw.name))?;
+    let pid = running_pid(ci)?;
+    let what = format!("building switch {}", sw.name);
+    let peers = rename(pid, &wanted, &what)?;
+    let own = veth::of(&attached.wires, &Owner::Switch(switch_service(&sw.name)));
+    veth::make(
+        &own,
+        pid,
+        attached.rps_mask.as_deref(),
+        !wanted.is_empty(),
+        &what,
+    )?;
+    let mut docker_peers = peers.iter();
+    let mut own = own.iter();
     sw.segments
         .iter()
-        .zip(&peers)
-        .map(|(id, peer)| Ok((*id, attached.host_name(*peer, &switch_service(&sw.name))?)))
+        .map(|id| {
+            let host = if wiring.carries_frames(*id) {
+                own.next().map(|w| w.outside.clone())
+            } else {
+                docker_peers
+                    .next()
+                    .map(|peer| attached.host_name(*peer, &switch_service(&sw.name)))
+                    .transpose()?
+            };
+            let host = host.ok_or_else(|| {
+                Error::Wiring(format!(
+                    "switch {}'s port on segment {} has no host side",
+                    sw.name,
+                    wiring.segment(*id).name
+                ))
+            })?;
+            Ok((*id, host))
+        })
         .collect()
-}
-
-/// Steers the receive work of a container's interfaces on emulated segments to the CPUs the
-/// medium emulator's event thread leaves to the nodes (nothing on a one-CPU host).
-fn steer_off_the_emulator(pid: u32, ifnames: &[&str], owner: &str) -> Result<()> {
-    let Some(placement) = Placement::for_this_process() else {
-        return Ok(());
-    };
-    steer_receive(
-        pid,
-        ifnames,
-        &placement.steering_mask(),
-        &format!("steering {owner}'s receive work off the emulator's CPU"),
-    )
 }
 
 /// Emulates the wires on the host (ifb and tbf, or the medium emulator), each device and
@@ -450,14 +493,25 @@ fn write_access_files(
     Ok(inventory)
 }
 
-fn rename(ci: &ContainerInfo, wanted: &[Wanted], what: &str) -> Result<Vec<u32>> {
+/// The container's main process, whose namespaces are the node's; an error if it is not
+/// running.
+fn running_pid(ci: &ContainerInfo) -> Result<u32> {
     if !ci.state.running || ci.state.pid == 0 {
         return Err(Error::Host {
             problem: format!("container {} is {}", ci.name, ci.state.status),
             what_to_do: format!("see `docker logs {}`", ci.name.trim_start_matches('/')),
         });
     }
-    let ns = Ns::Pid(ci.state.pid);
+    Ok(ci.state.pid)
+}
+
+/// Renames the docker endpoints `wanted` names in the namespace of `pid`; returns each one's
+/// host-side peer index.
+fn rename(pid: u32, wanted: &[Wanted], what: &str) -> Result<Vec<u32>> {
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ns = Ns::Pid(pid);
     let (lines, peers) = rename_plan(&ns_links(ns)?, wanted)?;
     ip_batch(ns, what, &lines)?;
     Ok(peers)

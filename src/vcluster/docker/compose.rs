@@ -1,14 +1,16 @@
 //! Renders the cluster's compose file from its [`Project`]: one service per node and per
-//! switch, one management network, one docker network per segment.
+//! switch, one management network, a docker network per segment shaped by token buckets, and
+//! the tool's own wires described beside them (`x-orchestrate-wires`, which compose ignores).
 //!
-//! The file is meant to be read. It carries the containers and wires; the rates, the shared
-//! medium and the interface names are applied by orchestrate after the containers start (on
-//! the host, outside the nodes' namespaces), so `docker compose up` by hand gives the right
-//! wires but unshaped.
+//! The file is meant to be read: the whole cluster in one file. Compose runs the containers
+//! and networks it lists; the wires, rates, shared media and interface names are made by
+//! orchestrate after the containers start (on the host, outside the nodes' namespaces), so
+//! `docker compose up` by hand gives the containers without the medium emulator's wires.
 
 use std::fmt::Write;
 
 use super::project::{CAPABILITIES, DEVICES, Labels, Network, Project, Service};
+use crate::vcluster::wires::veth::Owner;
 
 /// A YAML scalar: JSON strings are valid YAML and need no further thought about quoting.
 fn q(s: &str) -> String {
@@ -29,8 +31,9 @@ pub fn render(p: &Project) -> String {
          # Written by `orchestrate cluster up`; `orchestrate cluster down` removes it all.\n\
          #\n\
          # By hand: docker-compose -p {} -f compose.yaml ps   (or `docker compose ...`)\n\
-         # Rates, shared media and interface names are applied by orchestrate on the host\n\
-         # after the containers start; an `up` by hand gives unshaped wires.\n",
+         # Wires, rates, shared media and interface names are made by orchestrate on the\n\
+         # host after the containers start (x-orchestrate-wires below); an `up` by hand\n\
+         # gives the containers without them.\n",
         p.cluster.as_str(),
         p.topology,
         p.source,
@@ -44,7 +47,36 @@ pub fn render(p: &Project) -> String {
     for n in &p.networks {
         render_network(&mut y, n);
     }
+    render_wires(&mut y, p);
     y
+}
+
+/// The tool's own wires: one veth pair per port of a segment the medium emulator carries,
+/// the inside end named as the topology says, the outside end on the host for the emulator.
+fn render_wires(y: &mut String, p: &Project) {
+    if p.wires.is_empty() {
+        return;
+    }
+    y.push_str(
+        "\n# Veth pairs orchestrate makes itself, one per port of a segment the medium\n\
+         # emulator carries: `inside` in the service's namespace, `outside` on the host, on no\n\
+         # bridge, read and written by the emulator alone. They go with their container.\n\
+         x-orchestrate-wires:\n",
+    );
+    for w in &p.wires {
+        let (kind, owner) = match &w.owner {
+            Owner::Node(n) => ("node", n),
+            Owner::Switch(s) => ("switch", s),
+        };
+        let _ = writeln!(
+            y,
+            "  - {{{kind}: {}, inside: {}, segment: {}, outside: {}}}",
+            q(owner),
+            q(&w.inside),
+            q(&p.segment_names[w.segment.index()]),
+            q(&w.outside)
+        );
+    }
 }
 
 fn render_service(y: &mut String, p: &Project, s: &Service) {
@@ -74,9 +106,14 @@ fn render_service(y: &mut String, p: &Project, s: &Service) {
             );
         }
     }
-    y.push_str("    networks:\n");
-    for (key, becomes) in &s.networks {
-        let _ = writeln!(y, "      {}: {{}}  # {becomes}", q(key));
+    if s.networks.is_empty() {
+        // Its every port is a wire of the tool's (x-orchestrate-wires).
+        y.push_str("    network_mode: \"none\"\n");
+    } else {
+        y.push_str("    networks:\n");
+        for (key, becomes) in &s.networks {
+            let _ = writeln!(y, "      {}: {{}}  # {becomes}", q(key));
+        }
     }
     let _ = writeln!(y, "    command: {}", seq(s.command));
 }
@@ -120,9 +157,13 @@ mod tests {
     use crate::vcluster::names::ClusterName;
     use crate::vcluster::wires::mesh;
 
+    /// The switched mesh, every segment shaped by token buckets (a docker network each).
     fn rendered() -> String {
         let c = ClusterName::parse("sw").unwrap();
-        let w = mesh(true);
+        let mut w = mesh(true);
+        for s in &mut w.segments {
+            s.emulation = crate::vcluster::wires::Emulation::Rate;
+        }
         render(&Project::new(
             &c,
             &w,
@@ -141,6 +182,32 @@ mod tests {
         assert!(y.contains("name: \"orchestrate-sw-seg-row2\""));
         assert!(y.contains("\"seg-col3\": {}  # becomes eth2 (no address)"));
         assert!(!y.contains("StrictHostKeyChecking"));
+    }
+
+    #[test]
+    fn the_medium_emulators_wires_are_described_beside_the_services() {
+        let c = ClusterName::parse("sw").unwrap();
+        let w = mesh(true);
+        let y = render(&Project::new(&c, &w, "orchestrate-node:abc", "t.toml"));
+        assert!(!y.contains("org.orchestrate.role: \"segment\""), "{y}");
+        let wires = y.split("x-orchestrate-wires:\n").nth(1).expect("the wires");
+        let ports = w.nodes.iter().map(|n| n.ports.len()).sum::<usize>()
+            + w.switches.iter().map(|s| s.segments.len()).sum::<usize>();
+        assert_eq!(
+            wires.lines().filter(|l| l.starts_with("  - {")).count(),
+            ports
+        );
+        let n07 = wires
+            .lines()
+            .find(|l| l.contains("node: \"n07\"") && l.contains("inside: \"eth2\""))
+            .expect("n07's eth2");
+        assert!(
+            n07.contains(&format!("outside: \"{}w", c.ifb_prefix())),
+            "{n07}"
+        );
+        assert!(wires.contains("switch: \"switch-"), "{wires}");
+        // A switch all of whose ports are wires joins no docker network.
+        assert!(y.contains("network_mode: \"none\""));
     }
 
     #[test]

@@ -118,8 +118,8 @@ fn is_stuck_but_ours(n: &Network, inspected: &str) -> bool {
     ours && internal && empty
 }
 
-/// `docker create` on the service's first network, then `docker network connect` to each of
-/// the others in order (`docker create` takes only one network on this engine's API).
+/// `docker create` on the service's first network (or none), then `docker network connect` to
+/// each of the others in order (`docker create` takes only one network on this engine's API).
 fn create_container(project: &Project, s: &Service, dir: &Path) -> Result<()> {
     let network_name = |key: &str| -> Result<&str> {
         project
@@ -127,13 +127,15 @@ fn create_container(project: &Project, s: &Service, dir: &Path) -> Result<()> {
             .map(|n| n.name.as_str())
             .ok_or_else(|| Error::Wiring(format!("service {} names no network {key}", s.key)))
     };
-    let Some((first, rest)) = s.networks.split_first() else {
-        return Err(Error::Wiring(format!("service {} has no network", s.key)));
+    // A switch whose every port is a wire of the tool's joins no network at all.
+    let (first, rest) = match s.networks.split_first() {
+        Some((first, rest)) => (network_name(&first.0)?, rest),
+        None => ("none", &[][..]),
     };
     let mut cmd = Cmd::new("docker", format!("creating container {}", s.container_name))
         .args(["create", "--name", s.container_name.as_str()])
         .args(["--hostname", s.key.as_str()])
-        .args(["--init", "--network", network_name(&first.0)?])
+        .args(["--init", "--network", first])
         .timeout(Duration::from_secs(60));
     for cap in CAPABILITIES {
         cmd = cmd.args(["--cap-add", cap]);

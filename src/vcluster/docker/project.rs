@@ -1,7 +1,9 @@
 //! What a cluster is made of in docker: one container per node and per switch, one management
-//! network and one network per segment. Described once, here: the compose file is rendered
-//! from it for people to read (and run by hand), and `up` creates exactly it through the
-//! engine ([`super::create`]).
+//! network, and a network for each segment shaped by token buckets (`emulation = "rate"`).
+//! The medium emulator's segments are no docker network: their wires are the tool's own veth
+//! pairs ([`crate::vcluster::wires::veth`]), listed here so the compose file can describe
+//! them. Described once, here: the compose file is rendered from it for people to read (and
+//! run by hand), and `up` creates exactly it through the engine ([`super::create`]).
 
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
@@ -9,6 +11,7 @@ use std::path::PathBuf;
 use ipnet::Ipv4Net;
 
 use crate::vcluster::names::{ClusterName, LABEL_CLUSTER, LABEL_NAME, LABEL_ROLE};
+use crate::vcluster::wires::veth::{self, Wire};
 use crate::vcluster::wires::{Medium, Node, SegmentId, Switch, Wiring, switch_service};
 
 /// The compose key of a segment's network.
@@ -85,6 +88,7 @@ pub struct Service {
     pub labels: Labels,
     pub mounts: Vec<Mount>,
     /// The networks' keys in the order the container joins them, each with what it becomes.
+    /// None for a switch all of whose segments are the medium emulator's.
     pub networks: Vec<(String, String)>,
     pub command: &'static [&'static str],
 }
@@ -119,6 +123,10 @@ pub struct Project {
     pub source: String,
     pub services: Vec<Service>,
     pub networks: Vec<Network>,
+    /// The tool's own wires, made after the containers start.
+    pub wires: Vec<Wire>,
+    /// Every segment's name, by [`SegmentId`].
+    pub segment_names: Vec<String>,
 }
 
 impl Project {
@@ -142,6 +150,7 @@ impl Project {
         networks.extend(
             wiring
                 .segment_ids()
+                .filter(|id| !wiring.carries_frames(*id))
                 .map(|id| segment_network(cluster, wiring, id)),
         );
         Project {
@@ -151,6 +160,8 @@ impl Project {
             source: source.to_owned(),
             services,
             networks,
+            wires: veth::plan(cluster, wiring),
+            segment_names: wiring.segments.iter().map(|s| s.name.clone()).collect(),
         }
     }
 
@@ -199,12 +210,17 @@ pub const SEGMENT_POOL: Ipv4Net = Ipv4Net::new_assert(Ipv4Addr::new(198, 18, 0, 
 fn node(c: &ClusterName, wiring: &Wiring, node: &Node) -> Service {
     let n = &node.name;
     let mut networks = vec![(MGMT_NETWORK_KEY.to_owned(), "renamed to mgmt0".to_owned())];
-    networks.extend(node.ports.iter().map(|p| {
-        (
-            segment_network_key(&wiring.segment(p.segment).name),
-            format!("becomes {} (no address)", p.interface),
-        )
-    }));
+    networks.extend(
+        node.ports
+            .iter()
+            .filter(|p| !wiring.carries_frames(p.segment))
+            .map(|p| {
+                (
+                    segment_network_key(&wiring.segment(p.segment).name),
+                    format!("becomes {} (no address)", p.interface),
+                )
+            }),
+    );
     Service {
         key: n.clone(),
         comment: None,
@@ -245,6 +261,7 @@ fn switch(c: &ClusterName, wiring: &Wiring, sw: &Switch) -> Service {
             .segments
             .iter()
             .enumerate()
+            .filter(|(_, id)| !wiring.carries_frames(**id))
             .map(|(i, id)| {
                 (
                     segment_network_key(&wiring.segment(*id).name),
@@ -290,9 +307,34 @@ mod tests {
     use super::*;
     use crate::vcluster::wires::mesh;
 
+    /// The switched mesh with every segment shaped by token buckets: a docker network each.
     fn project() -> Project {
         let c = ClusterName::parse("sw").unwrap();
-        Project::new(&c, &mesh(true), "orchestrate-node:abc", "t.toml")
+        let mut w = mesh(true);
+        for s in &mut w.segments {
+            s.emulation = crate::vcluster::wires::Emulation::Rate;
+        }
+        Project::new(&c, &w, "orchestrate-node:abc", "t.toml")
+    }
+
+    #[test]
+    fn the_medium_emulators_segments_are_wires_of_the_tools_not_docker_networks() {
+        let c = ClusterName::parse("sw").unwrap();
+        let w = mesh(true);
+        let p = Project::new(&c, &w, "orchestrate-node:abc", "t.toml");
+        assert_eq!(p.networks.len(), 1, "only the management network");
+        assert!(p.networks[0].internal);
+        for s in &p.services {
+            assert!(
+                s.networks.iter().all(|(key, _)| key == MGMT_NETWORK_KEY),
+                "{} joins {:?}",
+                s.key,
+                s.networks
+            );
+        }
+        let ports = w.nodes.iter().map(|n| n.ports.len()).sum::<usize>()
+            + w.switches.iter().map(|s| s.segments.len()).sum::<usize>();
+        assert_eq!(p.wires.len(), ports);
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Link emulation on the host, outside the nodes' namespaces, so that nothing an experiment
 //! runs on a node can undo it.
 //!
-//! Every segment is a docker bridge; its ports are the host-side veths of the containers
-//! attached to it (nodes, and switches' ports).
+//! A segment shaped here (`emulation = "rate"`) is a docker bridge; its ports are the
+//! host-side veths of the containers attached to it (nodes, and switches' ports). The medium
+//! emulator's segments are the tool's own veth pairs ([`super::veth`]) and get nothing here.
 //!
 //! - **Shared** (a bus or hub, like 10BASE2): every port's ingress (traffic *from* the
 //!   container) is redirected to ONE ifb per segment, shaped by a tbf at the segment's rate.
@@ -44,9 +45,6 @@ pub struct EmulationSetup {
     pub ip: Vec<String>,
     /// `tc -batch` lines (host).
     pub tc: Vec<String>,
-    /// Host-side ports of segments the medium emulator carries: taken off their bridge so
-    /// that the emulator is the only way across.
-    pub detach: Vec<String>,
 }
 
 /// A token bucket at `rate_bps`; the bucket holds 4 ms of traffic but at least 16 KiB, a few
@@ -84,9 +82,8 @@ pub fn setup(
     let mut p = EmulationSetup::default();
     for id in wiring.segment_ids() {
         let seg = wiring.segment(id);
+        // The medium emulator's segments are the tool's own wires, on no bridge.
         if seg.emulation == Emulation::Frames {
-            p.detach
-                .extend(ports.get(&id).into_iter().flatten().cloned());
             continue;
         }
         let shaped = tbf(seg.rate_bps);
@@ -181,25 +178,6 @@ pub fn check_kernel(wiring: &Wiring) -> Result<()> {
 
 pub fn apply(setup: &EmulationSetup) -> Result<()> {
     netns::ip_batch(Ns::Host, "creating the segments' ifb devices", &setup.ip)?;
-    let detach: Vec<String> = setup
-        .detach
-        .iter()
-        .map(|port| format!("link set dev {port} nomaster"))
-        .collect();
-    netns::ip_batch(
-        Ns::Host,
-        "taking the emulated segments' ports off their bridges",
-        &detach,
-    )?;
-    for port in &setup.detach {
-        // The host must not speak on a port (IPv6 router solicitations and the like): every
-        // frame on an emulated wire is a node's.
-        let knob = format!("/proc/sys/net/ipv6/conf/{port}/disable_ipv6");
-        if std::path::Path::new(&knob).exists() {
-            std::fs::write(&knob, "1")
-                .map_err(|e| Error::io("turning IPv6 off on an emulated port", &knob, e))?;
-        }
-    }
     if setup.tc.is_empty() {
         return Ok(());
     }
@@ -258,13 +236,13 @@ mod tests {
     }
 
     #[test]
-    fn frame_emulated_segments_get_no_shaping_and_lose_their_bridge() {
+    fn frame_emulated_segments_get_no_shaping() {
         let c = ClusterName::parse("f").unwrap();
         let w = mesh(true);
         let ports = ports_of(&w);
         let p = setup(&c, &w, &ports);
+        assert!(!ports.is_empty());
         assert!(p.ifbs.is_empty() && p.tc.is_empty() && p.ip.is_empty());
-        assert_eq!(p.detach.len(), ports.values().map(Vec::len).sum::<usize>());
     }
 
     fn ports_of(w: &Wiring) -> BTreeMap<SegmentId, Vec<String>> {

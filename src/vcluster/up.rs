@@ -19,7 +19,8 @@ use super::state::State;
 use super::wires::veth::{self, Owner, SWITCH_BRIDGE, Wire};
 use super::wires::{
     Node, Ns, SegmentId, Switch, Wanted, Wiring, apply_emulation, check_kernel, emulation_setup,
-    emulator_config, ip_batch, ns_links, offloads_off, rename_plan, start_emulator, switch_service,
+    emulator_config, ip_batch, ns_links, offloads_off, rename_plan, start_emulator, steer_receive,
+    switch_service,
 };
 use crate::remote::{Host, Inventory};
 use crate::spec::NodeName;
@@ -148,14 +149,24 @@ fn bring_up(
     create_project(&project, dir.root())?;
     step("containers");
 
-    let wires = name_interfaces(docker, c, wiring)?;
-    step("interfaces");
-
-    let ifbs = emulate_wires(wiring, opts, dir, &wires.ports, &mut state)?;
-    step("emulation");
-
-    let inventory = write_access_files(c, wiring, dir, &wires.mgmt_addr, &host_keys)?;
-    wait_all_ready(&inventory)?;
+    let attached = Attached::inspect(docker, c, wiring)?;
+    let renamed = rename_endpoints(&attached, wiring)?;
+    let inventory = write_access_files(c, wiring, dir, &renamed.mgmt_addr, &host_keys)?;
+    // The nodes' sshd answers on mgmt0 while the wires are made and the emulator starts:
+    // nothing on the management network waits for them.
+    let (wired, ready) = std::thread::scope(|s| {
+        let ready = s.spawn(|| wait_all_ready(&inventory));
+        let wired = (|| {
+            let ports = make_wires(&attached, wiring, &renamed)?;
+            step("interfaces");
+            let ifbs = emulate_wires(wiring, opts, dir, &ports, &mut state)?;
+            step("emulation");
+            Ok::<_, Error>(ifbs)
+        })();
+        (wired, ready.join().expect("the SSH wait does not panic"))
+    });
+    let ifbs = wired?;
+    ready?;
     step("ssh");
     Ok((ifbs, state.medium_pid))
 }
@@ -208,16 +219,6 @@ fn generate_keys(
     Ok(host_keys)
 }
 
-/// What the wires are attached to once the interfaces have the topology's names.
-#[derive(Default)]
-struct Wires {
-    /// Per segment, the host-side veth of every container on it: nodes first, then switch
-    /// ports.
-    ports: BTreeMap<SegmentId, Vec<String>>,
-    /// Each node's address on the management network.
-    mgmt_addr: BTreeMap<String, String>,
-}
-
 /// The running containers as docker reports them and the host's interfaces by index: what
 /// naming the interfaces works from.
 struct Attached<'a> {
@@ -230,7 +231,22 @@ struct Attached<'a> {
     rps_mask: Option<String>,
 }
 
-impl Attached<'_> {
+impl<'a> Attached<'a> {
+    fn inspect(docker: &Docker, c: &'a ClusterName, wiring: &Wiring) -> Result<Attached<'a>> {
+        Ok(Attached {
+            cluster: c,
+            containers: docker.inspect_containers(&docker.cluster_containers(c)?)?,
+            host_ifnames: ns_links(Ns::Host)?
+                .into_iter()
+                .map(|l| (l.ifindex, l.ifname))
+                .collect(),
+            wires: veth::plan(c, wiring),
+            // The receive work of frames the medium emulator writes goes to the CPUs its
+            // event thread leaves to the nodes (nothing to steer on a one-CPU host).
+            rps_mask: Placement::for_this_process().map(|p| p.steering_mask()),
+        })
+    }
+
     fn container(&self, role: &str, name: &str) -> Result<&ContainerInfo> {
         self.containers
             .iter()
@@ -269,51 +285,44 @@ impl Attached<'_> {
     }
 }
 
-/// Gives every node's and switch's interfaces the topology's names (docker's endpoints
-/// renamed, the tool's wires made), and finds the host side of each.
-fn name_interfaces(docker: &Docker, c: &ClusterName, wiring: &Wiring) -> Result<Wires> {
-    let attached = Attached {
-        cluster: c,
-        containers: docker.inspect_containers(&docker.cluster_containers(c)?)?,
-        host_ifnames: ns_links(Ns::Host)?
-            .into_iter()
-            .map(|l| (l.ifindex, l.ifname))
-            .collect(),
-        wires: veth::plan(c, wiring),
-        // The receive work of frames the medium emulator writes goes to the CPUs its event
-        // thread leaves to the nodes (nothing to steer on a one-CPU host).
-        rps_mask: Placement::for_this_process().map(|p| p.steering_mask()),
-    };
-    let mut wires = Wires::default();
-    // Each container's interfaces are named by a few processes in its namespace; containers
-    // are independent, and the results come back in the wiring's order (the medium's ports
-    // are nodes first, in member order).
-    let named = parallel::try_map(NAMING_WIDTH, &wiring.nodes, |n| {
-        name_node_interfaces(&attached, wiring, n)
-    })?;
-    for (n, (mgmt_addr, ports)) in wiring.nodes.iter().zip(named) {
-        wires.mgmt_addr.insert(n.name.clone(), mgmt_addr);
-        for (id, port) in ports {
-            wires.ports.entry(id).or_default().push(port);
-        }
-    }
-    let switch_ports = parallel::try_map(NAMING_WIDTH, &wiring.switches, |sw| {
-        name_switch_ports(&attached, wiring, sw)
-    })?;
-    for (id, port) in switch_ports.into_iter().flatten() {
-        wires.ports.entry(id).or_default().push(port);
-    }
-    Ok(wires)
+/// A container once docker's endpoints have their names: its main process, and the host
+/// side of each endpoint on a token-bucket segment, in port order.
+struct Renamed {
+    pid: u32,
+    docker_ports: Vec<String>,
 }
 
-/// `mgmt0` and the node's experiment interfaces: those on docker networks renamed, the tool's
-/// wires made; segmentation offloads off on all of them. Returns the node's management
-/// address and the host side of each experiment interface, in port order.
-fn name_node_interfaces(
-    attached: &Attached,
-    wiring: &Wiring,
-    n: &Node,
-) -> Result<(String, Vec<(SegmentId, String)>)> {
+/// Every container's docker endpoints renamed, and the nodes' management addresses.
+struct Endpoints {
+    nodes: Vec<Renamed>,
+    switches: Vec<Renamed>,
+    mgmt_addr: BTreeMap<String, String>,
+}
+
+/// Gives docker's endpoints the topology's names in every container at once (a few
+/// processes in each namespace): `mgmt0`, and the ports on segments shaped by token buckets.
+fn rename_endpoints(attached: &Attached, wiring: &Wiring) -> Result<Endpoints> {
+    let nodes = parallel::try_map(NAMING_WIDTH, &wiring.nodes, |n| {
+        rename_node(attached, wiring, n)
+    })?;
+    let switches = parallel::try_map(NAMING_WIDTH, &wiring.switches, |sw| {
+        rename_switch(attached, wiring, sw)
+    })?;
+    let mut mgmt_addr = BTreeMap::new();
+    let mut renamed = Vec::new();
+    for (n, (ip, r)) in wiring.nodes.iter().zip(nodes) {
+        mgmt_addr.insert(n.name.clone(), ip);
+        renamed.push(r);
+    }
+    Ok(Endpoints {
+        nodes: renamed,
+        switches,
+        mgmt_addr,
+    })
+}
+
+/// `mgmt0` and the node's ports on token-bucket segments; returns its management address.
+fn rename_node(attached: &Attached, wiring: &Wiring, n: &Node) -> Result<(String, Renamed)> {
     let ci = attached.container("node", &n.name)?;
     let (mac, ip) = attached.endpoint(ci, MGMT_NETWORK_KEY)?;
     let mut wanted = vec![Wanted {
@@ -338,53 +347,15 @@ fn name_node_interfaces(
         &wanted,
         &format!("naming node {}'s interfaces", n.name),
     )?;
-    // After the renaming: a wire may take the name docker's first interface had.
-    let own = veth::of(&attached.wires, &Owner::Node(n.name.clone()));
-    veth::make(
-        &own,
-        pid,
-        attached.rps_mask.as_deref(),
-        false,
-        &format!("wiring node {}", n.name),
-    )?;
-    let ifnames: Vec<&str> = n.ports.iter().map(|p| p.interface.as_str()).collect();
-    offloads_off(
-        pid,
-        &ifnames,
-        &format!("turning segmentation offloads off on node {}", n.name),
-    )?;
-    let mut docker_peers = peers[1..].iter();
-    let mut own = own.iter();
-    let ports = n
-        .ports
+    let docker_ports = peers[1..]
         .iter()
-        .map(|p| {
-            let host = if wiring.carries_frames(p.segment) {
-                own.next().map(|w| w.outside.clone())
-            } else {
-                docker_peers
-                    .next()
-                    .map(|peer| attached.host_name(*peer, &n.name))
-                    .transpose()?
-            };
-            let host = host.ok_or_else(|| {
-                Error::Wiring(format!(
-                    "node {}'s port {} has no host side",
-                    n.name, p.interface
-                ))
-            })?;
-            Ok((p.segment, host))
-        })
+        .map(|peer| attached.host_name(*peer, &n.name))
         .collect::<Result<_>>()?;
-    Ok((ip, ports))
+    Ok((ip, Renamed { pid, docker_ports }))
 }
 
-/// A switch's `port0`, `port1`, ... on its bridge; returns the host side of each, by segment.
-fn name_switch_ports(
-    attached: &Attached,
-    wiring: &Wiring,
-    sw: &Switch,
-) -> Result<Vec<(SegmentId, String)>> {
+/// A switch's ports on token-bucket segments, on its bridge.
+fn rename_switch(attached: &Attached, wiring: &Wiring, sw: &Switch) -> Result<Renamed> {
     let ci = attached.container("switch", &sw.name)?;
     let mut wanted = Vec::new();
     for (i, id) in sw.segments.iter().enumerate() {
@@ -400,39 +371,117 @@ fn name_switch_ports(
         });
     }
     let pid = running_pid(ci)?;
-    let what = format!("building switch {}", sw.name);
-    let peers = rename(pid, &wanted, &what)?;
-    let own = veth::of(&attached.wires, &Owner::Switch(switch_service(&sw.name)));
-    veth::make(
-        &own,
-        pid,
-        attached.rps_mask.as_deref(),
-        !wanted.is_empty(),
-        &what,
-    )?;
-    let mut docker_peers = peers.iter();
-    let mut own = own.iter();
-    sw.segments
+    let peers = rename(pid, &wanted, &format!("building switch {}", sw.name))?;
+    let docker_ports = peers
         .iter()
-        .map(|id| {
-            let host = if wiring.carries_frames(*id) {
-                own.next().map(|w| w.outside.clone())
+        .map(|peer| attached.host_name(*peer, &switch_service(&sw.name)))
+        .collect::<Result<_>>()?;
+    Ok(Renamed { pid, docker_ports })
+}
+
+/// Makes the tool's wires into every container, turns segmentation offloads off on the
+/// nodes' experiment interfaces, and returns per segment the host side of every port on it:
+/// nodes first in member order, then switch ports (the medium's port order).
+fn make_wires(
+    attached: &Attached,
+    wiring: &Wiring,
+    renamed: &Endpoints,
+) -> Result<BTreeMap<SegmentId, Vec<String>>> {
+    let node_pid: BTreeMap<&str, u32> = wiring
+        .nodes
+        .iter()
+        .zip(&renamed.nodes)
+        .map(|(n, r)| (n.name.as_str(), r.pid))
+        .collect();
+    let switch_pid: BTreeMap<String, u32> = wiring
+        .switches
+        .iter()
+        .zip(&renamed.switches)
+        .map(|(sw, r)| (switch_service(&sw.name), r.pid))
+        .collect();
+    let pid_of = |owner: &Owner| -> Result<u32> {
+        match owner {
+            Owner::Node(n) => node_pid.get(n.as_str()).copied(),
+            Owner::Switch(s) => switch_pid.get(s).copied(),
+        }
+        .ok_or_else(|| Error::Wiring(format!("a wire names {owner:?}, which has no container")))
+    };
+    veth::create(&attached.wires, pid_of)?;
+    let nodes: Vec<(&Node, &Renamed)> = wiring.nodes.iter().zip(&renamed.nodes).collect();
+    parallel::try_for_each(NAMING_WIDTH, &nodes, |(n, r)| {
+        let own = veth::of(&attached.wires, &Owner::Node(n.name.clone()));
+        veth::name_inside(&own, r.pid, false, &format!("wiring node {}", n.name))?;
+        let ifnames: Vec<&str> = n.ports.iter().map(|p| p.interface.as_str()).collect();
+        offloads_off(
+            r.pid,
+            &ifnames,
+            &format!("turning segmentation offloads off on node {}", n.name),
+        )?;
+        steer_off_the_emulator(attached, r.pid, &own, &format!("node {}", n.name))
+    })?;
+    let switches: Vec<(&Switch, &Renamed)> =
+        wiring.switches.iter().zip(&renamed.switches).collect();
+    parallel::try_for_each(NAMING_WIDTH, &switches, |(sw, r)| {
+        let own = veth::of(&attached.wires, &Owner::Switch(switch_service(&sw.name)));
+        let bridge_made = !r.docker_ports.is_empty();
+        let what = format!("building switch {}", sw.name);
+        veth::name_inside(&own, r.pid, bridge_made, &what)?;
+        steer_off_the_emulator(attached, r.pid, &own, &format!("switch {}", sw.name))
+    })?;
+    // The wires and docker's ports in the wiring's order.
+    let mut ports: BTreeMap<SegmentId, Vec<String>> = BTreeMap::new();
+    let mut own = attached.wires.iter();
+    let mut next_wire = |what: &str| {
+        own.next()
+            .map(|w| w.outside.clone())
+            .ok_or_else(|| Error::Wiring(format!("{what} has no wire")))
+    };
+    for (n, r) in &nodes {
+        let mut docker = r.docker_ports.iter();
+        for p in &n.ports {
+            let what = format!("node {}'s port {}", n.name, p.interface);
+            let host = if wiring.carries_frames(p.segment) {
+                next_wire(&what)?
             } else {
-                docker_peers
+                docker
                     .next()
-                    .map(|peer| attached.host_name(*peer, &switch_service(&sw.name)))
-                    .transpose()?
+                    .cloned()
+                    .ok_or_else(|| Error::Wiring(format!("{what} has no host side")))?
             };
-            let host = host.ok_or_else(|| {
-                Error::Wiring(format!(
-                    "switch {}'s port on segment {} has no host side",
-                    sw.name,
-                    wiring.segment(*id).name
-                ))
-            })?;
-            Ok((*id, host))
-        })
-        .collect()
+            ports.entry(p.segment).or_default().push(host);
+        }
+    }
+    for (sw, r) in &switches {
+        let mut docker = r.docker_ports.iter();
+        for id in &sw.segments {
+            let what = format!("switch {}'s port on {}", sw.name, wiring.segment(*id).name);
+            let host = if wiring.carries_frames(*id) {
+                next_wire(&what)?
+            } else {
+                docker
+                    .next()
+                    .cloned()
+                    .ok_or_else(|| Error::Wiring(format!("{what} has no host side")))?
+            };
+            ports.entry(*id).or_default().push(host);
+        }
+    }
+    Ok(ports)
+}
+
+/// Steers the receive work of an owner's wires (the medium emulator writes every frame into
+/// them) to the CPUs the emulator's event thread leaves to the nodes.
+fn steer_off_the_emulator(attached: &Attached, pid: u32, own: &[&Wire], owner: &str) -> Result<()> {
+    let Some(mask) = attached.rps_mask.as_deref() else {
+        return Ok(());
+    };
+    let ifnames: Vec<&str> = own.iter().map(|w| w.inside.as_str()).collect();
+    steer_receive(
+        pid,
+        &ifnames,
+        mask,
+        &format!("steering {owner}'s receive work off the emulator's CPU"),
+    )
 }
 
 /// Emulates the wires on the host (ifb and tbf, or the medium emulator), each device and

@@ -26,7 +26,9 @@ pub use emulator::{
     stop as stop_emulators,
 };
 pub use meter::{Flow, Station, measure as measure_goodput};
-pub use netns::{Ns, Wanted, ip_batch, links as ns_links, offloads_off, rename_plan};
+pub use netns::{
+    Ns, Wanted, ip_batch, links as ns_links, offloads_off, rename_plan, steer_receive,
+};
 pub use wiring::{
     Emulation, HostCosts, Medium, Node, Port, Segment, SegmentId, Switch, Wiring, WiringBuilder,
     switch_service,

@@ -78,6 +78,44 @@ pub fn offloads_off(pid: u32, ifnames: &[&str], what: &str) -> Result<()> {
         .map(drop)
 }
 
+/// Sets Receive Packet Steering on a container's interfaces: frames written into them are
+/// received (the node's IP and TCP input) on the CPUs of `mask` (an `rps_cpus` mask), not on
+/// the writer's, which for an emulated segment is the medium emulator's event thread.
+///
+/// A container's own sysfs is read-only, and a new sysfs mount in its network namespace
+/// shares that read-only superblock; so the host's shell, in the container's network
+/// namespace and a private mount namespace of its own, mounts sysfs, remounts it writable
+/// and writes the masks. The container's own mount stays read-only.
+pub fn steer_receive(pid: u32, ifnames: &[&str], mask: &str, what: &str) -> Result<()> {
+    if ifnames.is_empty() {
+        return Ok(());
+    }
+    let writes = ifnames
+        .iter()
+        .map(|i| {
+            format!("for q in /sys/class/net/{i}/queues/rx-*; do echo {mask} > $q/rps_cpus; done")
+        })
+        .collect::<Vec<_>>()
+        .join(" && ");
+    let script = format!("mount -t sysfs sysfs /sys && mount -o remount,rw /sys && {writes}");
+    Cmd::new("nsenter", what)
+        .args([
+            "-t",
+            &pid.to_string(),
+            "-n",
+            "unshare",
+            "-m",
+            "--propagation",
+            "private",
+        ])
+        .args(["sh", "-c", &script])
+        .hint(
+            "nsenter and unshare (util-linux) and root are needed to steer the nodes' receive work",
+        )
+        .run()
+        .map(drop)
+}
+
 /// What one container's interfaces should become.
 #[derive(Debug, Clone)]
 pub struct Wanted {

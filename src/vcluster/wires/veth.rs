@@ -1,7 +1,7 @@
 //! The wires the tool makes itself: one veth pair per port of a segment the medium emulator
-//! carries, made on the host and its inside end moved into the node's (or switch's)
-//! namespace under the topology's name, as containerlab makes its links. The outside end
-//! stays on the host, on no bridge, for the emulator alone.
+//! carries, its inside end made in the node's (or switch's) namespace and named as the
+//! topology says, as containerlab makes its links. The outside end stays on the host, on no
+//! bridge, for the emulator alone.
 //!
 //! Made this way rather than as a docker network per segment, a wire costs the engine
 //! nothing: no network, no endpoint, no attach per container, and nothing the engine can keep
@@ -10,8 +10,10 @@
 //! the container's namespace; `down` removes any end a failed `up` left on the host, by the
 //! names recorded in the state file before anything was made.
 //!
-//! A wire's inside end is still on the host when its Receive Packet Steering is set: a
-//! container's sysfs is read-only, the host's is not, and the setting survives the move.
+//! The inside ends' Receive Packet Steering is set afterwards from the host's shell in the
+//! node's network namespace ([`super::netns::steer_receive`]), not on the host before a
+//! move: moving a made device into a namespace costs 17 ms a device here, 8.7 s for a 16×16
+//! mesh's 512 wires.
 
 use super::netns::{self, Ns};
 use super::wiring::{SegmentId, Wiring, switch_service};
@@ -36,7 +38,7 @@ pub struct Wire {
     pub segment: SegmentId,
     /// The end that stays on the host, for the medium emulator.
     pub outside: String,
-    /// The inside end's name on the host before it moves.
+    /// The inside end's name until its owner names it (made in the owner's namespace).
     pub staging: String,
 }
 
@@ -80,7 +82,9 @@ pub fn of<'a>(wires: &'a [Wire], owner: &Owner) -> Vec<&'a Wire> {
     wires.iter().filter(|w| &w.owner == owner).collect()
 }
 
-/// Every host-side name the wires use: what `down` looks for when an `up` died half-way.
+/// Every name the wires use on the host (and the inside ends' staging names, for an `up` of
+/// an earlier build that made them on the host): what `down` looks for when an `up` died
+/// half-way.
 pub fn host_names(wires: &[Wire]) -> Vec<String> {
     wires
         .iter()
@@ -88,44 +92,44 @@ pub fn host_names(wires: &[Wire]) -> Vec<String> {
         .collect()
 }
 
-/// Makes `wires` (all of one owner) into the namespace of process `pid`: each pair on the
-/// host, its inside end's receive work steered to `rps_mask` (when given) while the host's
-/// sysfs can still write it, then moved, renamed and brought up (a switch's onto its bridge).
-/// The outside ends come up on the host with IPv6 off: the host must not speak on a wire.
-///
-/// `bridge_made`: a switch's bridge exists already (`up` made it for ports on docker
-/// networks), so it is joined rather than made.
-pub fn make(
-    wires: &[&Wire],
-    pid: u32,
-    rps_mask: Option<&str>,
-    bridge_made: bool,
-    what: &str,
-) -> Result<()> {
+/// Makes `wires`, each inside end made straight in its owner's namespace (the process
+/// `pid_of` gives) under its staging name, all in one `ip -batch`. Made on the host and moved,
+/// an end costs 17 ms here (the move waits for the network stack's RCU grace period, once per
+/// device: 0.53 s for 32 wires, against 13 ms made in place). The outside ends come up on
+/// the host with IPv6 off: the host must not speak on a wire. Each owner then names its
+/// ends with [`name_inside`].
+pub fn create(wires: &[Wire], pid_of: impl Fn(&Owner) -> Result<u32>) -> Result<()> {
     if wires.is_empty() {
         return Ok(());
     }
-    let host: Vec<String> = wires
-        .iter()
-        .map(|w| format!("link add {} type veth peer name {}", w.outside, w.staging))
-        .collect();
-    netns::ip_batch(Ns::Host, what, &host)?;
+    let what = "making the cluster's wires";
+    let mut adds = Vec::new();
     for w in wires {
-        if let Some(mask) = rps_mask {
-            steer(&w.staging, mask)?;
-        }
+        adds.push(format!(
+            "link add {} type veth peer name {} netns {}",
+            w.outside,
+            w.staging,
+            pid_of(&w.owner)?
+        ));
+    }
+    netns::ip_batch(Ns::Host, what, &adds)?;
+    for w in wires {
         quiet(&w.outside)?;
     }
-    let mut moves: Vec<String> = wires
+    let ups: Vec<String> = wires
         .iter()
-        .map(|w| format!("link set dev {} netns {pid}", w.staging))
+        .map(|w| format!("link set dev {} up", w.outside))
         .collect();
-    moves.extend(
-        wires
-            .iter()
-            .map(|w| format!("link set dev {} up", w.outside)),
-    );
-    netns::ip_batch(Ns::Host, what, &moves)?;
+    netns::ip_batch(Ns::Host, what, &ups)
+}
+
+/// Names `wires` (all of one owner, moved there by [`create`]) inside the namespace of `pid`
+/// and brings them up, a switch's onto its bridge. `bridge_made`: the bridge exists already
+/// (`up` made it for ports on docker networks), so it is joined rather than made.
+pub fn name_inside(wires: &[&Wire], pid: u32, bridge_made: bool, what: &str) -> Result<()> {
+    if wires.is_empty() {
+        return Ok(());
+    }
     netns::ip_batch(Ns::Pid(pid), what, &inside_lines(wires, bridge_made))
 }
 
@@ -148,23 +152,6 @@ fn inside_lines(wires: &[&Wire], bridge_made: bool) -> Vec<String> {
         lines.push(format!("link set dev {SWITCH_BRIDGE} up"));
     }
     lines
-}
-
-/// Receive Packet Steering on a veth end still on the host: frames written into it are
-/// received (the node's IP and TCP input) on the CPUs of `mask`, not on the writer's, which
-/// for an emulated segment is the medium emulator's event thread.
-fn steer(ifname: &str, mask: &str) -> Result<()> {
-    let dir = format!("/sys/class/net/{ifname}/queues");
-    let queues = std::fs::read_dir(&dir)
-        .map_err(|e| Error::io("steering a wire's receive work", &dir, e))?;
-    for q in queues.flatten() {
-        if q.file_name().to_string_lossy().starts_with("rx-") {
-            let knob = q.path().join("rps_cpus");
-            std::fs::write(&knob, mask)
-                .map_err(|e| Error::io("steering a wire's receive work", &knob, e))?;
-        }
-    }
-    Ok(())
 }
 
 /// IPv6 off on a wire's outside end (no router solicitations and the like): every frame on

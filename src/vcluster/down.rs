@@ -27,8 +27,8 @@ pub struct DownReport {
 
 /// Removes everything `up` made for the cluster: containers and networks (found by label),
 /// wire ends and ifb devices (from the state file, and by name prefix in case it is gone) and
-/// files. Safe to
-/// run again, and on a cluster that is only half made or whose files were deleted.
+/// files. Safe to run again, and on a cluster that is only half made or whose files were
+/// deleted.
 pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
     let docker = Docker::connect()?;
     let dir = ClusterDir::new(state_dir, name);

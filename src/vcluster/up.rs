@@ -428,42 +428,35 @@ fn make_wires(
         veth::name_inside(&own, r.pid, bridge_made, &what)?;
         steer_off_the_emulator(attached, r.pid, &own, &format!("switch {}", sw.name))
     })?;
-    // The wires and docker's ports in the wiring's order.
+    // The wires and docker's ports in the wiring's order: nodes' ports, then switches'.
+    let owners = nodes
+        .iter()
+        .map(|(n, r)| {
+            let segments: Vec<SegmentId> = n.ports.iter().map(|p| p.segment).collect();
+            (format!("node {}", n.name), segments, *r)
+        })
+        .chain(
+            switches
+                .iter()
+                .map(|(sw, r)| (format!("switch {}", sw.name), sw.segments.clone(), *r)),
+        );
     let mut ports: BTreeMap<SegmentId, Vec<String>> = BTreeMap::new();
     let mut own = attached.wires.iter();
-    let mut next_wire = |what: &str| {
-        own.next()
-            .map(|w| w.outside.clone())
-            .ok_or_else(|| Error::Wiring(format!("{what} has no wire")))
-    };
-    for (n, r) in &nodes {
+    for (who, segments, r) in owners {
         let mut docker = r.docker_ports.iter();
-        for p in &n.ports {
-            let what = format!("node {}'s port {}", n.name, p.interface);
-            let host = if wiring.carries_frames(p.segment) {
-                next_wire(&what)?
+        for id in segments {
+            let host = if wiring.carries_frames(id) {
+                own.next().map(|w| w.outside.clone())
             } else {
-                docker
-                    .next()
-                    .cloned()
-                    .ok_or_else(|| Error::Wiring(format!("{what} has no host side")))?
+                docker.next().cloned()
             };
-            ports.entry(p.segment).or_default().push(host);
-        }
-    }
-    for (sw, r) in &switches {
-        let mut docker = r.docker_ports.iter();
-        for id in &sw.segments {
-            let what = format!("switch {}'s port on {}", sw.name, wiring.segment(*id).name);
-            let host = if wiring.carries_frames(*id) {
-                next_wire(&what)?
-            } else {
-                docker
-                    .next()
-                    .cloned()
-                    .ok_or_else(|| Error::Wiring(format!("{what} has no host side")))?
-            };
-            ports.entry(*id).or_default().push(host);
+            let host = host.ok_or_else(|| {
+                Error::Wiring(format!(
+                    "{who}'s port on segment {} has no host side",
+                    wiring.segment(id).name
+                ))
+            })?;
+            ports.entry(id).or_default().push(host);
         }
     }
     Ok(ports)

@@ -123,7 +123,7 @@ pub fn create(wires: &[Wire], pid_of: impl Fn(&Owner) -> Result<u32>) -> Result<
     netns::ip_batch(Ns::Host, what, &ups)
 }
 
-/// Names `wires` (all of one owner, moved there by [`create`]) inside the namespace of `pid`
+/// Names `wires` (all of one owner, made there by [`create`]) inside the namespace of `pid`
 /// and brings them up, a switch's onto its bridge. `bridge_made`: the bridge exists already
 /// (`up` made it for ports on docker networks), so it is joined rather than made.
 pub fn name_inside(wires: &[&Wire], pid: u32, bridge_made: bool, what: &str) -> Result<()> {

@@ -567,21 +567,36 @@ mod tests {
             .iter()
             .find(|w| w.pattern == Pattern::Filecopy)
             .expect("reschke96 copies files");
-        let timeout = |estimate: Duration| {
-            let args = client_args(copy, 2 << 20, "10.0.0.1:7171", Protocol::Tcp, estimate);
-            let at = args.iter().position(|a| a == "--timeout");
-            at.map(|i| args[i + 1].parse::<f64>().unwrap())
+        let timeout = |estimate: Duration| match client_invocation(
+            copy,
+            2 << 20,
+            "10.0.0.1:7171",
+            Protocol::Tcp,
+            estimate,
+        ) {
+            Invocation::Filecopy(args) => args.common.timeout,
+            other => panic!("a copy's client became {other:?}"),
         };
         // Seven 2 MiB copies on one 10 Mbit/s bus: about 13 s.
-        assert_eq!(timeout(Duration::from_millis(13_040)), Some(27.0));
-        // Short points keep the worker's default, and say nothing.
-        assert_eq!(timeout(Duration::from_secs(5)), None);
-        assert_eq!(timeout(Duration::ZERO), None);
-        assert_eq!(
-            silence_allowed(Duration::from_secs(5)),
-            None,
-            "10 s is the default: not written"
+        assert_eq!(timeout(Duration::from_millis(13_040)), 27.0);
+        // Short points keep the worker's default, which the command line then leaves out.
+        assert_eq!(timeout(Duration::from_secs(5)), Common::DEFAULT_TIMEOUT_S);
+        assert_eq!(timeout(Duration::ZERO), Common::DEFAULT_TIMEOUT_S);
+        let short = client_args(
+            copy,
+            2 << 20,
+            "10.0.0.1:7171",
+            Protocol::Tcp,
+            Duration::ZERO,
         );
+        let long = client_args(
+            copy,
+            2 << 20,
+            "10.0.0.1:7171",
+            Protocol::Tcp,
+            Duration::from_secs(13),
+        );
+        assert_eq!(long.len(), short.len() + 2, "{short:?} {long:?}");
     }
 
     /// A shipped workload turned into every pattern, protocol, amount and option the

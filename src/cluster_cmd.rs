@@ -42,7 +42,8 @@ pub enum ClusterCommand {
         name: Option<String>,
         /// Every cluster this tool has anything of on the host: containers and networks
         /// with its label, directories under --state-dir and /run/orchestrate, and ifb
-        /// devices named like a cluster's. For when the state directory is lost.
+        /// devices and wire ends named like a cluster's. For when the state directory is
+        /// lost.
         #[arg(long)]
         all: bool,
         #[command(flatten)]

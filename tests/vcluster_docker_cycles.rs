@@ -16,11 +16,11 @@ fn docker_three_up_down_cycles_leave_the_host_as_found() {
     let state = tmp.path().join("state");
     let state_s = state.to_str().unwrap();
     let topo_s = topo.to_str().unwrap();
-    let name = "vct-cycles";
+    let name = &support::cluster_name("vct-cycles");
     let dir = state.join("clusters").join(name);
     // Make sure the image exists first: building it creates (and removes) helper containers.
     support::orchestrate_ok(&["cluster", "image"]);
-    let before = support::host_snapshot();
+    let before = support::host_snapshot(name);
     let result = std::panic::catch_unwind(|| cycles(&before, topo_s, state_s, name, &dir));
     // Whatever happened, leave nothing behind.
     support::orchestrate(&["cluster", "down", "--name", name, "--state-dir", state_s]);
@@ -40,10 +40,13 @@ fn cycles(before: &[String], topo_s: &str, state_s: &str, name: &str, dir: &std:
             "--state-dir",
             state_s,
         ]);
-        let during = support::host_snapshot();
+        let during = support::host_snapshot(name);
+        let prefix = orchestrate::vcluster::ClusterName::parse(name)
+            .unwrap()
+            .ifb_prefix();
         let ifbs = during
             .iter()
-            .filter(|l| l.contains("qdisc tbf") && l.contains(" dev oc"))
+            .filter(|l| l.contains("qdisc tbf") && l.contains(&format!(" dev {prefix}")))
             .count();
         // One per port of the two token-bucket switched segments (2 nodes + 1 switch port
         // each); the bus is the medium emulator's.
@@ -54,7 +57,7 @@ fn cycles(before: &[String], topo_s: &str, state_s: &str, name: &str, dir: &std:
         );
         let emulators = during
             .iter()
-            .filter(|l| l.starts_with("process ") && l.contains(name))
+            .filter(|l| l.starts_with("process ") && l.contains(&format!("/{name}/medium.")))
             .count();
         assert_eq!(
             emulators, 1,
@@ -80,7 +83,7 @@ fn cycles(before: &[String], topo_s: &str, state_s: &str, name: &str, dir: &std:
             "{again}"
         );
         assert!(!dir.exists(), "{} left behind", dir.display());
-        let after = support::host_snapshot();
+        let after = support::host_snapshot(name);
         let appeared: Vec<_> = after.iter().filter(|l| !before.contains(l)).collect();
         let vanished: Vec<_> = before.iter().filter(|l| !after.contains(l)).collect();
         assert!(

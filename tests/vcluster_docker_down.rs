@@ -10,8 +10,13 @@ mod need;
 mod support;
 
 use std::process::Command;
+use std::sync::OnceLock;
 
-const NAME: &str = "vct-held";
+/// This run's cluster (see `support::cluster_name`).
+fn name() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| support::cluster_name("vct-held"))
+}
 
 #[test]
 fn docker_down_names_a_network_it_cannot_remove_keeps_the_state_and_a_later_down_finishes() {
@@ -21,7 +26,7 @@ fn docker_down_names_a_network_it_cannot_remove_keeps_the_state_and_a_later_down
     let state = tmp.path().join("state");
     let state_s = state.to_str().unwrap();
     support::orchestrate_ok(&["cluster", "image"]);
-    let before = support::host_snapshot();
+    let before = support::host_snapshot(name());
     // `down --all` takes every cluster on the host: only where this test's is the only one.
     let alone = other_clusters().is_empty();
     let stranger = format!("orchestrate-test-stranger-{}", std::process::id());
@@ -29,11 +34,11 @@ fn docker_down_names_a_network_it_cannot_remove_keeps_the_state_and_a_later_down
         held_then_freed(topo.to_str().unwrap(), state_s, &state, &stranger, alone)
     });
     let _ = docker(&["rm", "--force", &stranger]);
-    support::orchestrate(&["cluster", "down", "--name", NAME, "--state-dir", state_s]);
+    support::orchestrate(&["cluster", "down", "--name", name(), "--state-dir", state_s]);
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
-    let after = support::host_snapshot();
+    let after = support::host_snapshot(name());
     assert_eq!(before, after, "the host is not as it was");
 }
 
@@ -49,13 +54,13 @@ fn held_then_freed(
         "up",
         topo,
         "--name",
-        NAME,
+        name(),
         "--state-dir",
         state_s,
     ]);
-    let dir = state.join("clusters").join(NAME);
+    let dir = state.join("clusters").join(name());
     let image = cluster_image(state_s);
-    let mgmt = format!("orchestrate-{NAME}-mgmt");
+    let mgmt = format!("orchestrate-{}-mgmt", name());
     // A container of someone else's, on the cluster's management network.
     let run = docker(&[
         "run",
@@ -76,7 +81,7 @@ fn held_then_freed(
     );
 
     // And a wire an `up` that died half-way would leave: both ends still on the host.
-    let cluster = orchestrate::vcluster::ClusterName::parse(NAME).unwrap();
+    let cluster = orchestrate::vcluster::ClusterName::parse(name()).unwrap();
     let (end, staging) = (cluster.wire_end(999), cluster.wire_staging(999));
     let made = Command::new("ip")
         .args([
@@ -86,7 +91,7 @@ fn held_then_freed(
         .unwrap();
     assert!(made.success());
 
-    let held = support::orchestrate(&["cluster", "down", "--name", NAME, "--state-dir", state_s]);
+    let held = support::orchestrate(&["cluster", "down", "--name", name(), "--state-dir", state_s]);
     let err = String::from_utf8_lossy(&held.stderr);
     assert!(
         !held.status.success(),
@@ -125,7 +130,7 @@ fn held_then_freed(
         "cluster",
         "status",
         "--name",
-        NAME,
+        name(),
         "--state-dir",
         state_s,
         "--json",
@@ -148,9 +153,12 @@ fn held_then_freed(
     let (out, _) = if alone {
         support::orchestrate_ok(&["cluster", "down", "--all", "--state-dir", state_s])
     } else {
-        support::orchestrate_ok(&["cluster", "down", "--name", NAME, "--state-dir", state_s])
+        support::orchestrate_ok(&["cluster", "down", "--name", name(), "--state-dir", state_s])
     };
-    assert!(out.contains(&format!("cluster {NAME} removed")), "{out}");
+    assert!(
+        out.contains(&format!("cluster {} removed", name())),
+        "{out}"
+    );
     assert!(!dir.exists(), "{} left behind", dir.display());
     docker(&["rm", "--force", stranger]);
 }
@@ -168,7 +176,7 @@ fn cluster_image(state_s: &str) -> String {
         "cluster",
         "status",
         "--name",
-        NAME,
+        name(),
         "--state-dir",
         state_s,
         "--json",
@@ -180,7 +188,7 @@ fn cluster_image(state_s: &str) -> String {
         .to_owned()
 }
 
-/// Containers of clusters other than this test's.
+/// Containers of clusters other than this test's (none of its own exist yet).
 fn other_clusters() -> Vec<String> {
     let out = docker(&[
         "ps",

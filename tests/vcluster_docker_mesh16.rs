@@ -22,7 +22,7 @@ fn docker_routed_mesh_sixteen_nodes_up_in_under_a_minute() {
     let tmp = tempfile::tempdir().unwrap();
     let state = tmp.path().join("state");
     let state_s = state.to_str().unwrap();
-    let name = "vct-mesh";
+    let name = &support::cluster_name("vct-mesh");
     let (out, took) = support::orchestrate_ok(&[
         "cluster",
         "up",

@@ -17,7 +17,7 @@ fn docker_four_node_cluster_over_ssh_runs_the_worker_and_traffic() {
     let topo = support::write_four_nodes(tmp.path());
     let state = tmp.path().join("state");
     let state_s = state.to_str().unwrap();
-    let name = "vct-ssh";
+    let name = &support::cluster_name("vct-ssh");
     support::orchestrate_ok(&[
         "cluster",
         "up",

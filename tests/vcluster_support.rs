@@ -128,33 +128,134 @@ pub fn jsonl(path: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
-/// Everything on the host a cluster could leave behind.
-pub fn host_snapshot() -> Vec<String> {
-    let run = |prog: &str, args: &[&str]| -> String {
-        let o = Command::new(prog)
-            .args(args)
-            .output()
-            .expect("host command runs");
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
+/// A cluster name for one test in this run: the test's word and this process's id. A cluster
+/// a killed earlier run left on the engine, or one another run of the suite has up right now,
+/// then never stands in this test's way (nor this test in theirs).
+pub fn cluster_name(word: &str) -> String {
+    let name = format!("{word}-{}", std::process::id());
+    orchestrate::vcluster::ClusterName::parse(&name).expect("a valid cluster name");
+    name
+}
+
+fn host_output(prog: &str, args: &[&str]) -> String {
+    let o = Command::new(prog)
+        .args(args)
+        .output()
+        .expect("host command runs");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// What belongs to clusters other than `own` right now, by their docker labels: their names,
+/// network ids and container ids.
+struct OtherClusters {
+    names: Vec<String>,
+    networks: Vec<String>,
+    containers: Vec<String>,
+}
+
+impl OtherClusters {
+    fn now(own: &str) -> OtherClusters {
+        let label = orchestrate::vcluster::LABEL_CLUSTER;
+        let format = format!("{{{{.Label \"{label}\"}}}}");
+        let filter = format!("label={label}");
+        let mut names: Vec<String> = ["ps -a", "network ls"]
+            .iter()
+            .flat_map(|cmd| {
+                let mut args: Vec<&str> = cmd.split(' ').collect();
+                args.extend(["--filter", &filter, "--format", &format]);
+                host_output("docker", &args)
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .filter(|n| n != own)
+            .collect();
+        names.sort();
+        names.dedup();
+        let ids = |cmd: &[&str], name: &str| -> Vec<String> {
+            let mut args = cmd.to_vec();
+            let filter = format!("label={label}={name}");
+            args.extend(["-q", "--no-trunc", "--filter", &filter]);
+            host_output("docker", &args)
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect()
+        };
+        let networks = names
+            .iter()
+            .flat_map(|n| ids(&["network", "ls"], n))
+            .collect();
+        let containers = names.iter().flat_map(|n| ids(&["ps", "-a"], n)).collect();
+        OtherClusters {
+            names,
+            networks,
+            containers,
+        }
+    }
+
+    /// Whether host interface `ifname` (its `ip -o link` line is `line`) is another cluster's:
+    /// one of its ifbs or wire ends, the bridge of one of its docker networks, or a container
+    /// port on such a bridge.
+    fn own_link(&self, ifname: &str, line: &str) -> bool {
+        let prefixes = self.names.iter().filter_map(|n| {
+            orchestrate::vcluster::ClusterName::parse(n)
+                .ok()
+                .map(|n| n.ifb_prefix())
+        });
+        let bridges: Vec<String> = self
+            .networks
+            .iter()
+            .map(|id| format!("br-{}", &id[..12.min(id.len())]))
+            .collect();
+        prefixes.into_iter().any(|p| ifname.starts_with(&p))
+            || bridges
+                .iter()
+                .any(|b| ifname == b || line.contains(&format!(" master {b} ")))
+    }
+}
+
+/// Everything on the host a cluster could leave behind, apart from what belongs to other
+/// clusters (another run of the suite may share the engine): interfaces, qdiscs, docker
+/// networks and containers, medium emulators.
+pub fn host_snapshot(own: &str) -> Vec<String> {
+    let others = OtherClusters::now(own);
     let mut lines = Vec::new();
-    for l in run("ip", &["-o", "link", "show"]).lines() {
+    let mut theirs = Vec::new();
+    for l in host_output("ip", &["-o", "link", "show"]).lines() {
         // "12: name@if11: <...>": the name (and index) says which interface it is.
         let name: Vec<&str> = l.splitn(3, ": ").take(2).collect();
+        let ifname = name.get(1).map_or("", |n| n.split('@').next().unwrap_or(n));
+        if others.own_link(ifname, l) {
+            theirs.push(ifname.to_owned());
+            continue;
+        }
         lines.push(format!("link {}", name.join(" ")));
     }
-    for l in run("tc", &["qdisc", "show"]).lines() {
+    for l in host_output("tc", &["qdisc", "show"]).lines() {
+        let dev = l.split_whitespace().skip_while(|w| *w != "dev").nth(1);
+        if dev.is_some_and(|d| theirs.iter().any(|t| t == d)) {
+            continue;
+        }
         lines.push(format!("qdisc {l}"));
     }
-    for l in run("docker", &["network", "ls", "-q", "--no-trunc"]).lines() {
-        lines.push(format!("network {l}"));
+    for l in host_output("docker", &["network", "ls", "-q", "--no-trunc"]).lines() {
+        if !others.networks.iter().any(|n| n == l) {
+            lines.push(format!("network {l}"));
+        }
     }
-    for l in run("docker", &["ps", "-aq", "--no-trunc"]).lines() {
-        lines.push(format!("container {l}"));
+    for l in host_output("docker", &["ps", "-aq", "--no-trunc"]).lines() {
+        if !others.containers.iter().any(|c| c == l) {
+            lines.push(format!("container {l}"));
+        }
     }
-    // Medium emulators (`orchestrate medium serve`), by pid and command line.
-    for l in run("pgrep", &["-af", "medium serve"]).lines() {
-        if !l.contains("pgrep") {
+    // Medium emulators (`orchestrate medium serve`), by pid and command line; another
+    // cluster's names its own directory (`/run/orchestrate/<name>/`).
+    for l in host_output("pgrep", &["-af", "medium serve"]).lines() {
+        let another = others
+            .names
+            .iter()
+            .any(|n| l.contains(&format!("/{n}/medium.")));
+        if !l.contains("pgrep") && !another {
             lines.push(format!("process {l}"));
         }
     }

@@ -84,11 +84,6 @@ fn cycles(before: &[String], topo_s: &str, state_s: &str, name: &str, dir: &std:
         );
         assert!(!dir.exists(), "{} left behind", dir.display());
         let after = support::host_snapshot(name);
-        let appeared: Vec<_> = after.iter().filter(|l| !before.contains(l)).collect();
-        let vanished: Vec<_> = before.iter().filter(|l| !after.contains(l)).collect();
-        assert!(
-            appeared.is_empty() && vanished.is_empty(),
-            "cycle {cycle} changed the host:\n  appeared: {appeared:#?}\n  vanished: {vanished:#?}"
-        );
+        support::assert_host_as_found(before, &after, &format!("cycle {cycle}"));
     }
 }

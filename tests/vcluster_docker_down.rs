@@ -39,7 +39,7 @@ fn docker_down_names_a_network_it_cannot_remove_keeps_the_state_and_a_later_down
         std::panic::resume_unwind(e);
     }
     let after = support::host_snapshot(name());
-    assert_eq!(before, after, "the host is not as it was");
+    support::assert_host_as_found(&before, &after, "the held-network test");
 }
 
 fn held_then_freed(

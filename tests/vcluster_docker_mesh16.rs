@@ -1,6 +1,6 @@
 //! The study's routed 4x4 mesh as a 16-node cluster: the image builds in under 5 minutes
 //! (when it has to), `up` takes under a minute, every node answers over SSH with its host key
-//! verified, and `cluster verify` passes on the buses.
+//! verified, `cluster verify` passes on the buses, and after `down` the host is as it was.
 
 #[path = "common/need.rs"]
 mod need;
@@ -23,6 +23,8 @@ fn docker_routed_mesh_sixteen_nodes_up_in_under_a_minute() {
     let state = tmp.path().join("state");
     let state_s = state.to_str().unwrap();
     let name = &support::cluster_name("vct-mesh");
+    // After the image: building it makes (and removes) helper containers.
+    let before = support::host_snapshot(name);
     let (out, took) = support::orchestrate_ok(&[
         "cluster",
         "up",
@@ -69,4 +71,7 @@ fn docker_routed_mesh_sixteen_nodes_up_in_under_a_minute() {
     if let Err(e) = result {
         std::panic::resume_unwind(e);
     }
+    // One whole 16-node cycle leaves the host as it found it.
+    let after = support::host_snapshot(name);
+    support::assert_host_as_found(&before, &after, "the 16-node cycle");
 }

@@ -214,6 +214,16 @@ impl OtherClusters {
     }
 }
 
+/// Fails naming what `what` added to or took from the host between two [`host_snapshot`]s.
+pub fn assert_host_as_found(before: &[String], after: &[String], what: &str) {
+    let appeared: Vec<_> = after.iter().filter(|l| !before.contains(l)).collect();
+    let vanished: Vec<_> = before.iter().filter(|l| !after.contains(l)).collect();
+    assert!(
+        appeared.is_empty() && vanished.is_empty(),
+        "{what} changed the host:\n  appeared: {appeared:#?}\n  vanished: {vanished:#?}"
+    );
+}
+
 /// Everything on the host a cluster could leave behind, apart from what belongs to other
 /// clusters (another run of the suite may share the engine): interfaces, qdiscs, docker
 /// networks and containers, medium emulators.

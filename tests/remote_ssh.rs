@@ -59,6 +59,31 @@ async fn sshd_commands_run_on_every_node_and_failures_name_node_and_command() {
 }
 
 #[tokio::test]
+async fn sshd_a_master_idle_past_its_idle_exit_still_carries_the_next_command() {
+    require_needs!();
+    let sshd = Sshd::start();
+    let nodes = ["n1", "n2"];
+    let inv = Inventory::load(&sshd.inventory(&nodes)).unwrap();
+    let idle_exit = Duration::from_secs(3);
+    let opts = ConnectOptions {
+        idle_exit,
+        ..ConnectOptions::default()
+    };
+    let cluster = Sessions::connect(&inv, &names(&nodes), &opts)
+        .await
+        .unwrap();
+    // Nodes wait their turn in a fan-out longer than that: their masters must not have gone.
+    tokio::time::sleep(4 * idle_exit).await;
+    for (node, r) in cluster
+        .run_all("echo still here", Duration::from_secs(10))
+        .await
+    {
+        assert_eq!(r.map(|o| o.stdout).unwrap(), "still here\n", "{node}");
+    }
+    cluster.close().await;
+}
+
+#[tokio::test]
 async fn sshd_a_changed_host_key_is_refused_before_anything_runs() {
     require_needs!();
     let sshd = Sshd::start();

@@ -1,13 +1,14 @@
 //! SSH sessions to every node: one multiplexed master per node through the system ssh client
 //! (so the user's ssh config, agent and jump hosts keep working), host keys checked strictly,
 //! control sockets in a short private directory, masters that exit when idle if the
-//! controller dies.
+//! controller dies, and are kept from that exit while it lives.
 
 use std::collections::BTreeMap;
 use std::num::NonZeroUsize;
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use openssh::{ControlPersist, KnownHosts, Session, SessionBuilder, Stdio};
 use tokio::io::AsyncWriteExt;
@@ -97,7 +98,92 @@ pub struct Output {
 /// Live sessions to a set of nodes.
 pub struct Sessions {
     sessions: BTreeMap<NodeName, (Arc<Session>, Host)>,
+    activity: BTreeMap<NodeName, Arc<Activity>>,
+    /// Keeps idle masters from their idle exit while these sessions live.
+    keeper: Option<tokio::task::JoinHandle<()>>,
     _control_dir: tempfile::TempDir,
+}
+
+/// When a node's master last carried a command, and how many it carries now.
+struct Activity {
+    epoch: Instant,
+    /// Commands and channels open on the node.
+    in_use: AtomicUsize,
+    /// When the last one ended (or the keeper last touched the node), in ms since `epoch`.
+    last_ms: AtomicU64,
+}
+
+impl Activity {
+    fn new(epoch: Instant) -> Activity {
+        let a = Activity {
+            epoch,
+            in_use: AtomicUsize::new(0),
+            last_ms: AtomicU64::new(0),
+        };
+        a.touch();
+        a
+    }
+
+    fn touch(&self) {
+        let ms = self
+            .epoch
+            .elapsed()
+            .as_millis()
+            .try_into()
+            .unwrap_or(u64::MAX);
+        self.last_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Idle for at least `d`: nothing open, nothing ended within `d`.
+    fn idle_for(&self, d: Duration) -> bool {
+        let since = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
+        self.in_use.load(Ordering::Relaxed) == 0 && self.epoch.elapsed() >= since + d
+    }
+}
+
+/// A command or channel in use on a node, for as long as this lives.
+struct Busy(Arc<Activity>);
+
+impl Busy {
+    fn new(activity: &Arc<Activity>) -> Busy {
+        activity.in_use.fetch_add(1, Ordering::Relaxed);
+        Busy(activity.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.touch();
+        self.0.in_use.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Runs `true` over every master idle for a quarter of its idle exit, so that none exits
+/// while the controller still needs it. Nodes done a few at a time (`on_all`'s fan-out) wait their
+/// turn, and at 256 nodes on two cores a turn came after the 60 s idle exit: the masters of
+/// the last nodes had gone ("the connection was terminated"). A killed controller takes this
+/// task with it, and the masters still exit when idle.
+fn keep_alive(
+    nodes: Vec<(Arc<Session>, Arc<Activity>)>,
+    idle_exit: Duration,
+) -> tokio::task::JoinHandle<()> {
+    use futures_util::StreamExt;
+    // ssh counts its idle exit in whole seconds from a truncated clock, so it may come up to
+    // a second early: a node is touched at most 3/8 of the idle exit after its last use.
+    let every = idle_exit / 8;
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(every).await;
+            let idle = nodes.iter().filter(|(_, a)| a.idle_for(idle_exit / 4));
+            futures_util::stream::iter(idle)
+                .for_each_concurrent(16, |(session, activity)| async move {
+                    let _busy = Busy::new(activity);
+                    // A master already gone is the next real command's error to report.
+                    let _ = tokio::time::timeout(every, session.command("true").status()).await;
+                })
+                .await;
+        }
+    })
 }
 
 impl Sessions {
@@ -160,8 +246,19 @@ impl Sessions {
             }
         }
         if errors.is_empty() {
+            let epoch = Instant::now();
+            let activity: BTreeMap<NodeName, Arc<Activity>> = sessions
+                .keys()
+                .map(|n| (n.clone(), Arc::new(Activity::new(epoch))))
+                .collect();
+            let kept = sessions
+                .iter()
+                .map(|(n, (s, _))| (s.clone(), activity[n].clone()))
+                .collect();
             Ok(Sessions {
                 sessions,
+                activity,
+                keeper: Some(keep_alive(kept, opts.idle_exit)),
                 _control_dir: control_dir,
             })
         } else {
@@ -185,6 +282,10 @@ impl Sessions {
             .ok_or_else(|| RemoteError::Unknown { node: node.clone() })
     }
 
+    fn busy(&self, node: &NodeName) -> Option<Busy> {
+        self.activity.get(node).map(Busy::new)
+    }
+
     /// Runs a shell command line on `node` (through `sudo -n` where the inventory says so),
     /// with `stdin` fed to it, and waits at most `timeout`. A non-zero exit is an error that
     /// names the node, the command and what it printed on stderr.
@@ -196,6 +297,7 @@ impl Sessions {
         timeout: Duration,
     ) -> Result<Output, RemoteError> {
         let (session, host) = self.session(node)?;
+        let _busy = self.busy(node);
         let line = if host.sudo {
             format!(
                 "sudo -n sh -c {}",
@@ -282,6 +384,7 @@ impl Sessions {
             stdin,
             stdout,
             stderr,
+            _busy: self.busy(node),
         })
     }
 
@@ -299,11 +402,24 @@ impl Sessions {
     }
 
     /// Closes every master. Dropping a session would block; this is the clean way out.
-    pub async fn close(self) {
-        for (_, (s, _)) in self.sessions {
+    pub async fn close(mut self) {
+        if let Some(keeper) = self.keeper.take() {
+            keeper.abort();
+            // Its hold on the sessions goes with it.
+            let _ = keeper.await;
+        }
+        for (_, (s, _)) in std::mem::take(&mut self.sessions) {
             if let Ok(s) = Arc::try_unwrap(s) {
                 let _ = s.close().await;
             }
+        }
+    }
+}
+
+impl Drop for Sessions {
+    fn drop(&mut self) {
+        if let Some(keeper) = self.keeper.take() {
+            keeper.abort();
         }
     }
 }
@@ -314,6 +430,8 @@ pub struct Channel {
     pub stdin: openssh::ChildStdin,
     pub stdout: openssh::ChildStdout,
     pub stderr: openssh::ChildStderr,
+    /// The node is in use while the channel is open: its master needs no keeping alive.
+    _busy: Option<Busy>,
 }
 
 /// The ssh options for `host`. The `openssh` crate builds the master's command line itself and

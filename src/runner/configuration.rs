@@ -56,8 +56,15 @@ impl ConfigurationRun<'_> {
         names: Vec<NodeName>,
         state: &mut RunState,
     ) -> anyhow::Result<()> {
+        let began = std::time::Instant::now();
         let prepared = prepare::prepare(cluster, self.config, self.worker).await?;
         programs::check(cluster, self.config, &prepared).await?;
+        state.writer.log(&format!(
+            "configuration {}: every node prepared (worker checked, probed, programs found) in \
+             {:.1} s",
+            self.config.id,
+            began.elapsed().as_secs_f64()
+        ));
         self.record_preparation(&prepared, state)?;
         let mut ledger = Ledger {
             configuration: self.config.id,
@@ -110,11 +117,13 @@ impl ConfigurationRun<'_> {
         state: &mut RunState,
     ) -> anyhow::Result<()> {
         let t = &self.config.topology;
+        let began = std::time::Instant::now();
         ledger.copies = apply::apply(cluster, prepared, t.name.as_str()).await?;
         state.writer.write_ledger(ledger)?;
         state.writer.log(&format!(
-            "configuration {}: applied on every node",
-            self.config.id
+            "configuration {}: applied on every node in {:.1} s",
+            self.config.id,
+            began.elapsed().as_secs_f64()
         ));
         verify_paths(self.config, cluster).await?;
         state.events.emit(Event::ConfigurationUp {

@@ -39,7 +39,9 @@ pub async fn teardown(
             Err(e) => errors.push(format!("{n}: {e}")),
         }
     }
+    let began = std::time::Instant::now();
     let (clean, failed) = run_scripts(cluster, &teardowns, NODE_LEDGER).await;
+    let took = began.elapsed().as_secs_f64();
     errors.extend(failed);
     // A userspace bond's teardown prints its final counters: keep them, so a reader can see
     // which wire carried what (per slave, per flow).
@@ -56,13 +58,14 @@ pub async fn teardown(
     if ledger.nodes.is_empty() {
         state.writer.clear_ledger()?;
         state.writer.log(&format!(
-            "configuration {}: torn down on every node",
+            "configuration {}: torn down on every node in {took:.1} s",
             config.id
         ));
     } else {
         state.writer.write_ledger(&ledger)?;
         let msg = format!(
-            "teardown left changes on some nodes (kept in ledger.json; `orchestrate teardown {}` retries):\n  {}",
+            "teardown left changes on some nodes after {took:.1} s (kept in ledger.json; \
+             `orchestrate teardown {}` retries):\n  {}",
             state.writer.root().display(),
             listed(&errors)
         );

@@ -2,6 +2,7 @@
 //! nodes come from, and SSH sessions to them. Nothing here knows whether a node is a container
 //! or a machine in a rack.
 
+pub mod installed_worker;
 pub mod inventory;
 pub mod session;
 pub mod slurm;

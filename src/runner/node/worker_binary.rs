@@ -29,6 +29,6 @@ impl WorkerBuild {
 
     /// The installed file's name: builds differ by name, so several can sit side by side.
     pub fn file_name(&self) -> String {
-        format!("orchestrate-worker-{}", &self.sha256[..16])
+        crate::remote::installed_worker::file_name(&self.sha256)
     }
 }

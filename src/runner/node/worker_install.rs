@@ -26,8 +26,7 @@ use crate::spec::NodeName;
 
 use super::worker_binary::WorkerBuild;
 
-/// The parent of each user's worker directory on the nodes.
-pub const NODE_PARENT: &str = "/var/tmp";
+pub use crate::remote::installed_worker::NODE_PARENT;
 
 /// How long an upload of the worker may take.
 const UPLOAD_TIMEOUT: Duration = Duration::from_secs(120);

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::engine::Docker;
+use crate::remote::installed_worker;
 use crate::vcluster::cmd::{Cmd, on_path};
 use crate::vcluster::error::{Error, Result};
 
@@ -80,6 +81,14 @@ fn hash_hex(parts: &[&[u8]]) -> String {
         .collect()
 }
 
+/// The SHA-256 of `bytes` as `sha256sum` prints it.
+fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// The offline base's tag: a hash of the suite, the recipe and the package list.
 pub fn offline_base_tag() -> String {
     let pk = packages().join(",");
@@ -138,6 +147,14 @@ pub fn ensure(docker: &Docker, opts: &ImageOptions) -> Result<NodeImage> {
         .env("DOCKER_BUILDKIT", "0")
         .args(["build", "--quiet", "--build-arg"])
         .arg(format!("BASE={base}"))
+        // Also where a run installs the worker (as root, the nodes' user): a run on these
+        // nodes finds this very build there and uploads nothing (at 256 nodes, 256 copies).
+        .arg("--build-arg")
+        .arg(format!(
+            "WORKER_AT={}/{}",
+            installed_worker::dir(installed_worker::NODE_PARENT, 0),
+            installed_worker::file_name(&sha256_hex(&worker_bytes))
+        ))
         .args(["--label", "org.orchestrate.image=node", "-t", &tag])
         .arg(ctx.path().display().to_string())
         .timeout(Duration::from_secs(900))

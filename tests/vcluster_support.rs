@@ -145,10 +145,9 @@ fn host_output(prog: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
-/// What belongs to clusters other than `own` right now, by their docker labels: their names,
-/// network ids and container ids.
+/// The docker networks and containers of clusters other than `own` right now, by their
+/// labels.
 struct OtherClusters {
-    names: Vec<String>,
     networks: Vec<String>,
     containers: Vec<String>,
 }
@@ -187,27 +186,29 @@ impl OtherClusters {
             .collect();
         let containers = names.iter().flat_map(|n| ids(&["ps", "-a"], n)).collect();
         OtherClusters {
-            names,
             networks,
             containers,
         }
     }
 
     /// Whether host interface `ifname` (its `ip -o link` line is `line`) is another cluster's:
-    /// one of its ifbs or wire ends, the bridge of one of its docker networks, or a container
-    /// port on such a bridge.
-    fn own_link(&self, ifname: &str, line: &str) -> bool {
-        let prefixes = self.names.iter().filter_map(|n| {
-            orchestrate::vcluster::ClusterName::parse(n)
-                .ok()
-                .map(|n| n.ifb_prefix())
+    /// a name of a cluster's form (`oc` and five hex digits: ifbs, wire ends, the bridges and
+    /// ports of clusters without containers) not `own`'s, the bridge of another cluster's
+    /// docker network, or a container port on such a bridge.
+    fn own_link(&self, own: &str, ifname: &str, line: &str) -> bool {
+        let mark = orchestrate::vcluster::ClusterName::IFB_MARK;
+        let ours = orchestrate::vcluster::ClusterName::parse(own)
+            .expect("a valid cluster name")
+            .ifb_prefix();
+        let clusters_form = ifname.strip_prefix(mark).is_some_and(|rest| {
+            rest.len() > 5 && rest.as_bytes()[..5].iter().all(u8::is_ascii_hexdigit)
         });
         let bridges: Vec<String> = self
             .networks
             .iter()
             .map(|id| format!("br-{}", &id[..12.min(id.len())]))
             .collect();
-        prefixes.into_iter().any(|p| ifname.starts_with(&p))
+        (clusters_form && !ifname.starts_with(&ours))
             || bridges
                 .iter()
                 .any(|b| ifname == b || line.contains(&format!(" master {b} ")))
@@ -235,7 +236,7 @@ pub fn host_snapshot(own: &str) -> Vec<String> {
         // "12: name@if11: <...>": the name (and index) says which interface it is.
         let name: Vec<&str> = l.splitn(3, ": ").take(2).collect();
         let ifname = name.get(1).map_or("", |n| n.split('@').next().unwrap_or(n));
-        if others.own_link(ifname, l) {
+        if others.own_link(own, ifname, l) {
             theirs.push(ifname.to_owned());
             continue;
         }
@@ -258,13 +259,11 @@ pub fn host_snapshot(own: &str) -> Vec<String> {
             lines.push(format!("container {l}"));
         }
     }
-    // Medium emulators (`orchestrate medium serve`), by pid and command line; another
-    // cluster's names its own directory (`/run/orchestrate/<name>/`).
+    // Medium emulators (`orchestrate medium serve`), by pid and command line: each names its
+    // cluster's directory (`/run/orchestrate/<name>/medium.json`); one naming another's is
+    // another cluster's.
     for l in host_output("pgrep", &["-af", "medium serve"]).lines() {
-        let another = others
-            .names
-            .iter()
-            .any(|n| l.contains(&format!("/{n}/medium.")));
+        let another = l.contains("/medium.") && !l.contains(&format!("/{own}/medium."));
         if !l.contains("pgrep") && !another {
             lines.push(format!("process {l}"));
         }

@@ -152,9 +152,13 @@ impl ClusterName {
         format!("{}n{k}", self.ifb_prefix())
     }
 
-    /// The host bridge of a netns cluster's management network: `oc` + short id + `b`.
-    pub fn mgmt_bridge(&self) -> String {
-        format!("{}b", self.ifb_prefix())
+    /// Host bridge number `j` of a netns cluster's management network: `oc` + short id +
+    /// `b`, and the number after the first (a bridge takes at most 1023 ports).
+    pub fn mgmt_bridge(&self, j: usize) -> String {
+        match j {
+            0 => format!("{}b", self.ifb_prefix()),
+            j => format!("{}b{j}", self.ifb_prefix()),
+        }
     }
 
     /// The host end of node `k`'s management veth in a netns cluster (its other end is the
@@ -170,7 +174,7 @@ impl ClusterName {
             .is_some_and(all_digits)
     }
 
-    /// Whether `ifname` is this cluster's management bridge or one of its management veths.
+    /// Whether `ifname` is one of this cluster's management bridges or veths.
     pub fn owns_mgmt_link(&self, ifname: &str) -> bool {
         ifname
             .strip_prefix(&self.ifb_prefix())
@@ -213,9 +217,12 @@ fn all_digits(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// `b` (the management bridge) or `m` and a number (a management veth's host end).
+/// `b`, maybe with a number (a management bridge), or `m` and a number (a management veth's
+/// host end).
 fn is_mgmt_suffix(rest: &str) -> bool {
-    rest == "b" || rest.strip_prefix('m').is_some_and(all_digits)
+    rest.strip_prefix('b')
+        .is_some_and(|n| n.is_empty() || all_digits(n))
+        || rest.strip_prefix('m').is_some_and(all_digits)
 }
 
 impl fmt::Display for ClusterName {
@@ -289,7 +296,12 @@ mod tests {
             assert!(ClusterName::is_cluster_namespace(&ns), "{ns}");
             assert!(!ClusterName::is_cluster_mgmt_link(&ns), "{ns}");
         }
-        for link in [c.mgmt_bridge(), c.mgmt_end(0), c.mgmt_end(4095)] {
+        for link in [
+            c.mgmt_bridge(0),
+            c.mgmt_bridge(3),
+            c.mgmt_end(0),
+            c.mgmt_end(4095),
+        ] {
             assert!(c.owns_mgmt_link(&link), "{link}");
             assert!(!other.owns_mgmt_link(&link), "{link}");
             assert!(ClusterName::is_cluster_mgmt_link(&link), "{link}");
@@ -304,6 +316,7 @@ mod tests {
             format!("{}m", c.ifb_prefix()),
             format!("{}n", c.ifb_prefix()),
             format!("{}bb", c.ifb_prefix()),
+            format!("{}b1x", c.ifb_prefix()),
             "ocABCDEn1".to_string(),
             "eth0".to_string(),
         ] {

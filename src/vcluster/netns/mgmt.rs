@@ -9,15 +9,27 @@ use crate::vcluster::wires::{Ns, ip_batch, veth};
 
 use super::record::NetnsRecord;
 
-/// Makes the bridge with the gateway address and every node's veth, in two `ip -batch`es
-/// (the host's ends are kept from speaking IPv6 before they come up).
+/// Makes the bridges with their gateway addresses and every node's veth, in two `ip
+/// -batch`es (the host's ends are kept from speaking IPv6 before they come up). Each node's
+/// address is a permanent neighbour entry on its bridge: the host's neighbour table holds
+/// 1024 entries it learns (gc_thresh3), fewer than a large cluster's nodes beside the host's
+/// own, and permanent entries are not counted against it; they go with the bridge.
 pub fn create(r: &NetnsRecord) -> Result<()> {
     let what = "making the cluster's management network";
-    let mut adds = vec![format!("link add {} type bridge", r.bridge)];
+    let mut adds: Vec<String> = r
+        .bridges
+        .iter()
+        .map(|b| format!("link add {} type bridge", b.name))
+        .collect();
     for m in r.nodes() {
         if let Some(end) = &m.mgmt_end {
+            let address = m
+                .mac
+                .as_ref()
+                .map(|mac| format!(" address {mac}"))
+                .unwrap_or_default();
             adds.push(format!(
-                "link add {end} type veth peer name {MGMT_IFNAME} netns {}",
+                "link add {end} type veth peer name {MGMT_IFNAME}{address} netns {}",
                 m.namespace
             ));
         }
@@ -26,18 +38,27 @@ pub fn create(r: &NetnsRecord) -> Result<()> {
     for link in r.mgmt_links() {
         veth::quiet(&link)?;
     }
-    let mut ups = vec![
-        format!(
+    let mut ups = Vec::new();
+    for b in &r.bridges {
+        ups.push(format!(
             "addr add {}/{} dev {}",
-            r.gateway(),
-            r.subnet.prefix_len(),
-            r.bridge
-        ),
-        format!("link set dev {} up", r.bridge),
-    ];
-    for end in r.nodes().filter_map(|m| m.mgmt_end.as_ref()) {
-        ups.push(format!("link set dev {end} master {}", r.bridge));
-        ups.push(format!("link set dev {end} up"));
+            b.gateway(),
+            b.subnet.prefix_len(),
+            b.name
+        ));
+        ups.push(format!("link set dev {} up", b.name));
+    }
+    for m in r.nodes() {
+        if let (Some(end), Some(b)) = (&m.mgmt_end, r.bridge_of(m)) {
+            ups.push(format!("link set dev {end} master {}", b.name));
+            ups.push(format!("link set dev {end} up"));
+        }
+        if let (Some(address), Some(mac), Some(b)) = (m.address, &m.mac, r.bridge_of(m)) {
+            ups.push(format!(
+                "neigh replace {address} lladdr {mac} dev {} nud permanent",
+                b.name
+            ));
+        }
     }
     ip_batch(Ns::Host, what, &ups)
 }
@@ -45,13 +66,16 @@ pub fn create(r: &NetnsRecord) -> Result<()> {
 /// The lines, for `ip -batch` in a node's namespace, that give its `mgmt0` the node's address
 /// and bring it up.
 pub fn inside_lines(r: &NetnsRecord, node: &str) -> Vec<String> {
-    let Some(address) = r.member(node).and_then(|m| m.address) else {
+    let Some(m) = r.member(node) else {
+        return Vec::new();
+    };
+    let (Some(address), Some(b)) = (m.address, r.bridge_of(m)) else {
         return Vec::new();
     };
     vec![
         format!(
             "addr add {address}/{} dev {MGMT_IFNAME}",
-            r.subnet.prefix_len()
+            b.subnet.prefix_len()
         ),
         format!("link set dev {MGMT_IFNAME} up"),
     ]
@@ -68,4 +92,19 @@ pub fn remove_links(names: &[String]) -> Result<usize> {
         .collect();
     ip_batch(Ns::Host, "removing the cluster's host links", &doomed)?;
     Ok(doomed.len())
+}
+
+/// Waits until none of the host's links `names` exists (the kernel removes a deleted
+/// namespace's veths, and their host ends, in the background), up to `limit`; returns how
+/// many are still there.
+pub fn wait_gone(names: &[String], limit: std::time::Duration) -> Result<usize> {
+    let start = std::time::Instant::now();
+    let wanted: std::collections::BTreeSet<&str> = names.iter().map(String::as_str).collect();
+    loop {
+        let left = veth::find(|l| wanted.contains(l))?.len();
+        if left == 0 || start.elapsed() > limit {
+            return Ok(left);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }

@@ -11,18 +11,41 @@ use crate::vcluster::error::{Error, Result};
 use crate::vcluster::names::ClusterName;
 use crate::vcluster::wires::{Wiring, switch_service};
 
+/// Nodes on one management bridge: a Linux bridge takes at most 1023 ports.
+pub const NODES_PER_BRIDGE: usize = 1000;
+/// Each bridge's share of the management subnet: room for [`NODES_PER_BRIDGE`] nodes.
+const BRIDGE_PREFIX_LEN: u8 = 22;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetnsRecord {
-    /// The management network; the host's bridge holds its first address.
+    /// The management network, shared out among the bridges.
     pub subnet: Ipv4Net,
-    /// The management bridge on the host.
-    pub bridge: String,
+    /// The management bridges on the host, each holding its share's first address.
+    pub bridges: Vec<Bridge>,
     /// Every node, then every switch, each in its own namespace.
     pub members: Vec<Member>,
     /// Each node's sshd, once started.
     #[serde(default)]
     pub sshd: Vec<Sshd>,
+    /// The process holding the nodes' template mount namespace while they start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<Sshd>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bridge {
+    pub name: String,
+    /// Its share of the management subnet; the bridge holds the first address, the gateway
+    /// of the nodes on it.
+    pub subnet: Ipv4Net,
+}
+
+impl Bridge {
+    pub fn gateway(&self) -> Ipv4Addr {
+        nth_address(self.subnet, 1)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,6 +68,19 @@ pub struct Member {
     /// The host end of a node's management veth, on the bridge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mgmt_end: Option<String>,
+    /// Which of the bridges a node's veth is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bridge: Option<usize>,
+    /// A node's `mgmt0` MAC address, chosen here so that the host can know it without asking
+    /// (see `mgmt::create`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
+}
+
+/// Node `k`'s `mgmt0` MAC address: locally administered, unicast, unique in the cluster.
+fn mgmt_mac(k: usize) -> String {
+    let b = (k as u32).to_be_bytes();
+    format!("02:6f:{:02x}:{:02x}:{:02x}:{:02x}", b[0], b[1], b[2], b[3])
 }
 
 /// An sshd process as started: its pid, and its start time (clock ticks after boot, field 22
@@ -58,11 +94,6 @@ pub struct Sshd {
 }
 
 impl NetnsRecord {
-    /// The bridge's address, the nodes' gateway to the host.
-    pub fn gateway(&self) -> Ipv4Addr {
-        nth_address(self.subnet, 1)
-    }
-
     pub fn nodes(&self) -> impl Iterator<Item = &Member> {
         self.members.iter().filter(|m| m.role == Role::Node)
     }
@@ -76,11 +107,18 @@ impl NetnsRecord {
         self.members.iter().map(|m| m.namespace.clone()).collect()
     }
 
-    /// The host's links of the management network: the bridge, then the nodes' veth ends.
+    /// The host's links of the management network: the bridges, then the nodes' veth ends.
     pub fn mgmt_links(&self) -> Vec<String> {
-        std::iter::once(self.bridge.clone())
+        self.bridges
+            .iter()
+            .map(|b| b.name.clone())
             .chain(self.members.iter().filter_map(|m| m.mgmt_end.clone()))
             .collect()
+    }
+
+    /// The bridge a member's management veth is on.
+    pub fn bridge_of(&self, m: &Member) -> Option<&Bridge> {
+        m.bridge.and_then(|j| self.bridges.get(j))
     }
 }
 
@@ -89,22 +127,46 @@ fn nth_address(net: Ipv4Net, n: u32) -> Ipv4Addr {
 }
 
 /// The cluster's namespaces, management links and addresses: node `k` is namespace
-/// `namespace(k)` with address `subnet + 2 + k`; switch `j` is namespace `namespace(nodes + j)`.
+/// `namespace(k)` on bridge `k / NODES_PER_BRIDGE`, whose share of `subnet` is the `/22`
+/// of that number, with the address `2 + k % NODES_PER_BRIDGE` in it; switch `j` is
+/// namespace `namespace(nodes + j)`.
 pub fn plan(c: &ClusterName, wiring: &Wiring, subnet: Ipv4Net) -> Result<NetnsRecord> {
-    // The network and broadcast addresses and the gateway are not the nodes'.
-    let room = (1u64 << (32 - u32::from(subnet.prefix_len()))).saturating_sub(3);
-    if wiring.nodes.len() as u64 > room {
+    let count = wiring.nodes.len().div_ceil(NODES_PER_BRIDGE).max(1);
+    let shares: Vec<Ipv4Net> = subnet
+        .subnets(BRIDGE_PREFIX_LEN.max(subnet.prefix_len()))
+        .map(|s| s.take(count).collect())
+        .unwrap_or_default();
+    let share_room = shares
+        .first()
+        .map(|s| (1usize << (32 - u32::from(s.prefix_len()))).saturating_sub(3))
+        .unwrap_or(0);
+    if shares.len() < count || share_room < NODES_PER_BRIDGE.min(wiring.nodes.len()) {
         return Err(Error::Wiring(format!(
-            "{} nodes do not fit the management subnet {subnet} ({room} addresses)",
-            wiring.nodes.len()
+            "{} nodes do not fit the management subnet {subnet} ({} bridges of {} nodes)",
+            wiring.nodes.len(),
+            shares.len(),
+            share_room.min(NODES_PER_BRIDGE)
         )));
     }
+    let bridges: Vec<Bridge> = shares
+        .iter()
+        .enumerate()
+        .map(|(j, s)| Bridge {
+            name: c.mgmt_bridge(j),
+            subnet: *s,
+        })
+        .collect();
     let nodes = wiring.nodes.iter().enumerate().map(|(k, n)| Member {
         name: n.name.clone(),
         role: Role::Node,
         namespace: c.namespace(k),
-        address: Some(nth_address(subnet, 2 + k as u32)),
+        address: Some(nth_address(
+            shares[k / NODES_PER_BRIDGE],
+            2 + (k % NODES_PER_BRIDGE) as u32,
+        )),
         mgmt_end: Some(c.mgmt_end(k)),
+        bridge: Some(k / NODES_PER_BRIDGE),
+        mac: Some(mgmt_mac(k)),
     });
     let switches = wiring.switches.iter().enumerate().map(|(j, sw)| Member {
         name: switch_service(&sw.name),
@@ -112,12 +174,15 @@ pub fn plan(c: &ClusterName, wiring: &Wiring, subnet: Ipv4Net) -> Result<NetnsRe
         namespace: c.namespace(wiring.nodes.len() + j),
         address: None,
         mgmt_end: None,
+        bridge: None,
+        mac: None,
     });
     Ok(NetnsRecord {
         subnet,
-        bridge: c.mgmt_bridge(),
+        bridges,
         members: nodes.chain(switches).collect(),
         sshd: Vec::new(),
+        template: None,
     })
 }
 
@@ -144,7 +209,11 @@ mod tests {
         let w = mesh(true);
         let r = plan(&c, &w, "10.250.8.0/21".parse().unwrap()).unwrap();
         assert_eq!(r.members.len(), w.nodes.len() + w.switches.len());
-        assert_eq!(r.gateway(), "10.250.8.1".parse::<Ipv4Addr>().unwrap());
+        assert_eq!(r.bridges.len(), 1);
+        assert_eq!(
+            r.bridges[0].gateway(),
+            "10.250.8.1".parse::<Ipv4Addr>().unwrap()
+        );
         let addresses: Vec<Ipv4Addr> = r.nodes().filter_map(|m| m.address).collect();
         assert_eq!(addresses.len(), w.nodes.len());
         assert_eq!(addresses[0], "10.250.8.2".parse::<Ipv4Addr>().unwrap());
@@ -152,7 +221,7 @@ mod tests {
         unique.sort();
         unique.dedup();
         assert_eq!(unique.len(), addresses.len());
-        assert!(!addresses.contains(&r.gateway()));
+        assert!(!addresses.contains(&r.bridges[0].gateway()));
         for m in &r.members {
             assert!(c.owns_namespace(&m.namespace), "{m:?}");
             assert_eq!(m.role == Role::Node, m.mgmt_end.is_some(), "{m:?}");
@@ -161,6 +230,45 @@ mod tests {
         ns.dedup();
         assert_eq!(ns.len(), r.members.len());
         assert!(r.mgmt_links().iter().all(|l| c.owns_mgmt_link(l)));
+    }
+
+    #[test]
+    fn more_nodes_than_a_bridge_takes_are_shared_out_among_bridges() {
+        let c = ClusterName::parse("big").unwrap();
+        let mut b = Wiring::builder("big").segment(
+            "bus",
+            10_000_000,
+            crate::vcluster::wires::Medium::Shared,
+        );
+        for k in 0..1500 {
+            b = b.node(format!("n{k}"), [("eth1", "bus")]);
+        }
+        let w = b.build().unwrap();
+        let r = plan(&c, &w, "10.255.248.0/21".parse().unwrap()).unwrap();
+        assert_eq!(r.bridges.len(), 2);
+        assert_eq!(
+            r.bridges[1].subnet,
+            "10.255.252.0/22".parse::<Ipv4Net>().unwrap()
+        );
+        for m in r.nodes() {
+            let bridge = r.bridge_of(m).unwrap();
+            assert!(bridge.subnet.contains(&m.address.unwrap()), "{m:?}");
+            assert_ne!(m.address.unwrap(), bridge.gateway());
+        }
+        let on_first = r.nodes().filter(|m| m.bridge == Some(0)).count();
+        assert_eq!(on_first, NODES_PER_BRIDGE);
+        let mut addresses: Vec<Ipv4Addr> = r.nodes().filter_map(|m| m.address).collect();
+        addresses.sort();
+        addresses.dedup();
+        assert_eq!(addresses.len(), 1500);
+        let mut macs: Vec<&str> = r.nodes().filter_map(|m| m.mac.as_deref()).collect();
+        macs.sort();
+        macs.dedup();
+        assert_eq!(macs.len(), 1500);
+        assert!(
+            macs.iter().all(|m| m.starts_with("02:")),
+            "locally administered"
+        );
     }
 
     #[test]

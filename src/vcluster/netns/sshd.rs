@@ -46,9 +46,9 @@ pub fn config() -> String {
 }
 
 /// The shell that becomes the node's sshd, run as `sh -c SCRIPT orchestrate-node NODE
-/// HOST_KEY AUTHORIZED_KEYS SSHD_CONFIG WORKER_DIR WORKER_NAME RPS_MASK IFNAME...` inside
-/// `ip netns exec <ns> unshare --uts` (which gives it the node's network namespace, a mount
-/// namespace whose /sys is the node's, and a UTS namespace).
+/// HOST_KEY AUTHORIZED_KEYS SSHD_CONFIG WORKER_DIR WORKER_NAME RPS_MASK IFNAME...` in the
+/// node's network namespace and new mount and UTS namespaces copied from the template's (see
+/// [`Template`]); it mounts a sysfs of the node's own first.
 ///
 /// The worker's directory is laid over /usr/local/bin (read-only overlay) before /run is
 /// covered, so that `orchestrate-worker` runs the build as the image's copy would; and the
@@ -62,10 +62,7 @@ key_text=$(cat "$host_key")
 authorized_text=$(cat "$authorized_keys")
 config_text=$(cat "$sshd_config")
 hostname "$node"
-# The copy of the host's mounts this namespace started with holds every node's /run/netns
-# entry: detached here (not on the host: `ip netns exec` made this namespace a slave), so a
-# thousand nodes do not keep a million mounts.
-if mountpoint -q /run/netns; then umount -l /run/netns; fi
+mount -t sysfs sysfs /sys
 mount -t overlay orchestrate-worker -o "lowerdir=$worker_dir:/usr/local/bin" /usr/local/bin
 mount -t tmpfs -o mode=0755 tmpfs /run
 mkdir -m 0755 /run/sshd /run/node
@@ -104,43 +101,37 @@ pub struct Start<'a> {
 /// Starts the node's sshd (its output appended to `log`) in a process group of its own, so
 /// that a Ctrl-C in the terminal does not take a cluster that stays up with it. Returns its
 /// pid and start time, for the state file.
-pub fn start(s: &Start, log: &std::fs::File) -> Result<Sshd> {
+pub fn start(s: &Start, template: &Template, log: &std::fs::File) -> Result<Sshd> {
     let clone_log = || {
         log.try_clone()
             .map_err(|e| Error::io("opening the sshd log", "sshd.log", e))
     };
-    let mut cmd = Command::new("ip");
-    cmd.args([
-        "netns",
-        "exec",
-        s.namespace,
-        "unshare",
-        "--uts",
-        "sh",
-        "-c",
-        SCRIPT,
-    ])
-    .arg("orchestrate-node")
-    .arg(s.node)
-    .arg(&s.host_key)
-    .arg(&s.authorized_keys)
-    .arg(&s.sshd_config)
-    .arg(s.worker_dir)
-    .arg(s.worker_name)
-    .arg(s.rps_mask.unwrap_or(""))
-    .args(&s.wires)
-    .stdin(Stdio::null())
-    .stdout(clone_log()?)
-    .stderr(clone_log()?)
-    .process_group(0);
+    let mut cmd = Command::new("nsenter");
+    cmd.arg(format!("--net=/run/netns/{}", s.namespace))
+        .arg(format!("--mount=/proc/{}/ns/mnt", template.0.pid))
+        .args(["unshare", "--mount", "--uts", "--propagation", "private"])
+        .args(["sh", "-c", SCRIPT])
+        .arg("orchestrate-node")
+        .arg(s.node)
+        .arg(&s.host_key)
+        .arg(&s.authorized_keys)
+        .arg(&s.sshd_config)
+        .arg(s.worker_dir)
+        .arg(s.worker_name)
+        .arg(s.rps_mask.unwrap_or(""))
+        .args(&s.wires)
+        .stdin(Stdio::null())
+        .stdout(clone_log()?)
+        .stderr(clone_log()?)
+        .process_group(0);
     let child = cmd.spawn().map_err(|e| Error::Spawn {
         what: format!("starting node {}'s sshd", s.node),
-        program: "ip".into(),
+        program: "nsenter".into(),
         source: e,
         hint: Some("iproute2 and util-linux (unshare) are needed for netns nodes".into()),
     })?;
     let pid = child.id();
-    // `ip netns exec`, unshare and sh each exec the next: this pid becomes the sshd. It is
+    // nsenter, unshare and sh each exec the next: this pid becomes the sshd. It is
     // reaped when `down` stops it (or by init once this program exits).
     drop(child);
     Ok(Sshd {
@@ -148,6 +139,59 @@ pub fn start(s: &Start, log: &std::fs::File) -> Result<Sshd> {
         pid,
         started: start_time(pid).unwrap_or(0),
     })
+}
+
+/// The mount namespace every node's is copied from: the host's, without the namespaces'
+/// entries under /run/netns. A copy of the host's own would hold every node's entry (a
+/// thousand nodes, a million mounts, and every copy serialised on the kernel's mount lock:
+/// half of 1024 nodes' sshds were still waiting for theirs after a minute). A process
+/// (`sh` waiting on a `sleep`, bounded in time) holds it while the nodes start; `up` stops
+/// it when they have.
+pub struct Template(pub Sshd);
+
+/// How long the template may outlive an `up` that dies without stopping it.
+const TEMPLATE_LIFE: &str = "600";
+
+impl Template {
+    /// Starts the template and waits until its mount namespace is ready.
+    pub fn start() -> Result<Template> {
+        let script = "if mountpoint -q /run/netns; then umount -l /run/netns; fi; \
+                      echo ready; exec sleep \"$1\"";
+        let mut child = Command::new("unshare")
+            .args(["--mount", "--propagation", "private", "sh", "-c", script])
+            .args(["orchestrate-node", TEMPLATE_LIFE])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .process_group(0)
+            .spawn()
+            .map_err(|e| Error::Spawn {
+                what: "making the nodes' template mount namespace".into(),
+                program: "unshare".into(),
+                source: e,
+                hint: Some("util-linux (unshare) is needed for netns nodes".into()),
+            })?;
+        let pid = child.id();
+        let started = start_time(pid).unwrap_or(0);
+        let mut line = String::new();
+        let out = child.stdout.take().expect("piped");
+        BufReader::new(out).read_line(&mut line).ok();
+        if line.trim() != "ready" {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::Host {
+                problem: "the nodes' template mount namespace could not be made".into(),
+                what_to_do: "check that unshare --mount works here as root".into(),
+            });
+        }
+        // Reaped in `stop`, or by init if this program exits first.
+        drop(child);
+        Ok(Template(Sshd {
+            node: "(template)".into(),
+            pid,
+            started,
+        }))
+    }
 }
 
 /// Field 22 of /proc/<pid>/stat: when the process started, in clock ticks after boot.
@@ -171,7 +215,11 @@ pub fn is_that(s: &Sshd) -> bool {
     // the exec, the launcher's carries the script's name for itself.
     let mut words = cmdline.split(|&b| b == 0);
     let first = String::from_utf8_lossy(words.next().unwrap_or_default()).into_owned();
-    first.starts_with("sshd") || first.ends_with("/sshd") || words.any(|a| a == b"orchestrate-node")
+    let rest: Vec<&[u8]> = words.collect();
+    first.starts_with("sshd")
+        || first.ends_with("/sshd")
+        || (first == "sleep" && rest.contains(&TEMPLATE_LIFE.as_bytes()))
+        || rest.contains(&&b"orchestrate-node"[..])
 }
 
 /// Stops the recorded sshds that still are themselves (SIGTERM, then SIGKILL after 3 s);

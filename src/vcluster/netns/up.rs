@@ -156,6 +156,11 @@ fn bring_up(
         .filter_map(|m| Some((m.name.clone(), m.address?)))
         .collect();
     sshd::wait_listening(&listening, SSHD_LIMIT, PROBE_WIDTH)?;
+    // Every node has its mount namespace now: the template's is no longer needed.
+    if let Some(template) = state.netns.as_mut().and_then(|r| r.template.take()) {
+        sshd::stop(&[template]);
+        state.save(&dir.state_file())?;
+    }
     // One login end to end (key, host key, shell) proves what every node shares; the banners
     // prove each sshd runs.
     if let Some(first) = crate::remote::Inventory::load(&dir.inventory())
@@ -348,6 +353,11 @@ fn start_sshds(
         .custom_flags(libc::O_NOFOLLOW)
         .open(&log_path)
         .map_err(|e| Error::io("opening the sshd log", &log_path, e))?;
+    let template = sshd::Template::start()?;
+    if let Some(r) = state.netns.as_mut() {
+        r.template = Some(template.0.clone());
+    }
+    state.save(&dir.state_file())?;
     let mut started = Vec::new();
     let result = (|| {
         for m in record.nodes() {
@@ -364,6 +374,7 @@ fn start_sshds(
                     rps_mask: mask.as_deref(),
                     wires: own.iter().map(|w| w.inside.as_str()).collect(),
                 },
+                &template,
                 &log,
             )?);
         }

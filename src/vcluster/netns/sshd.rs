@@ -288,10 +288,11 @@ pub fn wait_listening(nodes: &[(String, Ipv4Addr)], limit: Duration, width: usiz
     })
 }
 
-/// Whether sshd at `addr`:22 sends its banner before `start + limit`.
+/// Whether sshd at `addr`:22 sends its banner before `start + limit`; asked at least once,
+/// so that a node probed after a slow one still gets its chance.
 fn greets_within(addr: Ipv4Addr, start: Instant, limit: Duration) -> bool {
     let to = SocketAddr::from((addr, 22));
-    while start.elapsed() < limit {
+    loop {
         if let Ok(stream) = TcpStream::connect_timeout(&to, Duration::from_secs(1)) {
             let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
             let mut line = String::new();
@@ -299,9 +300,11 @@ fn greets_within(addr: Ipv4Addr, start: Instant, limit: Duration) -> bool {
                 return true;
             }
         }
+        if start.elapsed() > limit {
+            return false;
+        }
         std::thread::sleep(Duration::from_millis(50));
     }
-    false
 }
 
 #[cfg(test)]

@@ -38,8 +38,11 @@ const SETUP_WIDTH: usize = 8;
 const KEYGEN_WIDTH: usize = 8;
 /// sshd banners awaited at once: connections cost almost nothing until sshd answers.
 const PROBE_WIDTH: usize = 32;
-/// How long every sshd has to answer.
-const SSHD_LIMIT: Duration = Duration::from_secs(60);
+/// How long every sshd has to answer: a minute, and 50 ms more per node (each sshd's start
+/// runs a dozen programs; on a busy 2-core host 1024 of them took most of a minute).
+fn sshd_limit(nodes: usize) -> Duration {
+    Duration::from_secs(60) + Duration::from_millis(50) * nodes as u32
+}
 
 /// Brings up a cluster of network namespaces (see the module's documentation).
 pub fn up(wiring: &Wiring, opts: &UpOptions) -> Result<UpReport> {
@@ -155,7 +158,7 @@ fn bring_up(
         .nodes()
         .filter_map(|m| Some((m.name.clone(), m.address?)))
         .collect();
-    sshd::wait_listening(&listening, SSHD_LIMIT, PROBE_WIDTH)?;
+    sshd::wait_listening(&listening, sshd_limit(listening.len()), PROBE_WIDTH)?;
     // Every node has its mount namespace now: the template's is no longer needed.
     if let Some(template) = state.netns.as_mut().and_then(|r| r.template.take()) {
         sshd::stop(&[template]);

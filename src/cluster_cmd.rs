@@ -77,7 +77,7 @@ pub struct UpArgs {
     /// machine's /usr/sbin/sshd with its own hostname and private /run, /tmp and /var/tmp, and
     /// is reached at its address on a management bridge the cluster makes (no NAT, no change
     /// to forwarding). No image and no docker engine are needed, and a thousand nodes come up
-    /// in well under a minute; needs root, openssh-server installed (its service need not
+    /// in about a minute on two cores; needs root, openssh-server installed (its service need not
     /// run), iproute2 and util-linux. Every segment must be carried by the medium emulator
     /// (netns refuses `emulation = "rate"`). An experiment chooses with `[cluster] kind`.
     #[arg(long, value_enum, default_value_t = vc::Kind::Docker)]

@@ -215,6 +215,22 @@ fn ssh(l: &Login, cmd: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Waits up to 10 s for the host to look as `before` (the kernel finishes a deleted
+/// namespace in the background), printing what differs while it does not.
+fn settle(ours: &ClusterName, before: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = host_snapshot(ours);
+        if now == before || Instant::now() > deadline {
+            return;
+        }
+        for (was, is) in before.lines().zip(now.lines()).filter(|(a, b)| a != b) {
+            eprintln!("differs:\n  before: {was}\n  now:    {is}");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 #[test]
 fn netns_tun_sshd_a_four_node_cluster_serves_a_token_run_and_leaves_the_host_as_found() {
     require_needs!();
@@ -315,6 +331,7 @@ fn netns_tun_sshd_a_four_node_cluster_serves_a_token_run_and_leaves_the_host_as_
             &state_arg,
         ],
     );
+    settle(&cluster, &before);
     assert_eq!(host_snapshot(&cluster), before, "after `cluster down`");
 
     // An experiment of kind netns brings up its own cluster and takes it down.
@@ -345,11 +362,7 @@ fn netns_tun_sshd_a_four_node_cluster_serves_a_token_run_and_leaves_the_host_as_
         .count();
     assert_eq!(ok, 2, "one point, two repetitions: {points}");
 
-    // Processes of the namespaces die with them; give the kernel a moment for the links.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while host_snapshot(&cluster) != before && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    settle(&cluster, &before);
     assert_eq!(host_snapshot(&cluster), before, "after the run");
     assert!(!cluster_dir.exists(), "the cluster's directory is removed");
     eprintln!("took {:.1} s", started.elapsed().as_secs_f64());

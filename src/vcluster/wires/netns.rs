@@ -31,7 +31,12 @@ pub enum Ns<'a> {
 fn ip(ns: Ns, what: &str) -> Cmd {
     match ns {
         Ns::Host => Cmd::new("ip", what),
-        Ns::Named(name) => Cmd::new("ip", what).args(["-n", name]),
+        // Not `ip -n`, which also unshares a mount namespace, copying the host's mounts (one
+        // per named namespace: a thousand nodes made this step quadratic).
+        Ns::Named(name) => Cmd::new("nsenter", what)
+            .arg(format!("--net=/run/netns/{name}"))
+            .arg("ip")
+            .hint("nsenter (util-linux) and root are needed to set up the nodes' interfaces"),
         Ns::Pid(pid) => Cmd::new("nsenter", what)
             .args(["-t", &pid.to_string(), "-n", "ip"])
             .hint("nsenter (util-linux) and root are needed to set up the nodes' interfaces"),

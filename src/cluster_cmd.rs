@@ -21,10 +21,11 @@ pub enum ClusterCommand {
         #[command(flatten)]
         image: ImageArgs,
     },
-    /// Bring a topology up as a cluster of docker containers; writes the cluster's directory
-    /// (compose file, keys, known_hosts, inventory.toml) under --state-dir.
+    /// Bring a topology up as a virtual cluster on this machine: docker containers (the
+    /// default) or, with `--kind netns`, network namespaces with an sshd each. Writes the
+    /// cluster's directory (keys, known_hosts, inventory.toml, ssh_config) under --state-dir.
     Up(UpArgs),
-    /// Show a cluster's containers, addresses and emulation devices.
+    /// Show a cluster's containers (or namespaces), addresses and emulation devices.
     Status(StatusArgs),
     /// Measure every segment over SSH and check it against its rate and medium.
     Verify(VerifyArgs),
@@ -32,7 +33,9 @@ pub enum ClusterCommand {
     /// ip -br addr`): ssh through the cluster's ssh_config, its key and the node's pinned host
     /// key. The command's exit status is this one's.
     Ssh(SshArgs),
-    /// Remove everything `up` made: containers, networks, ifb devices, the emulator, files.
+    /// Remove everything `up` made: containers, networks, ifb devices, the emulator, files;
+    /// for a netns cluster its sshds and whatever runs in its namespaces, the namespaces, the
+    /// management bridge and veths.
     /// Idempotent: after a `down` that failed (it names what it could not remove and the
     /// command that frees it, and keeps the cluster's state), the next one removes the rest.
     Down {
@@ -42,8 +45,8 @@ pub enum ClusterCommand {
         name: Option<String>,
         /// Every cluster this tool has anything of on the host: containers and networks
         /// with its label, directories under --state-dir and /run/orchestrate, and ifb
-        /// devices and wire ends named like a cluster's. For when the state directory is
-        /// lost.
+        /// devices, wire ends, network namespaces and management links named like a
+        /// cluster's. For when the state directory is lost.
         #[arg(long)]
         all: bool,
         #[command(flatten)]
@@ -69,6 +72,16 @@ pub struct UpArgs {
     /// Leave a half-made cluster in place if `up` fails (for debugging).
     #[arg(long)]
     keep_on_failure: bool,
+    /// What the nodes are. `docker`: containers of the node image (built on first use).
+    /// `netns`: network namespaces of this machine, as Mininet makes them: each node runs this
+    /// machine's /usr/sbin/sshd with its own hostname and private /run, /tmp and /var/tmp, and
+    /// is reached at its address on a management bridge the cluster makes (no NAT, no change
+    /// to forwarding). No image and no docker engine are needed, and a thousand nodes come up
+    /// in about a minute on two cores; needs root, openssh-server installed (its service need not
+    /// run), iproute2 and util-linux. Every segment must be carried by the medium emulator
+    /// (netns refuses `emulation = "rate"`). An experiment chooses with `[cluster] kind`.
+    #[arg(long, value_enum, default_value_t = vc::Kind::Docker)]
+    kind: vc::Kind,
 }
 
 #[derive(Args)]
@@ -134,7 +147,8 @@ pub struct ImageArgs {
     /// Where the image's base comes from.
     #[arg(long, value_enum, default_value_t = vc::BaseSource::Auto)]
     base: vc::BaseSource,
-    /// The worker binary to put in the image (default: beside this program, else built).
+    /// The worker binary to put in the image, or for `--kind netns` to put on every node's
+    /// PATH (default: beside this program, else built).
     #[arg(long, value_name = "PATH")]
     worker: Option<PathBuf>,
 }
@@ -224,6 +238,7 @@ fn up(args: UpArgs) -> anyhow::Result<ExitCode> {
             source: args.file.display().to_string(),
             keep_on_failure: args.keep_on_failure,
             medium_seed: vc::DEFAULT_MEDIUM_SEED,
+            kind: args.kind,
         },
     )?;
     print_up_report(&name, &report);
@@ -290,12 +305,19 @@ fn status(args: &StatusArgs) -> anyhow::Result<ExitCode> {
     if let (Some(t), Some(s), Some(i)) = (&st.topology, &st.source, &st.image) {
         println!("topology {t} from {s}, image {i}");
     }
-    println!(
-        "{} containers, {} networks, {} ifb devices",
-        st.members.len(),
-        st.networks,
-        st.ifbs.len()
-    );
+    match st.kind {
+        vc::Kind::Docker => println!(
+            "{} containers, {} networks, {} ifb devices",
+            st.members.len(),
+            st.networks,
+            st.ifbs.len()
+        ),
+        vc::Kind::Netns => println!(
+            "{} network namespaces (netns cluster), {} ifb devices",
+            st.members.len(),
+            st.ifbs.len()
+        ),
+    }
     match &st.medium {
         Some(m) if m.answering => println!(
             "medium emulator: pid {}, {} segment(s), {}, p99 lateness up to {:.1} µs",
@@ -378,12 +400,19 @@ fn removed(name: &vc::ClusterName, r: &vc::DownReport) -> String {
         r.media,
         r.files,
         // Wires go with their containers; only an `up` that died leaves any.
-        if r.wires > 0 {
+        if r.wires > 0 && r.namespaces == 0 {
             format!(", {} wires left by an unfinished up", r.wires)
         } else {
             String::new()
         }
-    )
+    ) + &if r.namespaces > 0 || r.processes > 0 {
+        format!(
+            "; {} network namespaces, {} host links, {} processes",
+            r.namespaces, r.wires, r.processes
+        )
+    } else {
+        String::new()
+    }
 }
 
 /// Every cluster found, each taken down on its own; fails if any one could not be.

@@ -168,6 +168,7 @@ pub fn teardown(run_dir: PathBuf) -> anyhow::Result<ExitCode> {
             state_dir,
             keep: true,
             source: run_dir.clone(),
+            kind: vcluster::Kind::Docker,
         }),
     };
     let rt = tokio::runtime::Runtime::new()?;
@@ -198,6 +199,13 @@ fn node_source(
             state_dir,
             keep,
             source: e.path.clone(),
+            kind: vcluster::Kind::Docker,
+        }),
+        plan::experiment::Cluster::Netns => Box::new(VirtualClusters {
+            state_dir,
+            keep,
+            source: e.path.clone(),
+            kind: vcluster::Kind::Netns,
         }),
     }
 }

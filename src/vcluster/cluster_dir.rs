@@ -21,6 +21,9 @@
 //! medium.json       the emulator's config as it was started (segments, ports, host costs)
 //! medium.sock       its control socket (mode 0600): statistics per segment
 //! medium.log        what it printed
+//! netns             a netns cluster's mark (how `cluster status` and `down --all` know it)
+//! sshd.log          what a netns cluster's sshds printed
+//! bin/              the worker every netns node runs as orchestrate-worker
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -32,6 +35,17 @@ pub const DEFAULT_STATE_DIR: &str = ".orchestrate";
 
 /// Where root-only runtime files of the clusters live.
 pub const RUNTIME_ROOT: &str = "/run/orchestrate";
+
+/// The file in a netns cluster's runtime directory that marks it as one.
+pub const NETNS_MARKER: &str = "netns";
+
+/// Whether `/run/orchestrate/<name>/` is marked as a netns cluster's (`up` marks it first).
+pub fn is_netns_cluster(name: &str) -> bool {
+    Path::new(RUNTIME_ROOT)
+        .join(name)
+        .join(NETNS_MARKER)
+        .is_file()
+}
 
 #[derive(Debug, Clone)]
 pub struct ClusterDir {
@@ -83,6 +97,22 @@ impl ClusterDir {
     pub fn medium_log(&self) -> PathBuf {
         self.runtime.join("medium.log")
     }
+    /// Marks the runtime directory as a netns cluster's.
+    pub fn netns_marker(&self) -> PathBuf {
+        self.runtime.join(NETNS_MARKER)
+    }
+    /// What a netns cluster's sshds print (appended, all nodes).
+    pub fn sshd_log(&self) -> PathBuf {
+        self.runtime.join("sshd.log")
+    }
+    /// The directory a netns cluster's nodes lay over their /usr/local/bin.
+    pub fn worker_bin_dir(&self) -> PathBuf {
+        self.runtime.join("bin")
+    }
+    /// The sshd configuration every node of a netns cluster copies in.
+    pub fn sshd_config(&self) -> PathBuf {
+        self.root.join("sshd_config")
+    }
     pub fn inventory(&self) -> PathBuf {
         self.root.join("inventory.toml")
     }
@@ -121,6 +151,10 @@ impl ClusterDir {
             self.medium_config(),
             self.medium_socket(),
             self.medium_log(),
+            self.sshd_config(),
+            self.sshd_log(),
+            self.worker_bin_dir().join("orchestrate-worker"),
+            self.netns_marker(),
         ];
         for n in nodes {
             f.push(self.host_key(n));

@@ -4,7 +4,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use super::cluster_dir::{ClusterDir, RUNTIME_ROOT};
+use super::cluster_dir::{ClusterDir, RUNTIME_ROOT, is_netns_cluster};
 use super::docker::{ContainerInfo, Docker};
 use super::error::{Error, Result};
 use super::names::ClusterName;
@@ -23,19 +23,23 @@ pub struct DownReport {
     pub files: usize,
     /// Medium emulator processes stopped.
     pub media: usize,
+    /// A netns cluster's namespaces deleted.
+    pub namespaces: usize,
+    /// Processes stopped in a netns cluster's namespaces (its sshds and their sessions).
+    pub processes: usize,
 }
 
-/// Removes everything `up` made for the cluster: containers and networks (found by label),
+/// Removes everything a docker `up` made for the cluster: containers and networks (found by label),
 /// wire ends and ifb devices (from the state file, and by name prefix in case it is gone) and
 /// files. Safe to run again, and on a cluster that is only half made or whose files were
 /// deleted.
 pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
-    let docker = Docker::connect()?;
     let dir = ClusterDir::new(state_dir, name);
     let state = State::load(&dir.state_file()).unwrap_or_else(|e| {
         tracing::warn!("{e}");
         None
     });
+    let docker = Docker::connect()?;
     let mut report = DownReport {
         // The emulator first: it holds the ports the containers' removal takes away.
         media: stop_emulators(&find_emulators(
@@ -62,7 +66,14 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
     // A network the engine will not let go of even after its stale endpoints were detached is
     // the only thing left; the cluster's files stay, so that `cluster down` can retry it.
     networks_removed?;
-    // Files: the known ones only, then the directories if that left them empty.
+    report.files = remove_files(&dir, state.as_ref())?;
+    Ok(report)
+}
+
+/// Removes the cluster's files: the known ones only, then the directories if that left them
+/// empty. Returns how many files.
+pub(super) fn remove_files(dir: &ClusterDir, state: Option<&State>) -> Result<usize> {
+    let mut removed = 0;
     let mut nodes: BTreeSet<String> = state
         .iter()
         .flat_map(|s| s.wiring.nodes.iter().map(|n| n.name.clone()))
@@ -76,7 +87,7 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
     let nodes: Vec<String> = nodes.into_iter().collect();
     for f in dir.files(&nodes) {
         match std::fs::remove_file(&f) {
-            Ok(()) => report.files += 1,
+            Ok(()) => removed += 1,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(Error::io("removing a cluster file", f, e)),
         }
@@ -85,19 +96,13 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
         let _ = std::fs::remove_dir(dir.node_dir(n));
     }
     let _ = std::fs::remove_dir(dir.nodes_dir());
+    let _ = std::fs::remove_dir(dir.worker_bin_dir());
     let _ = std::fs::remove_dir(dir.runtime());
     let _ = std::fs::remove_dir(dir.root());
     if let Some(parent) = dir.root().parent() {
         let _ = std::fs::remove_dir(parent);
     }
-    Ok(report)
-}
-
-/// What `down --all` did for one cluster it found.
-#[derive(Debug)]
-pub struct DownAll {
-    pub cluster: ClusterName,
-    pub result: Result<DownReport>,
+    Ok(removed)
 }
 
 /// Every cluster the tool has anything of on this host, found by what carries its names: the
@@ -105,8 +110,15 @@ pub struct DownAll {
 /// one under `/run/orchestrate/`. For a person who lost the state directory, or forgot which
 /// clusters are up.
 pub fn known_clusters(state_dir: &Path) -> Result<Vec<ClusterName>> {
-    let docker = Docker::connect()?;
-    let mut names: BTreeSet<String> = docker.labelled_clusters()?.into_iter().collect();
+    let mut names: BTreeSet<String> = match Docker::connect() {
+        Ok(docker) => docker.labelled_clusters()?.into_iter().collect(),
+        // A host without docker can still have netns clusters, found by their directories.
+        Err(e) if has_netns_clusters() => {
+            tracing::warn!("{e}");
+            BTreeSet::new()
+        }
+        Err(e) => return Err(e),
+    };
     for root in [
         ClusterDir::clusters_root(state_dir),
         Path::new(RUNTIME_ROOT).to_owned(),
@@ -126,25 +138,18 @@ pub fn known_clusters(state_dir: &Path) -> Result<Vec<ClusterName>> {
         .collect())
 }
 
-/// Takes down every cluster [`known_clusters`] finds, each on its own: one that fails is
-/// reported and the others still go. Then removes the ifb devices and wire ends named like a
-/// cluster's whose cluster left no other trace; returns how many there were.
-pub fn down_all(state_dir: &Path) -> Result<(Vec<DownAll>, usize)> {
-    let clusters = known_clusters(state_dir)?;
-    let done: Vec<DownAll> = clusters
-        .into_iter()
-        .map(|cluster| {
-            let result = down(&cluster, state_dir);
-            DownAll { cluster, result }
+/// Whether this host has anything of a netns cluster: a marked runtime directory, or a
+/// namespace named like a cluster's.
+pub(super) fn has_netns_clusters() -> bool {
+    let marked = std::fs::read_dir(RUNTIME_ROOT).is_ok_and(|rd| {
+        rd.flatten()
+            .any(|e| is_netns_cluster(&e.file_name().to_string_lossy()))
+    });
+    marked
+        || std::fs::read_dir("/run/netns").is_ok_and(|rd| {
+            rd.flatten()
+                .any(|e| ClusterName::is_cluster_namespace(&e.file_name().to_string_lossy()))
         })
-        .collect();
-    let orphans: Vec<String> = find_ifbs(ClusterName::IFB_MARK)?
-        .into_iter()
-        .filter(|n| ClusterName::is_cluster_ifb(n))
-        .collect();
-    let removed = remove_ifbs(&orphans)?;
-    let wires = veth::remove_left(&veth::find(ClusterName::is_cluster_wire)?)?;
-    Ok((done, removed + wires))
 }
 
 /// Removes the cluster's networks. The engine can still hold a removed container's endpoint

@@ -11,7 +11,9 @@
 //!   goodput meter `verify` uses;
 //! - `docker/`: the node image and the containers and networks, described once as a project,
 //!   rendered as a compose file for people and created through the engine;
-//! - `ssh/`: keys, known_hosts and the `ssh` command line, as on a real cluster.
+//! - `ssh/`: keys, known_hosts and the `ssh` command line, as on a real cluster;
+//! - `netns/`: the other kind of node (`--kind netns`): network namespaces of this host with
+//!   an sshd each, no container and no image, on the same wires and emulator.
 //!
 //! Shared by all of them: the cluster's name and the names derived from it (`names`), where
 //! its files live ([`ClusterDir`]), running host programs (`cmd`), doing a thing for many
@@ -38,12 +40,14 @@
 //! The SSH controller only ever sees the inventory `up` writes: nothing after `up` needs to
 //! know the nodes are containers.
 
+mod by_kind;
 mod cluster_dir;
 mod cmd;
 mod docker;
 mod down;
 mod error;
 mod names;
+mod netns;
 mod node_source;
 mod parallel;
 mod shell;
@@ -54,18 +58,20 @@ mod up;
 mod verify;
 mod wires;
 
+pub use by_kind::{DownAll, down, down_all, status, up};
 pub use cluster_dir::{ClusterDir, DEFAULT_STATE_DIR};
 pub use docker::{
     BaseSource, Docker, ImageOptions, NodeImage, ensure_image, locate_worker, offline_base_tag,
 };
-pub use down::{DownAll, DownReport, down, down_all, known_clusters};
+pub use down::{DownReport, known_clusters};
 pub use error::{Error, Result};
 pub use names::{ClusterName, LABEL_CLUSTER, MGMT_IFNAME};
 pub use node_source::VirtualClusters;
 pub use shell::ssh_to_node;
 pub use ssh::command as ssh_command;
-pub use status::{MemberStatus, Status, list_clusters, status};
-pub use up::{DEFAULT_MEDIUM_SEED, NODE_USER, UpOptions, UpReport, up};
+pub use state::Kind;
+pub use status::{MemberStatus, Status, list_clusters};
+pub use up::{DEFAULT_MEDIUM_SEED, NODE_USER, UpOptions, UpReport};
 pub use verify::{
     Check, DEFAULT_PARALLEL as DEFAULT_VERIFY_PARALLEL, TCP_GOODPUT_RATIO, VerifyOptions,
     table as verify_table, verify,

@@ -146,6 +146,55 @@ impl ClusterName {
             && number.is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
     }
 
+    /// The network namespace of member `k` of a netns cluster (its nodes numbered first, then
+    /// its switches): `oc` + short id + `n` + number, so that `down --all` finds it by name.
+    pub fn namespace(&self, k: usize) -> String {
+        format!("{}n{k}", self.ifb_prefix())
+    }
+
+    /// Host bridge number `j` of a netns cluster's management network: `oc` + short id +
+    /// `b`, and the number after the first (a bridge takes at most 1023 ports).
+    pub fn mgmt_bridge(&self, j: usize) -> String {
+        match j {
+            0 => format!("{}b", self.ifb_prefix()),
+            j => format!("{}b{j}", self.ifb_prefix()),
+        }
+    }
+
+    /// The host end of node `k`'s management veth in a netns cluster (its other end is the
+    /// node's `mgmt0`): `oc` + short id + `m` + number.
+    pub fn mgmt_end(&self, k: usize) -> String {
+        format!("{}m{k}", self.ifb_prefix())
+    }
+
+    /// Whether `name` is one of this cluster's network namespaces ([`Self::namespace`]).
+    pub fn owns_namespace(&self, name: &str) -> bool {
+        name.strip_prefix(&self.ifb_prefix())
+            .and_then(|rest| rest.strip_prefix('n'))
+            .is_some_and(all_digits)
+    }
+
+    /// Whether `ifname` is one of this cluster's management bridges or veths.
+    pub fn owns_mgmt_link(&self, ifname: &str) -> bool {
+        ifname
+            .strip_prefix(&self.ifb_prefix())
+            .is_some_and(is_mgmt_suffix)
+    }
+
+    /// Whether `name` has the form of some cluster's network namespace: `oc`, five hex
+    /// digits, `n` and a number.
+    pub fn is_cluster_namespace(name: &str) -> bool {
+        cluster_suffix(name)
+            .and_then(|rest| rest.strip_prefix('n'))
+            .is_some_and(all_digits)
+    }
+
+    /// Whether `ifname` has the form of some cluster's management bridge or veth: `oc`, five
+    /// hex digits, then `b`, or `m` and a number.
+    pub fn is_cluster_mgmt_link(ifname: &str) -> bool {
+        cluster_suffix(ifname).is_some_and(is_mgmt_suffix)
+    }
+
     pub fn container_name(&self, service: &str) -> String {
         format!("{}-{service}", self.project())
     }
@@ -153,6 +202,27 @@ impl ClusterName {
     pub fn network_name(&self, key: &str) -> String {
         format!("{}-{key}", self.project())
     }
+}
+
+/// What follows `oc` and five lowercase hex digits in `name`, if it starts so.
+fn cluster_suffix(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix(ClusterName::IFB_MARK)?;
+    let (id, rest) = rest.split_at_checked(5)?;
+    id.bytes()
+        .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+        .then_some(rest)
+}
+
+fn all_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `b`, maybe with a number (a management bridge), or `m` and a number (a management veth's
+/// host end).
+fn is_mgmt_suffix(rest: &str) -> bool {
+    rest.strip_prefix('b')
+        .is_some_and(|n| n.is_empty() || all_digits(n))
+        || rest.strip_prefix('m').is_some_and(all_digits)
 }
 
 impl fmt::Display for ClusterName {
@@ -214,6 +284,47 @@ mod tests {
         }
         assert!(!ClusterName::is_cluster_wire("ocABCDEw1"));
         assert!(!ClusterName::is_cluster_wire("eth0"));
+    }
+
+    #[test]
+    fn a_netns_clusters_namespaces_and_management_links_are_its_own() {
+        let c = ClusterName::parse("mesh-4x4").unwrap();
+        let other = ClusterName::parse("mesh-8x8").unwrap();
+        for ns in [c.namespace(0), c.namespace(1023)] {
+            assert!(c.owns_namespace(&ns), "{ns}");
+            assert!(!other.owns_namespace(&ns), "{ns}");
+            assert!(ClusterName::is_cluster_namespace(&ns), "{ns}");
+            assert!(!ClusterName::is_cluster_mgmt_link(&ns), "{ns}");
+        }
+        for link in [
+            c.mgmt_bridge(0),
+            c.mgmt_bridge(3),
+            c.mgmt_end(0),
+            c.mgmt_end(4095),
+        ] {
+            assert!(c.owns_mgmt_link(&link), "{link}");
+            assert!(!other.owns_mgmt_link(&link), "{link}");
+            assert!(ClusterName::is_cluster_mgmt_link(&link), "{link}");
+            // Neither a wire nor an ifb: the other sweeps of `down --all` leave it alone.
+            assert!(!ClusterName::is_cluster_wire(&link), "{link}");
+            assert!(!ClusterName::is_cluster_ifb(&link), "{link}");
+            assert!(link.len() <= 15, "{link}");
+        }
+        for not in [
+            c.wire_end(1),
+            c.shared_ifb(1),
+            format!("{}m", c.ifb_prefix()),
+            format!("{}n", c.ifb_prefix()),
+            format!("{}bb", c.ifb_prefix()),
+            format!("{}b1x", c.ifb_prefix()),
+            "ocABCDEn1".to_string(),
+            "eth0".to_string(),
+        ] {
+            assert!(!c.owns_mgmt_link(&not), "{not}");
+            assert!(!c.owns_namespace(&not), "{not}");
+            assert!(!ClusterName::is_cluster_namespace(&not), "{not}");
+            assert!(!ClusterName::is_cluster_mgmt_link(&not), "{not}");
+        }
     }
 
     #[test]

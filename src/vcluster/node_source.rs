@@ -9,12 +9,13 @@ use futures_util::future::BoxFuture;
 use crate::remote::{MediumFiles, NodeSource, Nodes};
 use crate::topology::Topology;
 
+use super::by_kind::{down, status, up};
 use super::cluster_dir::ClusterDir;
 use super::docker::ImageOptions;
-use super::down::down;
 use super::names::ClusterName;
-use super::status::{list_clusters, status};
-use super::up::{DEFAULT_MEDIUM_SEED, UpOptions, up};
+use super::state::Kind;
+use super::status::list_clusters;
+use super::up::{DEFAULT_MEDIUM_SEED, UpOptions};
 use super::wires::Wiring;
 
 /// Virtual clusters under one state directory.
@@ -25,6 +26,9 @@ pub struct VirtualClusters {
     pub keep: bool,
     /// The experiment file, recorded in each cluster's state as where it came from.
     pub source: PathBuf,
+    /// What a cluster brought up for the run is made of (`[cluster] kind`); a cluster
+    /// already up is used only if it is of this kind.
+    pub kind: Kind,
 }
 
 impl VirtualClusters {
@@ -48,6 +52,15 @@ impl VirtualClusters {
             "`orchestrate cluster down --name {name} --state-dir {}`",
             self.state_dir.display()
         );
+        if status.kind != self.kind {
+            anyhow::bail!(
+                "virtual cluster {name} is up as a {} cluster, and {} asks for {}; take it down \
+                 ({down_hint}) so the run can bring it up as planned",
+                status.kind.as_str(),
+                t.name,
+                self.kind.as_str()
+            );
+        }
         // A cluster built with other wires (another emulation or host profile, say) would
         // measure something else than the plan says.
         if status.wiring.as_ref().is_some_and(|w| !w.carries(wiring)) {
@@ -89,6 +102,7 @@ impl VirtualClusters {
             source: self.source.display().to_string(),
             keep_on_failure: false,
             medium_seed: DEFAULT_MEDIUM_SEED,
+            kind: self.kind,
         };
         tracing::info!("bringing up virtual cluster {name} for {}", t.name);
         let report = tokio::task::spawn_blocking(move || up(&wiring, &opts)).await??;

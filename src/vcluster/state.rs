@@ -6,12 +6,37 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};
+use super::netns::record::NetnsRecord;
 use super::wires::Wiring;
+
+/// What a cluster's nodes are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// Docker containers of the node image (sshd, iproute2, tc and the worker in it).
+    #[default]
+    Docker,
+    /// Network namespaces on this host, each with its own sshd, hostname and private /run,
+    /// /tmp and /var/tmp, running this host's programs: no image, no docker engine.
+    Netns,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Docker => "docker",
+            Kind::Netns => "netns",
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct State {
     pub cluster: String,
+    /// What the nodes are; a state file written before netns clusters existed is docker's.
+    #[serde(default)]
+    pub kind: Kind,
     /// The docker compose project name.
     pub project: String,
     /// The node image the containers run.
@@ -32,6 +57,9 @@ pub struct State {
     pub medium_pid: Option<u32>,
     /// The wires, as built: `status` and `verify` read them from here.
     pub wiring: Wiring,
+    /// A netns cluster's namespaces, management network and sshd processes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns: Option<NetnsRecord>,
 }
 
 impl State {
@@ -77,6 +105,7 @@ mod tests {
     fn round_trips() {
         let s = State {
             cluster: "m".into(),
+            kind: Kind::Docker,
             project: "orchestrate-m".into(),
             image: "orchestrate-node:abc".into(),
             source: "topologies/switched-mesh-4x4.toml".into(),
@@ -85,11 +114,29 @@ mod tests {
             ifbs: vec!["oc123456s0".into()],
             wires: vec!["oc12345w0".into(), "oc12345x0".into()],
             wiring: mesh(true),
+            netns: None,
         };
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("state.toml");
         assert_eq!(State::load(&p).unwrap(), None);
         s.save(&p).unwrap();
-        assert_eq!(State::load(&p).unwrap(), Some(s));
+        assert_eq!(State::load(&p).unwrap(), Some(s.clone()));
+
+        // A file written before `kind` existed is a docker cluster's.
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.contains("kind = \"docker\""), "{text}");
+        std::fs::write(&p, text.replace("kind = \"docker\"\n", "")).unwrap();
+        assert_eq!(State::load(&p).unwrap().unwrap().kind, Kind::Docker);
+
+        // A netns cluster's record comes back whole.
+        let c = crate::vcluster::names::ClusterName::parse("m").unwrap();
+        let netns = s.clone();
+        let netns = State {
+            kind: Kind::Netns,
+            netns: Some(crate::vcluster::netns::record::sample(&c, &netns.wiring)),
+            ..netns
+        };
+        netns.save(&p).unwrap();
+        assert_eq!(State::load(&p).unwrap(), Some(netns));
     }
 }

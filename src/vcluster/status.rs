@@ -3,15 +3,15 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use super::cluster_dir::ClusterDir;
+use super::cluster_dir::{ClusterDir, RUNTIME_ROOT, is_netns_cluster};
 use super::cmd::Cmd;
 use super::docker::{Docker, MGMT_NETWORK_KEY};
 use super::error::Result;
 use super::names::{ClusterName, LABEL_CLUSTER, LABEL_NAME, LABEL_ROLE};
-use super::state::State;
+use super::state::{Kind, State};
 use super::wires::{Wiring, find_ifbs};
 
-/// One container of a cluster, as `status` shows it.
+/// One container (or, in a netns cluster, namespace) of a cluster, as `status` shows it.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct MemberStatus {
     pub name: String,
@@ -24,6 +24,8 @@ pub struct MemberStatus {
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Status {
     pub cluster: String,
+    /// Containers or network namespaces.
+    pub kind: Kind,
     pub directory: PathBuf,
     pub topology: Option<String>,
     pub source: Option<String>,
@@ -49,7 +51,7 @@ pub struct MediumStatus {
     pub worst_p99_lateness_us: f64,
 }
 
-fn medium_status(dir: &ClusterDir, pid: u32) -> MediumStatus {
+pub(super) fn medium_status(dir: &ClusterDir, pid: u32) -> MediumStatus {
     use orchestrate_medium::realtime::control::{Request, query};
     match query(&dir.medium_socket(), Request::Total) {
         Ok(Some(s)) => MediumStatus {
@@ -73,10 +75,11 @@ fn medium_status(dir: &ClusterDir, pid: u32) -> MediumStatus {
     }
 }
 
+/// A docker cluster's status (`by_kind::status` hands a netns cluster to `netns::status`).
 pub fn status(name: &ClusterName, state_dir: &Path) -> Result<Status> {
-    let docker = Docker::connect()?;
     let dir = ClusterDir::new(state_dir, name);
     let state = State::load(&dir.state_file())?;
+    let docker = Docker::connect()?;
     let containers = docker.inspect_containers(&docker.cluster_containers(name)?)?;
     let mgmt = name.network_name(MGMT_NETWORK_KEY);
     let mut members: Vec<MemberStatus> = containers
@@ -96,6 +99,7 @@ pub fn status(name: &ClusterName, state_dir: &Path) -> Result<Status> {
     members.sort_by(|a, b| (&a.role, &a.name).cmp(&(&b.role, &b.name)));
     Ok(Status {
         cluster: name.to_string(),
+        kind: Kind::Docker,
         directory: dir.root().to_owned(),
         topology: state.as_ref().map(|s| s.wiring.topology.clone()),
         wiring: state.as_ref().map(|s| s.wiring.clone()),
@@ -111,9 +115,23 @@ pub fn status(name: &ClusterName, state_dir: &Path) -> Result<Status> {
     })
 }
 
-/// The names of the clusters that exist (containers with the cluster label).
+/// The names of the clusters that exist: containers with the cluster label, and netns
+/// clusters' marked runtime directories. A host without docker may have only the latter.
 pub fn list_clusters() -> Result<Vec<String>> {
-    Docker::connect()?;
+    let netns: BTreeSet<String> = std::fs::read_dir(RUNTIME_ROOT)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| is_netns_cluster(n))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Err(e) = Docker::connect() {
+        if netns.is_empty() {
+            return Err(e);
+        }
+        return Ok(netns.into_iter().collect());
+    }
     let out = Cmd::new("docker", "listing clusters")
         .args([
             "ps",
@@ -124,6 +142,7 @@ pub fn list_clusters() -> Result<Vec<String>> {
         ])
         .arg(format!("{{{{.Label \"{LABEL_CLUSTER}\"}}}}"))
         .run()?;
-    let set: BTreeSet<String> = out.split_whitespace().map(str::to_owned).collect();
+    let mut set: BTreeSet<String> = out.split_whitespace().map(str::to_owned).collect();
+    set.extend(netns);
     Ok(set.into_iter().collect())
 }

@@ -15,7 +15,7 @@ use super::error::{Error, Result};
 use super::names::{ClusterName, LABEL_NAME, LABEL_ROLE, MGMT_IFNAME};
 use super::parallel;
 use super::ssh;
-use super::state::State;
+use super::state::{Kind, State};
 use super::wires::veth::{self, Owner, SWITCH_BRIDGE, Wire};
 use super::wires::{
     Node, Ns, SegmentId, Switch, Wanted, Wiring, apply_emulation, check_kernel, emulation_setup,
@@ -52,6 +52,8 @@ pub struct UpOptions {
     pub keep_on_failure: bool,
     /// Seeds the medium emulator's backoff draws.
     pub medium_seed: u64,
+    /// Containers or network namespaces.
+    pub kind: Kind,
 }
 
 #[derive(Debug)]
@@ -68,8 +70,9 @@ pub struct UpReport {
     pub elapsed: Duration,
 }
 
-/// Brings a cluster up: image, keys, compose file, containers, interface names, link
-/// emulation, inventory, and a check that every node answers over SSH.
+/// Brings a docker cluster up: image, keys, compose file, containers, interface names, link
+/// emulation, inventory, and a check that every node answers over SSH. (`by_kind::up` hands
+/// a netns cluster to `netns::up` instead.)
 pub fn up(wiring: &Wiring, opts: &UpOptions) -> Result<UpReport> {
     let start = Instant::now();
     check_host()?;
@@ -185,6 +188,7 @@ fn record_state(
     }
     let state = State {
         cluster: c.to_string(),
+        kind: Kind::Docker,
         project: c.project(),
         image: image.tag.clone(),
         source: opts.source.clone(),
@@ -197,6 +201,7 @@ fn record_state(
         wires: veth::host_names(&veth::plan(c, wiring)),
         medium_pid: None,
         wiring: wiring.clone(),
+        netns: None,
     };
     state.save(&dir.state_file())?;
     Ok(state)
@@ -399,18 +404,24 @@ fn make_wires(
         .zip(&renamed.switches)
         .map(|(sw, r)| (switch_service(&sw.name), r.pid))
         .collect();
-    let pid_of = |owner: &Owner| -> Result<u32> {
+    let pid_of = |owner: &Owner| -> Result<String> {
         match owner {
             Owner::Node(n) => node_pid.get(n.as_str()).copied(),
             Owner::Switch(s) => switch_pid.get(s).copied(),
         }
+        .map(|pid| pid.to_string())
         .ok_or_else(|| Error::Wiring(format!("a wire names {owner:?}, which has no container")))
     };
     veth::create(&attached.wires, pid_of)?;
     let nodes: Vec<(&Node, &Renamed)> = wiring.nodes.iter().zip(&renamed.nodes).collect();
     parallel::try_for_each(NAMING_WIDTH, &nodes, |(n, r)| {
         let own = veth::of(&attached.wires, &Owner::Node(n.name.clone()));
-        veth::name_inside(&own, r.pid, false, &format!("wiring node {}", n.name))?;
+        veth::name_inside(
+            &own,
+            Ns::Pid(r.pid),
+            false,
+            &format!("wiring node {}", n.name),
+        )?;
         let ifnames: Vec<&str> = n.ports.iter().map(|p| p.interface.as_str()).collect();
         offloads_off(
             r.pid,
@@ -425,7 +436,7 @@ fn make_wires(
         let own = veth::of(&attached.wires, &Owner::Switch(switch_service(&sw.name)));
         let bridge_made = !r.docker_ports.is_empty();
         let what = format!("building switch {}", sw.name);
-        veth::name_inside(&own, r.pid, bridge_made, &what)?;
+        veth::name_inside(&own, Ns::Pid(r.pid), bridge_made, &what)?;
         steer_off_the_emulator(attached, r.pid, &own, &format!("switch {}", sw.name))
     })?;
     // The wires and docker's ports in the wiring's order: nodes' ports, then switches'.
@@ -479,7 +490,7 @@ fn steer_off_the_emulator(attached: &Attached, pid: u32, own: &[&Wire], owner: &
 
 /// Emulates the wires on the host (ifb and tbf, or the medium emulator), each device and
 /// process recorded in the state file before or as it is made. Returns how many ifb devices.
-fn emulate_wires(
+pub(super) fn emulate_wires(
     wiring: &Wiring,
     opts: &UpOptions,
     dir: &ClusterDir,
@@ -498,7 +509,7 @@ fn emulate_wires(
 }
 
 /// known_hosts, the inventory and an ssh_config: everything needed to reach the nodes.
-fn write_access_files(
+pub(super) fn write_access_files(
     c: &ClusterName,
     wiring: &Wiring,
     dir: &ClusterDir,
@@ -627,7 +638,7 @@ fn mkdir(p: &Path) -> Result<()> {
     std::fs::create_dir_all(p).map_err(|e| Error::io("creating the cluster directory", p, e))
 }
 
-fn write(p: &Path, text: &str) -> Result<()> {
+pub(super) fn write(p: &Path, text: &str) -> Result<()> {
     std::fs::write(p, text).map_err(|e| Error::io("writing", p, e))
 }
 

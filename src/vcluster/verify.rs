@@ -104,6 +104,17 @@ pub fn verify(name: &ClusterName, state_dir: &Path, opts: &VerifyOptions) -> Res
         ),
         what_to_do: "bring it up with `orchestrate cluster up` (and the same --state-dir)".into(),
     })?;
+    // A netns node runs this host's programs, where iperf3 may be missing (the docker kind's
+    // image carries it).
+    if state.kind == super::state::Kind::Netns && super::cmd::on_path("iperf3").is_none() {
+        return Err(Error::Host {
+            problem: format!(
+                "cluster {name} is a netns cluster, whose nodes run this host's programs, and \
+                 this host has no iperf3, which `cluster verify` measures with"
+            ),
+            what_to_do: "install iperf3 on this host (Debian: apt-get install iperf3)".into(),
+        });
+    }
     let inventory = load_inventory(&dir.inventory())?;
     let w = &state.wiring;
     let chosen: Vec<SegmentId> = w

@@ -19,6 +19,8 @@ use super::errors::ErrorList;
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Cluster {
     Docker,
+    /// The virtual cluster of network namespaces.
+    Netns,
     Inventory {
         path: PathBuf,
         /// Where the experiment names it, for messages about what it lacks.
@@ -47,6 +49,11 @@ pub(super) fn cluster(spec: &ClusterSpec, dir: &Path, errors: &mut ErrorList) ->
         (ClusterKind::Docker, Some(inv)) => {
             errors.push(inv.span(), "`inventory` needs `kind = \"inventory\"`");
             Cluster::Docker
+        }
+        (ClusterKind::Netns, None) => Cluster::Netns,
+        (ClusterKind::Netns, Some(inv)) => {
+            errors.push(inv.span(), "`inventory` needs `kind = \"inventory\"`");
+            Cluster::Netns
         }
         (ClusterKind::Inventory, Some(inv)) => Cluster::Inventory {
             path: dir.join(inv.get_ref()),

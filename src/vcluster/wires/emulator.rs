@@ -112,7 +112,7 @@ fn program() -> Result<PathBuf> {
 
 /// Makes `path` a directory of this user's that no one else can write (created with `mode`),
 /// or checks that it is one.
-fn private_dir(path: &Path, mode: u32) -> Result<()> {
+pub fn private_dir(path: &Path, mode: u32) -> Result<()> {
     let what = "making the medium emulator's directory";
     match std::fs::DirBuilder::new().mode(mode).create(path) {
         Ok(()) => {}

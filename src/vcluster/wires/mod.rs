@@ -22,7 +22,7 @@ pub use emulation::{
     setup as emulation_setup,
 };
 pub use emulator::{
-    config as emulator_config, find as find_emulators, start as start_emulator,
+    config as emulator_config, find as find_emulators, private_dir, start as start_emulator,
     stop as stop_emulators,
 };
 pub use meter::{Flow, Station, measure as measure_goodput};

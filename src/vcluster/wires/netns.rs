@@ -19,16 +19,24 @@ pub struct Link {
     pub link_index: Option<u32>,
 }
 
-/// Where a command runs: the host's namespace or a container's (by its main process id).
+/// Where a command runs: the host's namespace, a container's (by its main process id), or a
+/// named network namespace (`ip netns`, as a netns cluster's nodes are).
 #[derive(Debug, Clone, Copy)]
-pub enum Ns {
+pub enum Ns<'a> {
     Host,
     Pid(u32),
+    Named(&'a str),
 }
 
 fn ip(ns: Ns, what: &str) -> Cmd {
     match ns {
         Ns::Host => Cmd::new("ip", what),
+        // Not `ip -n`, which also unshares a mount namespace, copying the host's mounts (one
+        // per named namespace: a thousand nodes made this step quadratic).
+        Ns::Named(name) => Cmd::new("nsenter", what)
+            .arg(format!("--net=/run/netns/{name}"))
+            .arg("ip")
+            .hint("nsenter (util-linux) and root are needed to set up the nodes' interfaces"),
         Ns::Pid(pid) => Cmd::new("nsenter", what)
             .args(["-t", &pid.to_string(), "-n", "ip"])
             .hint("nsenter (util-linux) and root are needed to set up the nodes' interfaces"),

@@ -11,6 +11,16 @@ pub fn dir(parent: &str, uid: u32) -> String {
     format!("{parent}/orchestrate-{uid}")
 }
 
+/// The SHA-256 of `bytes` as `sha256sum` prints it: what names a build and what a node
+/// checks before the file may run.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 /// The installed file's name, from the build's SHA-256 (lowercase hex): builds differ by name,
 /// so several can sit side by side.
 pub fn file_name(sha256_hex: &str) -> String {
@@ -30,6 +40,14 @@ mod tests {
         assert_eq!(
             format!("{}/{}", dir(NODE_PARENT, 0), file_name(sha)),
             "/var/tmp/orchestrate-0/orchestrate-worker-e2c8ae84ad2134fe"
+        );
+    }
+
+    #[test]
+    fn the_digest_is_sha256sums() {
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
     }
 }

@@ -50,6 +50,7 @@ mod names;
 mod netns;
 mod node_source;
 mod parallel;
+mod process;
 mod shell;
 mod ssh;
 mod state;

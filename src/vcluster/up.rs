@@ -625,6 +625,11 @@ fn check_host() -> Result<()> {
             what_to_do: "run `orchestrate cluster` as root (e.g. with sudo)".into(),
         });
     }
+    check_tun()
+}
+
+/// Nodes of either kind need /dev/net/tun for the userspace bond.
+pub(super) fn check_tun() -> Result<()> {
     if !Path::new("/dev/net/tun").exists() {
         return Err(Error::Host {
             problem: "/dev/net/tun does not exist; nodes need it for the userspace bond".into(),
@@ -634,7 +639,7 @@ fn check_host() -> Result<()> {
     Ok(())
 }
 
-fn mkdir(p: &Path) -> Result<()> {
+pub(super) fn mkdir(p: &Path) -> Result<()> {
     std::fs::create_dir_all(p).map_err(|e| Error::io("creating the cluster directory", p, e))
 }
 

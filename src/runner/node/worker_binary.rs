@@ -5,7 +5,6 @@
 use std::path::Path;
 
 use anyhow::Context;
-use sha2::Digest;
 
 pub struct WorkerBuild {
     pub bytes: Vec<u8>,
@@ -20,10 +19,7 @@ impl WorkerBuild {
     }
 
     pub fn from_bytes(bytes: Vec<u8>) -> WorkerBuild {
-        let sha256 = sha2::Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let sha256 = crate::remote::installed_worker::sha256_hex(&bytes);
         WorkerBuild { bytes, sha256 }
     }
 

@@ -81,14 +81,6 @@ fn hash_hex(parts: &[&[u8]]) -> String {
         .collect()
 }
 
-/// The SHA-256 of `bytes` as `sha256sum` prints it.
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
 /// The offline base's tag: a hash of the suite, the recipe and the package list.
 pub fn offline_base_tag() -> String {
     let pk = packages().join(",");
@@ -153,7 +145,7 @@ pub fn ensure(docker: &Docker, opts: &ImageOptions) -> Result<NodeImage> {
         .arg(format!(
             "WORKER_AT={}/{}",
             installed_worker::dir(installed_worker::NODE_PARENT, 0),
-            installed_worker::file_name(&sha256_hex(&worker_bytes))
+            installed_worker::file_name(&installed_worker::sha256_hex(&worker_bytes))
         ))
         .args(["--label", "org.orchestrate.image=node", "-t", &tag])
         .arg(ctx.path().display().to_string())

@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::vcluster::error::{Error, Result};
+use crate::vcluster::process::{alive, reap};
 use crate::vcluster::wires::{Ns, ip_batch};
 
 /// Where iproute2 keeps its named namespaces.
@@ -195,7 +196,7 @@ pub fn kill_all_in(names: &[String], limit: Duration) -> usize {
         let left: Vec<u32> = processes_in(names)
             .into_values()
             .flatten()
-            .filter(|p| running(*p))
+            .filter(|p| alive(*p))
             .collect();
         if left.is_empty() || start.elapsed() > limit {
             if !left.is_empty() {
@@ -214,23 +215,4 @@ pub fn kill_all_in(names: &[String], limit: Duration) -> usize {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// Whether a process runs (a zombie has exited).
-pub fn running(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().to_owned())
-        })
-        .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
-}
-
-/// Collects the exit status of a child of this program (an sshd `up` started); nothing for
-/// another's.
-pub fn reap(pid: u32) {
-    let mut status = 0;
-    // SAFETY: non-blocking wait on one pid; ECHILD when it is not our child.
-    unsafe { libc::waitpid(pid as i32, &raw mut status, libc::WNOHANG) };
 }

@@ -11,8 +11,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::vcluster::error::{Error, Result};
+use crate::vcluster::process::{alive, reap};
 
-use super::namespaces::{reap, running};
 use super::record::Sshd;
 
 /// The sshd every node runs: this host's.
@@ -205,7 +205,7 @@ fn start_time(pid: u32) -> Option<u64> {
 /// Whether the recorded sshd still runs as that process: same pid, same start time, and it is
 /// sshd (or, an instant after its start, the shell about to become it).
 pub fn is_that(s: &Sshd) -> bool {
-    if !running(s.pid) || start_time(s.pid) != Some(s.started) {
+    if !alive(s.pid) || start_time(s.pid) != Some(s.started) {
         return false;
     }
     let Ok(cmdline) = std::fs::read(format!("/proc/{}/cmdline", s.pid)) else {
@@ -232,7 +232,7 @@ pub fn stop(all: &[Sshd]) -> usize {
     }
     let deadline = Instant::now() + Duration::from_secs(3);
     for s in &ours {
-        while running(s.pid) && Instant::now() < deadline {
+        while alive(s.pid) && Instant::now() < deadline {
             reap(s.pid);
             std::thread::sleep(Duration::from_millis(10));
         }

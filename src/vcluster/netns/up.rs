@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use orchestrate_medium::realtime::placement::Placement;
-use sha2::Digest;
 
+use crate::remote::installed_worker;
 use crate::vcluster::cluster_dir::ClusterDir;
 use crate::vcluster::cmd::{Cmd, on_path};
 use crate::vcluster::docker::{NodeImage, locate_worker};
@@ -20,7 +20,9 @@ use crate::vcluster::names::ClusterName;
 use crate::vcluster::parallel;
 use crate::vcluster::ssh;
 use crate::vcluster::state::{Kind, State};
-use crate::vcluster::up::{UpOptions, UpReport, emulate_wires, write, write_access_files};
+use crate::vcluster::up::{
+    UpOptions, UpReport, check_tun, emulate_wires, mkdir, write, write_access_files,
+};
 use crate::vcluster::wires::veth::{self, Owner, Wire};
 use crate::vcluster::wires::{
     Emulation, Ns, SegmentId, Wiring, check_kernel, ip_batch, private_dir,
@@ -237,13 +239,9 @@ fn share_worker(dir: &ClusterDir, worker: &Path) -> Result<SharedWorker> {
         .map_err(|e| Error::io("copying the worker", &path, e))?;
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755))
         .map_err(|e| Error::io("copying the worker", &path, e))?;
-    let sha: String = sha2::Sha256::digest(&bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
     Ok(SharedWorker {
         dir: bin,
-        installed_name: crate::remote::installed_worker::file_name(&sha),
+        installed_name: installed_worker::file_name(&installed_worker::sha256_hex(&bytes)),
     })
 }
 
@@ -468,17 +466,7 @@ fn check_host() -> Result<()> {
             });
         }
     }
-    if !Path::new("/dev/net/tun").exists() {
-        return Err(Error::Host {
-            problem: "/dev/net/tun does not exist; nodes need it for the userspace bond".into(),
-            what_to_do: "load the tun module (modprobe tun)".into(),
-        });
-    }
-    Ok(())
-}
-
-fn mkdir(p: &Path) -> Result<()> {
-    std::fs::create_dir_all(p).map_err(|e| Error::io("creating the cluster directory", p, e))
+    check_tun()
 }
 
 #[cfg(test)]

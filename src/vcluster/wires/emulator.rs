@@ -23,6 +23,7 @@ use orchestrate_medium::realtime::placement::Placement;
 use super::wiring::{SegmentId, Wiring};
 use crate::vcluster::cluster_dir::ClusterDir;
 use crate::vcluster::error::{Error, Result};
+use crate::vcluster::process::{alive, reap};
 
 /// The emulator's configuration for `wiring`, given each segment's host-side ports (nodes in
 /// wiring order, then switches' ports, as `up` lists them). `None` when no segment is
@@ -275,25 +276,6 @@ pub fn stop(pids: &[u32]) -> usize {
         }
     }
     pids.len()
-}
-
-/// Whether a process runs (a zombie has exited: it only waits for its parent to reap it).
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| {
-            s.rsplit_once(')')
-                .map(|(_, rest)| rest.trim_start().to_owned())
-        })
-        .is_some_and(|rest| !rest.starts_with('Z') && !rest.starts_with('X'))
-}
-
-/// Collects the exit status of an emulator this program started (a zombie otherwise keeps
-/// its /proc entry); does nothing for another's child.
-fn reap(pid: u32) {
-    let mut status = 0;
-    // SAFETY: non-blocking wait on one pid; ECHILD when it is not our child.
-    unsafe { libc::waitpid(pid as i32, &raw mut status, libc::WNOHANG) };
 }
 
 #[cfg(test)]

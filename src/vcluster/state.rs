@@ -6,8 +6,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::error::{Error, Result};
+use super::names::ClusterName;
 use super::netns::record::NetnsRecord;
-use super::wires::Wiring;
+use super::wires::{Wiring, veth};
 
 /// What a cluster's nodes are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, clap::ValueEnum)]
@@ -63,6 +64,33 @@ pub struct State {
 }
 
 impl State {
+    /// A new cluster's state, written before anything is made: its wires are named already,
+    /// so one an `up` dies in the middle of making is found.
+    pub fn planned(
+        c: &ClusterName,
+        kind: Kind,
+        image: String,
+        source: String,
+        wiring: &Wiring,
+    ) -> State {
+        State {
+            cluster: c.to_string(),
+            kind,
+            project: c.project(),
+            image,
+            source,
+            created_unix_s: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            ifbs: Vec::new(),
+            wires: veth::host_names(&veth::plan(c, wiring)),
+            medium_pid: None,
+            wiring: wiring.clone(),
+            netns: None,
+        }
+    }
+
     pub fn save(&self, path: &Path) -> Result<()> {
         let text = toml::to_string(self).map_err(|e| Error::File {
             what: "writing the cluster state".into(),

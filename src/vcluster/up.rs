@@ -186,23 +186,13 @@ fn record_state(
     for n in &wiring.nodes {
         mkdir(&dir.node_dir(&n.name))?;
     }
-    let state = State {
-        cluster: c.to_string(),
-        kind: Kind::Docker,
-        project: c.project(),
-        image: image.tag.clone(),
-        source: opts.source.clone(),
-        created_unix_s: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-        ifbs: Vec::new(),
-        // Named before any is made: a wire an `up` dies in the middle of making is found.
-        wires: veth::host_names(&veth::plan(c, wiring)),
-        medium_pid: None,
-        wiring: wiring.clone(),
-        netns: None,
-    };
+    let state = State::planned(
+        c,
+        Kind::Docker,
+        image.tag.clone(),
+        opts.source.clone(),
+        wiring,
+    );
     state.save(&dir.state_file())?;
     Ok(state)
 }

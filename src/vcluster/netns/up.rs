@@ -200,20 +200,14 @@ fn record_state(
         "a netns cluster of orchestrate; `cluster down` removes it\n",
     )?;
     let state = State {
-        cluster: c.to_string(),
-        kind: Kind::Netns,
-        project: c.project(),
-        image: "none (netns)".into(),
-        source: opts.source.clone(),
-        created_unix_s: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0),
-        ifbs: Vec::new(),
-        wires: veth::host_names(&veth::plan(c, wiring)),
-        medium_pid: None,
-        wiring: wiring.clone(),
         netns: Some(plan(c, wiring, subnet)?),
+        ..State::planned(
+            c,
+            Kind::Netns,
+            "none (netns)".into(),
+            opts.source.clone(),
+            wiring,
+        )
     };
     state.save(&dir.state_file())?;
     Ok(state)

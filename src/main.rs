@@ -40,7 +40,7 @@ enum Command {
     /// inventory if it has `[defaults]` or `[[host]]` tables, else as a topology. An
     /// experiment's inventory (`[cluster] inventory = ...`) is checked with it, against its
     /// topologies. Every problem is reported as file:line:column with what was expected (at
-    /// most 20 per file, then how many more). Counts are capped: at most 256 nodes per
+    /// most 20 per file, then how many more). Counts are capped: at most 4096 nodes per
     /// topology, 16 buses, 32 topologies, 1024 sizes or pair counts per workload, 1000
     /// repetitions, 100 million exchanges, runs of a day, 100000 points per plan; message
     /// sizes up to the worker's 64 MiB (65507 bytes over UDP); rates of 1 kbit/s or more.

@@ -333,7 +333,7 @@ pub struct AddressSpec {
 }
 
 /// Nodes and wires built from a pattern. Which fields apply depends on `kind`. Counts are
-/// capped (see `spec::limits`): at most 256 nodes in all, 16 buses.
+/// capped (see `spec::limits`): at most 4096 nodes in all, 16 buses.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GeneratorSpec {

@@ -30,6 +30,9 @@ pub enum Need {
     Ecmp,
     /// openssh-server's `sshd` and the ssh client, for tests that run a real sshd.
     Sshd,
+    /// iperf3 on this machine: `cluster verify` runs it on netns nodes, which share the
+    /// host's programs.
+    Iperf3,
     /// `sudo`, for tests that act as a user who is not root.
     Sudo,
     /// util-linux `script`, for a pseudo-terminal.
@@ -40,13 +43,14 @@ pub enum Need {
 
 impl Need {
     /// Every need, in the order their words lead a test's name.
-    pub const ALL: [Need; 9] = [
+    pub const ALL: [Need; 10] = [
         Need::Docker,
         Need::Netns,
         Need::Tun,
         Need::Mptcp,
         Need::Ecmp,
         Need::Sshd,
+        Need::Iperf3,
         Need::Sudo,
         Need::Pty,
         Need::KernelBonding,
@@ -61,6 +65,7 @@ impl Need {
             Need::Mptcp => "mptcp",
             Need::Ecmp => "ecmp",
             Need::Sshd => "sshd",
+            Need::Iperf3 => "iperf3",
             Need::Sudo => "sudo",
             Need::Pty => "pty",
             Need::KernelBonding => "kernel_bonding",
@@ -139,6 +144,11 @@ impl Need {
                     }
                     if !runs("ssh", &["-V"]) {
                         return Err("no ssh client".into());
+                    }
+                }
+                Need::Iperf3 => {
+                    if !runs("iperf3", &["--version"]) {
+                        return Err("no iperf3".into());
                     }
                 }
                 Need::Sudo => {

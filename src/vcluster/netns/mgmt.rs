@@ -19,7 +19,14 @@ pub fn create(r: &NetnsRecord) -> Result<()> {
     let mut adds: Vec<String> = r
         .bridges
         .iter()
-        .map(|b| format!("link add {} type bridge", b.name))
+        .map(|b| {
+            let address = b
+                .mac
+                .as_ref()
+                .map(|mac| format!(" address {mac}"))
+                .unwrap_or_default();
+            format!("link add {}{address} type bridge", b.name)
+        })
         .collect();
     for m in r.nodes() {
         if let Some(end) = &m.mgmt_end {
@@ -63,8 +70,13 @@ pub fn create(r: &NetnsRecord) -> Result<()> {
     ip_batch(Ns::Host, what, &ups)
 }
 
-/// The lines, for `ip -batch` in a node's namespace, that give its `mgmt0` the node's address
-/// and bring it up.
+/// The lines, for `ip -batch` in a node's namespace, that give its `mgmt0` the node's address,
+/// bring it up and make its gateway (the bridge) a permanent neighbour.
+///
+/// Without that entry every node asks for the gateway by ARP broadcast, which the bridge
+/// copies to every other port: at 1024 nodes a million frames, more than the receiving
+/// CPU's backlog (1000) holds, so that SYNs and their answers were lost and sshds seemed not
+/// to answer for a second or two at a time (probing all 1024 took 52 s, 36 of them over 1 s).
 pub fn inside_lines(r: &NetnsRecord, node: &str) -> Vec<String> {
     let Some(m) = r.member(node) else {
         return Vec::new();
@@ -72,13 +84,20 @@ pub fn inside_lines(r: &NetnsRecord, node: &str) -> Vec<String> {
     let (Some(address), Some(b)) = (m.address, r.bridge_of(m)) else {
         return Vec::new();
     };
-    vec![
+    let mut lines = vec![
         format!(
             "addr add {address}/{} dev {MGMT_IFNAME}",
             b.subnet.prefix_len()
         ),
         format!("link set dev {MGMT_IFNAME} up"),
-    ]
+    ];
+    if let Some(mac) = &b.mac {
+        lines.push(format!(
+            "neigh replace {} lladdr {mac} dev {MGMT_IFNAME} nud permanent",
+            b.gateway()
+        ));
+    }
+    lines
 }
 
 /// Removes those of the host's links `names` that exist, in one `ip -batch` (a veth's other
@@ -106,5 +125,47 @@ pub fn wait_gone(names: &[String], limit: std::time::Duration) -> Result<usize> 
             return Ok(left);
         }
         std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::vcluster::names::ClusterName;
+    use crate::vcluster::netns::record::plan;
+    use crate::vcluster::wires::{Medium, Wiring};
+
+    #[test]
+    fn every_node_holds_its_own_bridges_gateway_as_a_permanent_neighbour() {
+        let mut b = Wiring::builder("big").segment("bus", 10_000_000, Medium::Shared);
+        for k in 0..1500 {
+            b = b.node(format!("n{k}"), [("eth1", "bus")]);
+        }
+        let w = b.build().unwrap();
+        let plan_for = |cluster: &str| {
+            let c = ClusterName::parse(cluster).unwrap();
+            plan(&c, &w, "10.255.248.0/21".parse().unwrap()).unwrap()
+        };
+        let r = plan_for("big");
+        let macs: Vec<&str> = r.bridges.iter().filter_map(|b| b.mac.as_deref()).collect();
+        assert_eq!(macs.len(), 2, "every bridge has its MAC set");
+        assert_ne!(macs[0], macs[1]);
+        assert_ne!(
+            plan_for("other").bridges[0].mac,
+            r.bridges[0].mac,
+            "another cluster's bridge differs"
+        );
+        for (node, bridge) in [("n0", 0), ("n999", 0), ("n1000", 1), ("n1499", 1)] {
+            let want = format!(
+                "neigh replace {} lladdr {} dev {MGMT_IFNAME} nud permanent",
+                r.bridges[bridge].gateway(),
+                macs[bridge]
+            );
+            let lines = inside_lines(&r, node);
+            assert!(lines.contains(&want), "{node}: {lines:?}");
+            let up = lines.iter().position(|l| l.contains(" up")).unwrap();
+            let neigh = lines.iter().position(|l| *l == want).unwrap();
+            assert!(up < neigh, "the entry is added once mgmt0 is up: {lines:?}");
+        }
     }
 }

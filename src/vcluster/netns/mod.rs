@@ -13,7 +13,9 @@
 //! - `subnet`: a management subnet no route or address of this host overlaps;
 //! - `namespaces`: making, entering and deleting the namespaces, and what runs in them;
 //! - `mgmt`: the management bridge on the host and each node's `mgmt0`;
-//! - `sshd`: each node's sshd, its private mounts, and whether a recorded one still runs;
+//! - `sshd`: each node's sshd, and whether a recorded one still runs;
+//! - `enter`: what the sshd's process makes of itself before it becomes sshd (namespaces,
+//!   mounts, hostname, receive steering), in system calls alone;
 //! - `up`, `down`, `status`: the commands for this kind (`by_kind` hands them their clusters).
 //!
 //! Nothing is re-exported here: each file is named by its own path, so that no import passes
@@ -23,6 +25,7 @@
 //! kind; a netns cluster refuses them (the medium emulator carries every shipped topology).
 
 pub mod down;
+mod enter;
 mod mgmt;
 mod namespaces;
 pub mod record;

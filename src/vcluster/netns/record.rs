@@ -40,6 +40,11 @@ pub struct Bridge {
     /// Its share of the management subnet; the bridge holds the first address, the gateway
     /// of the nodes on it.
     pub subnet: Ipv4Net,
+    /// Its MAC address, set when it is made (a bridge would otherwise take its lowest
+    /// port's, changing as ports join) so that every node can hold it as a permanent
+    /// neighbour entry (see `mgmt::inside_lines`). Absent in clusters brought up before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
 }
 
 impl Bridge {
@@ -75,6 +80,19 @@ pub struct Member {
     /// (see `mgmt::create`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
+}
+
+/// Bridge `j`'s MAC address: locally administered, unicast, from the cluster's id, so that
+/// two clusters' bridges differ too.
+fn bridge_mac(c: &ClusterName, j: usize) -> String {
+    let id = u32::from_str_radix(&c.short_id(), 16).unwrap_or(0);
+    format!(
+        "02:62:{:02x}:{:02x}:{:02x}:{:02x}",
+        (id >> 16) & 0xff,
+        (id >> 8) & 0xff,
+        id & 0xff,
+        j & 0xff
+    )
 }
 
 /// Node `k`'s `mgmt0` MAC address: locally administered, unicast, unique in the cluster.
@@ -154,6 +172,7 @@ pub fn plan(c: &ClusterName, wiring: &Wiring, subnet: Ipv4Net) -> Result<NetnsRe
         .map(|(j, s)| Bridge {
             name: c.mgmt_bridge(j),
             subnet: *s,
+            mac: Some(bridge_mac(c, j)),
         })
         .collect();
     let nodes = wiring.nodes.iter().enumerate().map(|(k, n)| Member {

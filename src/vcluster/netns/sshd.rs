@@ -1,18 +1,19 @@
 //! Each node's sshd: started in the node's network namespace with a UTS namespace (its
 //! hostname) and a mount namespace of its own, where /run, /tmp and /var/tmp are fresh tmpfs
-//! and `orchestrate-worker` is on the PATH as in the docker kind's image. Every session the
-//! controller opens is a child of it, so it sees the node as the node's own programs would.
+//! and `orchestrate-worker` is on the PATH as in the docker kind's image (made by the child
+//! before it becomes sshd: [`super::enter`]). Every session the controller opens is a child
+//! of it, so it sees the node as the node's own programs would.
 
 use std::io::{BufRead, BufReader};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::vcluster::error::{Error, Result};
 use crate::vcluster::process::{alive, reap};
 
+use super::enter::{Prepared, SSHD_CONFIG, SshdFiles, Start};
 use super::record::Sshd;
 
 /// The sshd every node runs: this host's.
@@ -45,94 +46,49 @@ pub fn config() -> String {
         .to_owned()
 }
 
-/// The shell that becomes the node's sshd, run as `sh -c SCRIPT orchestrate-node NODE
-/// HOST_KEY AUTHORIZED_KEYS SSHD_CONFIG WORKER_DIR WORKER_NAME RPS_MASK IFNAME...` in the
-/// node's network namespace and new mount and UTS namespaces copied from the template's (see
-/// [`Template`]); it mounts a sysfs of the node's own first.
-///
-/// The worker's directory is laid over /usr/local/bin (read-only overlay) before /run is
-/// covered, so that `orchestrate-worker` runs the build as the image's copy would; and the
-/// same file is bound where the runner installs its worker (`/var/tmp/orchestrate-0`, named
-/// by its SHA-256), so that no node is sent a copy over SSH. The keys and config are read
-/// before anything is covered (the state directory may be under /tmp or /run).
-const SCRIPT: &str = r#"set -eu
-node=$1 host_key=$2 authorized_keys=$3 sshd_config=$4 worker_dir=$5 worker_name=$6 mask=$7
-shift 7
-key_text=$(cat "$host_key")
-authorized_text=$(cat "$authorized_keys")
-config_text=$(cat "$sshd_config")
-hostname "$node"
-mount -t sysfs sysfs /sys
-mount -t overlay orchestrate-worker -o "lowerdir=$worker_dir:/usr/local/bin" /usr/local/bin
-mount -t tmpfs -o mode=0755 tmpfs /run
-mkdir -m 0755 /run/sshd /run/node
-(umask 077; printf '%s\n' "$key_text" >/run/node/ssh_host_ed25519_key)
-printf '%s\n' "$authorized_text" >/run/node/authorized_keys
-printf '%s\n' "$config_text" >/run/node/sshd_config
-mount -t tmpfs -o mode=1777 tmpfs /tmp
-mount -t tmpfs -o mode=1777 tmpfs /var/tmp
-mkdir -m 0700 /var/tmp/orchestrate-0
-: >"/var/tmp/orchestrate-0/$worker_name"
-mount --bind /usr/local/bin/orchestrate-worker "/var/tmp/orchestrate-0/$worker_name"
-if [ -n "$mask" ]; then
-    for i in "$@"; do
-        for q in /sys/class/net/"$i"/queues/rx-*; do echo "$mask" >"$q/rps_cpus"; done
-    done
-fi
-exec /usr/sbin/sshd -D -e -f /run/node/sshd_config
-"#;
-
-/// What one node's sshd is started with.
-pub struct Start<'a> {
-    pub namespace: &'a str,
-    pub node: &'a str,
-    pub host_key: PathBuf,
-    pub authorized_keys: PathBuf,
-    pub sshd_config: PathBuf,
-    /// The directory holding `orchestrate-worker`.
-    pub worker_dir: &'a Path,
-    /// The name the runner gives this worker build when it installs it.
-    pub worker_name: &'a str,
-    /// `rps_cpus` for the node's wires, if their receive work is steered.
-    pub rps_mask: Option<&'a str>,
-    pub wires: Vec<&'a str>,
-}
-
 /// Starts the node's sshd (its output appended to `log`) in a process group of its own, so
-/// that a Ctrl-C in the terminal does not take a cluster that stays up with it. Returns its
-/// pid and start time, for the state file.
-pub fn start(s: &Start, template: &Template, log: &std::fs::File) -> Result<Sshd> {
+/// that a Ctrl-C in the terminal does not take a cluster that stays up with it: a forked
+/// child enters the node (see [`enter`](super::enter)) and becomes `sshd`. Returns its pid
+/// and start time, for the state file.
+pub fn start(
+    s: &Start,
+    files: &SshdFiles,
+    template: &Template,
+    log: &std::fs::File,
+) -> Result<Sshd> {
     let clone_log = || {
         log.try_clone()
             .map_err(|e| Error::io("opening the sshd log", "sshd.log", e))
     };
-    let mut cmd = Command::new("nsenter");
-    cmd.arg(format!("--net=/run/netns/{}", s.namespace))
-        .arg(format!("--mount=/proc/{}/ns/mnt", template.0.pid))
-        .args(["unshare", "--mount", "--uts", "--propagation", "private"])
-        .args(["sh", "-c", SCRIPT])
-        .arg("orchestrate-node")
-        .arg(s.node)
-        .arg(&s.host_key)
-        .arg(&s.authorized_keys)
-        .arg(&s.sshd_config)
-        .arg(s.worker_dir)
-        .arg(s.worker_name)
-        .arg(s.rps_mask.unwrap_or(""))
-        .args(&s.wires)
+    let what = || format!("starting node {}'s sshd", s.node);
+    let prepared = Prepared::new(s, template.0.pid, files).map_err(|e| Error::Spawn {
+        what: what(),
+        program: SSHD.into(),
+        source: e,
+        hint: Some(format!(
+            "its namespace /run/netns/{} and the template's (pid {}) must exist",
+            s.namespace, template.0.pid
+        )),
+    })?;
+    let mut cmd = Command::new(SSHD);
+    cmd.args(["-D", "-e", "-f", SSHD_CONFIG])
+        .env_clear()
+        .env("PATH", NODE_PATH)
         .stdin(Stdio::null())
         .stdout(clone_log()?)
         .stderr(clone_log()?)
         .process_group(0);
+    // SAFETY: `enter` makes system calls only and allocates nothing (see its module).
+    unsafe { cmd.pre_exec(move || prepared.enter()) };
     let child = cmd.spawn().map_err(|e| Error::Spawn {
-        what: format!("starting node {}'s sshd", s.node),
-        program: "nsenter".into(),
+        what: what(),
+        program: SSHD.into(),
         source: e,
-        hint: Some("iproute2 and util-linux (unshare) are needed for netns nodes".into()),
+        hint: Some("the cluster's sshd.log says which step failed".into()),
     })?;
     let pid = child.id();
-    // nsenter, unshare and sh each exec the next: this pid becomes the sshd. It is
-    // reaped when `down` stops it (or by init once this program exits).
+    // The child becomes sshd. It is reaped when `down` stops it (or by init once this
+    // program exits).
     drop(child);
     Ok(Sshd {
         node: s.node.to_owned(),
@@ -140,6 +96,10 @@ pub fn start(s: &Start, template: &Template, log: &std::fs::File) -> Result<Sshd
         started: start_time(pid).unwrap_or(0),
     })
 }
+
+/// The PATH of a node's sshd, whose environment is otherwise empty: nothing of the caller's
+/// (a `RUST_LOG`, a proxy) reaches the nodes, and sshd makes its sessions' own.
+const NODE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// The mount namespace every node's is copied from: the host's, without the namespaces'
 /// entries under /run/netns. A copy of the host's own would hold every node's entry (a

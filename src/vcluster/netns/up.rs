@@ -28,6 +28,7 @@ use crate::vcluster::wires::{
     Emulation, Ns, SegmentId, Wiring, check_kernel, ip_batch, private_dir,
 };
 
+use super::enter;
 use super::namespaces;
 use super::record::{NetnsRecord, Role, plan};
 use super::sshd;
@@ -40,8 +41,8 @@ const SETUP_WIDTH: usize = 8;
 const KEYGEN_WIDTH: usize = 8;
 /// sshd banners awaited at once: connections cost almost nothing until sshd answers.
 const PROBE_WIDTH: usize = 32;
-/// How long every sshd has to answer: a minute, and 50 ms more per node (each sshd's start
-/// runs a dozen programs; on a busy 2-core host 1024 of them took most of a minute).
+/// How long every sshd has to answer: a minute, and 50 ms more per node (1024 answer within
+/// 7 s on an idle 2-core host; a host busy with other work may take many times that).
 fn sshd_limit(nodes: usize) -> Duration {
     Duration::from_secs(60) + Duration::from_millis(50) * nodes as u32
 }
@@ -347,6 +348,9 @@ fn start_sshds(
         .custom_flags(libc::O_NOFOLLOW)
         .open(&log_path)
         .map_err(|e| Error::io("opening the sshd log", &log_path, e))?;
+    let read = |path: PathBuf| std::fs::read(&path).map_err(|e| Error::io("reading", &path, e));
+    let authorized_keys = read(dir.authorized_keys())?;
+    let config = read(dir.sshd_config())?;
     let template = sshd::Template::start()?;
     if let Some(r) = state.netns.as_mut() {
         r.template = Some(template.0.clone());
@@ -356,17 +360,26 @@ fn start_sshds(
     let result = (|| {
         for m in record.nodes() {
             let own = veth::of(wires, &Owner::Node(m.name.clone()));
+            let host_key = read(dir.host_key(&m.name))?;
             started.push(sshd::start(
-                &sshd::Start {
+                &enter::Start {
                     namespace: &m.namespace,
                     node: &m.name,
-                    host_key: dir.host_key(&m.name),
-                    authorized_keys: dir.authorized_keys(),
-                    sshd_config: dir.sshd_config(),
                     worker_dir: &worker.dir,
                     worker_name: &worker.installed_name,
                     rps_mask: mask.as_deref(),
-                    wires: own.iter().map(|w| w.inside.as_str()).collect(),
+                    wires: own
+                        .iter()
+                        .map(|w| enter::WirePort {
+                            inside: &w.inside,
+                            rx_queues: rx_queues(&w.outside),
+                        })
+                        .collect(),
+                },
+                &enter::SshdFiles {
+                    host_key: &host_key,
+                    authorized_keys: &authorized_keys,
+                    config: &config,
                 },
                 &template,
                 &log,
@@ -387,6 +400,19 @@ fn start_sshds(
         }
     }
     Ok(())
+}
+
+/// How many receive queues a wire's host end has, and so its inside end (a veth pair's ends
+/// are made alike): one unless the kernel gives veths more.
+fn rx_queues(outside: &str) -> usize {
+    std::fs::read_dir(format!("/sys/class/net/{outside}/queues"))
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with("rx-"))
+                .count()
+        })
+        .unwrap_or(1)
+        .max(1)
 }
 
 /// `rps_cpus` on a switch's ports, from a shell whose /sys is the switch's (`ip netns exec`

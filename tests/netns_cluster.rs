@@ -418,6 +418,8 @@ fn netns_tun_sshd_iperf3_a_switched_mesh_passes_verify_on_its_buses_and_across_i
         "{up}"
     );
     let result = std::panic::catch_unwind(|| {
+        // `cluster ssh` reaches a netns node as it does a container.
+        assert_eq!(on_node(d, &name, &state, "n04", "hostname").trim(), "n04");
         // `verify` gives the wires addresses of its own and measures each bus, and across
         // each switch (a namespace of its own with a bridge) between buses it joins.
         let table = orchestrate_ok(

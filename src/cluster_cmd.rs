@@ -74,7 +74,7 @@ pub struct UpArgs {
     keep_on_failure: bool,
     /// What the nodes are. `docker`: containers of the node image (built on first use).
     /// `netns`: network namespaces of this machine, as Mininet makes them: each node runs this
-    /// machine's /usr/sbin/sshd with its own hostname and private /run, /tmp and /var/tmp, and
+    /// machine's /usr/sbin/sshd with its own hostname and private /run, /root, /tmp and /var/tmp, and
     /// is reached at its address on a management bridge the cluster makes (no NAT, no change
     /// to forwarding). No image and no docker engine are needed, and a thousand nodes come up
     /// in about a minute on two cores; needs root, openssh-server installed (its service need not

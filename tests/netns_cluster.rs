@@ -275,6 +275,22 @@ fn netns_tun_sshd_a_four_node_cluster_serves_a_token_run_and_leaves_the_host_as_
             l.node
         );
     }
+    // Root's home is the node's own: the host's dotfiles do not run in its sessions, and what
+    // a session writes there stays in the node.
+    let home_probe = format!("netns-home-probe-{}", std::process::id());
+    ssh(&nodes[0], &format!("echo mine > ~/{home_probe}"));
+    assert!(
+        !Path::new("/root").join(&home_probe).exists(),
+        "the node's home is the host's /root"
+    );
+    assert_eq!(
+        ssh(
+            &nodes[1],
+            &format!("test -e ~/{home_probe} && echo shared || echo private")
+        )
+        .trim(),
+        "private"
+    );
     // A file written in one node's /tmp is that node's alone.
     let probe = format!("/tmp/netns-probe-{}", std::process::id());
     ssh(&nodes[0], &format!("echo mine > {probe}"));

@@ -97,7 +97,7 @@ pub enum ClusterKind {
     /// The machines of the current Slurm allocation (`SLURM_JOB_NODELIST`), in order.
     Slurm,
     /// The built-in virtual cluster without containers: each node a network namespace of
-    /// this machine with its own sshd, hostname and private /run, /tmp and /var/tmp, running
+    /// this machine with its own sshd, hostname and private /run, /root, /tmp and /var/tmp, running
     /// this machine's programs (no image, no docker engine). Segments must be carried by the
     /// medium emulator (no `emulation = "rate"`).
     Netns,

@@ -1,6 +1,6 @@
 //! What a node's sshd starts inside, made by the forked child itself before it becomes sshd:
 //! the node's network namespace, a mount namespace copied from the template's with a fresh
-//! sysfs and tmpfs /run, /tmp and /var/tmp, its own hostname (UTS namespace), the worker on
+//! sysfs and tmpfs /run, /root, /tmp and /var/tmp, its own hostname (UTS namespace), the worker on
 //! the PATH and where the runner installs it, and the receive work of its wires steered.
 //!
 //! Every step is a system call made between `fork` and `exec`, so a node costs one process
@@ -160,6 +160,10 @@ impl Prepared {
         for (path, contents, mode) in &self.files {
             write_new(path, contents, *mode)?;
         }
+        // Root's home too: the host's dotfiles (a .bashrc that starts programs, as pyenv's
+        // does) would run in every session of every node, and what a session writes under
+        // ~ (known_hosts, history) would land in the host's /root.
+        mount(c"tmpfs", c"/root", Some(c"tmpfs"), 0, Some(c"mode=0700"))?;
         mount(c"tmpfs", c"/tmp", Some(c"tmpfs"), 0, Some(c"mode=1777"))?;
         mount(c"tmpfs", c"/var/tmp", Some(c"tmpfs"), 0, Some(c"mode=1777"))?;
         mkdir(c"/var/tmp/orchestrate-0", 0o700)?;

@@ -1,7 +1,7 @@
 //! Nodes without containers (`kind = "netns"`), as Mininet makes them: each node and each
 //! switch of the topology is a network namespace on this host; each node also gets its own
-//! sshd, whose sessions see a hostname of their own (UTS namespace) and a private /run, /tmp
-//! and /var/tmp (mount namespace, tmpfs), and otherwise this host's programs and files.
+//! sshd, whose sessions see a hostname of their own (UTS namespace) and a private /run, /root,
+//! /tmp and /var/tmp (mount namespace, tmpfs), and otherwise this host's programs and files.
 //!
 //! The rest is the docker kind's: the same wires (`wires::veth`, made into the namespaces by
 //! name), the same medium emulator, the same inventory, ssh_config and known_hosts, the same

@@ -1,5 +1,5 @@
 //! Each node's sshd: started in the node's network namespace with a UTS namespace (its
-//! hostname) and a mount namespace of its own, where /run, /tmp and /var/tmp are fresh tmpfs
+//! hostname) and a mount namespace of its own, where /run, /root, /tmp and /var/tmp are fresh tmpfs
 //! and `orchestrate-worker` is on the PATH as in the docker kind's image (made by the child
 //! before it becomes sshd: [`super::enter`]). Every session the controller opens is a child
 //! of it, so it sees the node as the node's own programs would.

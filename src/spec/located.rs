@@ -204,9 +204,9 @@ impl SourceFile {
 
     fn toml_error(&self, e: &toml::de::Error) -> SpecError {
         let span = e.span().unwrap_or(0..0);
-        let message = e.message().trim().to_owned();
-        let help = did_you_mean(&message);
-        self.error(span, message, help)
+        let message = e.message().trim();
+        let help = did_you_mean(message);
+        self.error(span, in_project_words(message), help)
     }
 }
 
@@ -333,6 +333,77 @@ impl ShownText {
     }
 }
 
+/// serde's and the parsers' wording in the words of a spec's author: a key, not a field; a
+/// value, not a variant; "a whole number from 0 to 4294967295", not `u32`; what was found
+/// after what was expected. Messages the project wrote itself pass through unchanged.
+fn in_project_words(message: &str) -> String {
+    let typed = message
+        .strip_prefix("invalid type: ")
+        .or_else(|| message.strip_prefix("invalid value: "));
+    if let Some((found, expected)) = typed.and_then(|rest| rest.rsplit_once(", expected ")) {
+        return format!(
+            "expected {}, found {}",
+            expected_words(expected),
+            found_words(found)
+        );
+    }
+    if let Some(rest) = message.strip_prefix("unknown variant ") {
+        return format!(
+            "unknown value {}",
+            rest.replacen(", expected", ": expected", 1)
+        );
+    }
+    for (serde, ours) in [
+        ("unknown field ", "unknown key "),
+        ("missing field ", "missing key "),
+        ("duplicate field ", "duplicate key "),
+    ] {
+        if let Some(rest) = message.strip_prefix(serde) {
+            return format!("{ours}{}", rest.replacen(", expected", ": expected", 1));
+        }
+    }
+    if message.starts_with("data did not match any variant") {
+        return "not a value this key takes".into();
+    }
+    if message == "invalid IP address syntax" {
+        return "invalid address: expected an IPv4 address (such as 192.0.2.5) or network \
+                (192.0.2.0/24)"
+            .into();
+    }
+    message.to_owned()
+}
+
+/// What serde says it expected (`u32`, `a sequence`, `struct X`), in words.
+fn expected_words(expected: &str) -> String {
+    let whole = |max: u64| format!("a whole number from 0 to {max}");
+    match expected {
+        "u8" => whole(u8::MAX.into()),
+        "u16" => whole(u16::MAX.into()),
+        "u32" => whole(u32::MAX.into()),
+        "u64" | "usize" => whole(u64::MAX),
+        "i8" | "i16" | "i32" | "i64" | "isize" => "a whole number".into(),
+        "f32" | "f64" => "a number".into(),
+        "a boolean" => "true or false".into(),
+        "a sequence" => "a list ([...])".into(),
+        "a map" => "a table".into(),
+        e if e.starts_with("struct ") => "a table".into(),
+        e if e.starts_with("enum ") || e == "variant identifier" => "one of its names".into(),
+        e => e.to_owned(),
+    }
+}
+
+/// What serde says it found (`integer `5``, `string "4"`, `floating point `4.5``), in words.
+fn found_words(found: &str) -> String {
+    let quoted = found.split('`').nth(1);
+    match found.split_whitespace().next() {
+        Some("integer") | Some("floating") | Some("boolean") => quoted.unwrap_or(found).to_owned(),
+        Some("string") => format!("the string {}", found.trim_start_matches("string ")),
+        Some("sequence") => "a list".into(),
+        Some("map") => "a table".into(),
+        _ => found.to_owned(),
+    }
+}
+
 /// Suggests the closest expected name for serde's "unknown field `x`, expected one of `a`,
 /// `b`" and "unknown variant" messages.
 fn did_you_mean(message: &str) -> Option<String> {
@@ -360,6 +431,47 @@ pub fn best_match<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn serdes_wording_becomes_the_projects() {
+        for (serde, ours) in [
+            (
+                "invalid value: integer `-4`, expected u32",
+                "expected a whole number from 0 to 4294967295, found -4",
+            ),
+            (
+                "invalid type: integer `99999999999999999999` as i128, expected u32",
+                "expected a whole number from 0 to 4294967295, found 99999999999999999999",
+            ),
+            (
+                "invalid type: string \"4\", expected u32",
+                "expected a whole number from 0 to 4294967295, found the string \"4\"",
+            ),
+            (
+                "invalid type: integer `10`, expected a string",
+                "expected a string, found 10",
+            ),
+            (
+                "invalid type: sequence, expected struct SegmentSpec",
+                "expected a table, found a list",
+            ),
+            (
+                "unknown variant `hub`, expected `shared` or `switched`",
+                "unknown value `hub`: expected `shared` or `switched`",
+            ),
+            (
+                "unknown field `rat`, expected one of `name`, `rate`",
+                "unknown key `rat`: expected one of `name`, `rate`",
+            ),
+            ("missing field `members`", "missing key `members`"),
+            (
+                "invalid rate \"10mb\": unknown unit",
+                "invalid rate \"10mb\": unknown unit",
+            ),
+        ] {
+            assert_eq!(in_project_words(serde), ours, "{serde}");
+        }
+    }
 
     #[test]
     fn locations_are_one_based_lines_and_character_columns() {

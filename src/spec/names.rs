@@ -6,6 +6,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use orchestrate_worker::units;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Why a name or value was rejected; the message says what form was expected.
@@ -108,7 +109,8 @@ string_name!(
     Name, "name", 63
 );
 
-/// A link rate in bits per second, written like tc does: `10mbit`, `100Mbit`, `1gbit`, `64kbit`.
+/// A link rate in bits per second, written like tc does (`10mbit`, `100Mbit`, `1gbit`,
+/// `64kbit`) or as papers do (`10 Mbit/s`): see `orchestrate_worker::units`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Rate {
     bits_per_s: u64,
@@ -125,27 +127,11 @@ impl Rate {
 
 impl FromStr for Rate {
     type Err = InvalidValue;
+    /// Read by the one unit module (`orchestrate_worker::units`): `10mbit`, `10 Mbit/s`, ...
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || {
-            InvalidValue(format!(
-                "invalid rate {s:?}: expected a number and a unit such as \"10mbit\", \
-                 \"100mbit\", \"1gbit\" or \"512kbit\""
-            ))
-        };
-        let lower = s.trim().to_ascii_lowercase();
-        let split = lower
-            .find(|c: char| !c.is_ascii_digit() && c != '.')
-            .ok_or_else(bad)?;
-        let (num, unit) = lower.split_at(split);
-        let num: f64 = num.parse().map_err(|_| bad())?;
-        let mult = match unit {
-            "bit" | "bps" => 1.0,
-            "kbit" => 1e3,
-            "mbit" => 1e6,
-            "gbit" => 1e9,
-            _ => return Err(bad()),
-        };
-        let bits = (num * mult).round();
+        let bits = units::parse_bit_rate(s)
+            .map_err(|e| InvalidValue(e.to_string()))?
+            .round();
         if !(1.0..=1e13).contains(&bits) {
             return Err(InvalidValue(format!(
                 "rate {s:?} is out of range: expected between 1bit and 10000gbit"
@@ -193,37 +179,25 @@ impl schemars::JsonSchema for Rate {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "pattern": "^[0-9.]+([kKmMgG]?bit|bps)$",
-            "description": "A rate in tc's syntax, e.g. \"10mbit\".",
+            "pattern": "^\\s*[0-9.]+\\s*[kKmMgG]?[bB][iI][tT](/s)?\\s*$",
+            "description": "A rate in bits per second, e.g. \"10mbit\" or \"10 Mbit/s\" (not \"mbps\", which tc reads as bytes).",
         })
     }
 }
 
-/// A byte count written as an integer or with a binary unit: `8192`, `"8KiB"`, `"2MiB"`.
+/// A byte count written as an integer or with a binary unit: `8192`, `"8KiB"`, `"8K"`,
+/// `"2MiB"` (see `orchestrate_worker::units`; `"8KB"` is refused as ambiguous).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(transparent)]
 pub struct ByteSize(pub u64);
 
 impl FromStr for ByteSize {
     type Err = InvalidValue;
+    /// Read by the one unit module (`orchestrate_worker::units`): `8192`, `8KiB`, `8K`, ...
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || {
-            InvalidValue(format!(
-                "invalid size {s:?}: expected a byte count such as 8192, \"8KiB\" or \"2MiB\""
-            ))
-        };
-        let t = s.trim();
-        let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-        let (num, unit) = t.split_at(split);
-        let num: u64 = num.parse().map_err(|_| bad())?;
-        let mult: u64 = match unit.trim() {
-            "" | "B" => 1,
-            "KiB" => 1 << 10,
-            "MiB" => 1 << 20,
-            "GiB" => 1 << 30,
-            _ => return Err(bad()),
-        };
-        num.checked_mul(mult).map(ByteSize).ok_or_else(bad)
+        units::parse_size(s)
+            .map(ByteSize)
+            .map_err(|e| InvalidValue(e.to_string()))
     }
 }
 
@@ -250,9 +224,9 @@ impl schemars::JsonSchema for ByteSize {
         schemars::json_schema!({
             "anyOf": [
                 {"type": "integer", "minimum": 0},
-                {"type": "string", "pattern": "^[0-9]+ ?(B|KiB|MiB|GiB)?$"}
+                {"type": "string", "pattern": "^\\s*[0-9]+\\s*(B|[kKmMgG]|[kKmMgG][iI][bB])?\\s*$"}
             ],
-            "description": "Bytes: an integer, or a string with a binary unit (\"8KiB\").",
+            "description": "Bytes: an integer, or a string with a binary unit (\"8KiB\", \"8K\": 8192).",
         })
     }
 }
@@ -276,13 +250,9 @@ pub struct HumanDuration(pub Duration);
 impl<'de> Deserialize<'de> for HumanDuration {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let s = String::deserialize(d)?;
-        humantime::parse_duration(&s)
+        units::parse_duration(&s)
             .map(HumanDuration)
-            .map_err(|e| {
-                serde::de::Error::custom(format!(
-                    "invalid duration {s:?} ({e}): expected e.g. \"10s\" or \"500ms\""
-                ))
-            })
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -309,8 +279,21 @@ mod tests {
         assert_eq!(r.to_string(), "10mbit");
         assert_eq!("1.5Mbit".parse::<Rate>().unwrap().to_string(), "1500kbit");
         assert_eq!("1gbit".parse::<Rate>().unwrap().bits_per_s(), 1_000_000_000);
-        for bad in ["10", "mbit", "10 mb", "-1mbit", "0mbit", "10mbit;reboot"] {
+        for bad in [
+            "10",
+            "mbit",
+            "10 mb",
+            "-1mbit",
+            "0mbit",
+            "10mbit;reboot",
+            "10mbps",
+            "1bps",
+        ] {
             assert!(bad.parse::<Rate>().is_err(), "{bad:?} accepted");
+        }
+        // The spellings of papers mean the same.
+        for same in ["10 Mbit/s", "10Mbit/s", "10Mbit"] {
+            assert_eq!(same.parse::<Rate>().unwrap(), r, "{same:?}");
         }
     }
 
@@ -322,6 +305,11 @@ mod tests {
         assert!(
             "8KB".parse::<ByteSize>().is_err(),
             "decimal units are ambiguous"
+        );
+        assert_eq!(
+            "8K".parse::<ByteSize>().unwrap().0,
+            8192,
+            "as iperf3 reads it"
         );
         assert_eq!(ByteSize(8192).to_string(), "8KiB");
         assert_eq!(ByteSize(1000).to_string(), "1000B");

@@ -78,8 +78,8 @@ impl ReferenceSpec {
     }
 }
 
-/// Throughput in Mbit/s (10^6 bit/s), written with its unit: "31.6 Mbit/s", "1.2 Gbit/s",
-/// "640 kbit/s".
+/// Throughput in Mbit/s (10^6 bit/s), written with its unit as any rate is: "31.6 Mbit/s",
+/// "31.6mbit", "1.2 Gbit/s", "640 kbit/s".
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Throughput {
     mbit_s: f64,
@@ -93,37 +93,12 @@ impl Throughput {
 
 impl FromStr for Throughput {
     type Err = InvalidValue;
+    /// Read by the one unit module (`orchestrate_worker::units`), as link rates are:
+    /// `31.6 Mbit/s`, `31.6mbit`, `1.2 Gbit/s`, ...
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = |why: &str| {
-            InvalidValue(format!(
-                "invalid throughput {s:?}: {why}; expected a number and a unit such as \
-                 \"31.6 Mbit/s\", \"1.2 Gbit/s\" or \"640 kbit/s\""
-            ))
-        };
-        let t = s.trim();
-        let split = t
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(|| bad("no unit"))?;
-        let (num, unit) = t.split_at(split);
-        let num: f64 = num.parse().map_err(|_| bad("not a number"))?;
-        let per_mbit = match unit.trim() {
-            "bit/s" => 1e-6,
-            "kbit/s" => 1e-3,
-            "Mbit/s" => 1.0,
-            "Gbit/s" => 1e3,
-            u if u.ends_with("B/s") => {
-                return Err(bad(
-                    "bytes per second are ambiguous (10^6 or 2^20?); write bits: 1 MB/s = 8 Mbit/s",
-                ));
-            }
-            _ => return Err(bad("unknown unit")),
-        };
-        if !(num > 0.0 && num.is_finite()) {
-            return Err(bad("must be above zero"));
-        }
-        Ok(Throughput {
-            mbit_s: num * per_mbit,
-        })
+        orchestrate_worker::units::parse_bit_rate(s)
+            .map(|bits| Throughput { mbit_s: bits / 1e6 })
+            .map_err(|e| InvalidValue(e.to_string()))
     }
 }
 
@@ -249,8 +224,12 @@ mod tests {
         assert_eq!("500 kbit/s".parse::<Throughput>().unwrap().mbit_s(), 0.5);
         let e = "4 MB/s".parse::<Throughput>().unwrap_err().to_string();
         assert!(e.contains("1 MB/s = 8 Mbit/s"), "{e}");
-        for bad in ["31.6", "Mbit/s", "0 Mbit/s", "3 mbit"] {
+        for bad in ["31.6", "Mbit/s", "0 Mbit/s", "3 mbps"] {
             assert!(bad.parse::<Throughput>().is_err(), "{bad:?} accepted");
+        }
+        // Spelt as link rates are, it means the same.
+        for same in ["31.6mbit", "31.6Mbit", "31.6 mbit/s", "31600kbit"] {
+            assert_eq!(same.parse::<Throughput>().unwrap(), t, "{same:?}");
         }
     }
 

@@ -121,7 +121,8 @@ impl Common {
 
 #[derive(Args, Debug, Clone, PartialEq, Default)]
 pub struct Sizes {
-    /// One message size in bytes (suffixes K, KiB, M, MiB, G accepted: 64K = 65536).
+    /// One message size in bytes: 65536, 64KiB or 64K (powers of 1024); 64KB is refused as
+    /// ambiguous.
     #[arg(long, value_name = "BYTES", value_parser = parse_size, conflicts_with = "sizes")]
     pub size: Option<u64>,
     /// A comma-separated list of sizes.

@@ -263,7 +263,7 @@ fn plan_prints_points_estimate_and_every_nodes_scripts() {
 }
 
 #[test]
-fn plan_for_one_node_shows_only_its_scripts_and_rejects_unknown_nodes() {
+fn plan_for_one_node_shows_only_that_node_and_rejects_unknown_nodes() {
     let exp = common::root().join("experiments/grid4x4.toml");
     let out = orchestrate()
         .args(["plan", "--node", "n07"])
@@ -273,6 +273,19 @@ fn plan_for_one_node_shows_only_its_scripts_and_rejects_unknown_nodes() {
     let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(text.contains("=== n07 apply"));
     assert!(!text.contains("=== n01 apply"));
+    // Only that node: its interfaces in each configuration, not the point table or the
+    // topology's every-node summaries.
+    assert!(text.contains("  eth1: segment "), "{text}");
+    assert!(!text.contains("Points, in run order"), "{text}");
+    assert!(!text.contains("  reach:"), "{text}");
+    let whole = orchestrate().arg("plan").arg(&exp).assert().success();
+    let whole = String::from_utf8_lossy(&whole.get_output().stdout).into_owned();
+    assert!(
+        text.lines().count() * 4 < whole.lines().count(),
+        "{} lines for one node, {} for all",
+        text.lines().count(),
+        whole.lines().count()
+    );
     orchestrate()
         .args(["plan", "--node", "n99"])
         .arg(&exp)

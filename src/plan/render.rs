@@ -31,32 +31,45 @@ pub fn text(plan: &Plan, node: Option<&NodeName>) -> String {
         plan.points.len(),
         human(plan.estimate)
     );
-    for c in &plan.configurations {
-        match c.repeats {
-            Some(first) => drift_check(&mut s, c, first, plan),
-            None => configuration(&mut s, c),
+    if let Some(n) = node {
+        // One node's view: what it is in each configuration and its scripts; the point table
+        // and the topology's summary are every node's, printed without --node.
+        for c in plan.measured_configurations() {
+            node_view(&mut s, c, n);
         }
-    }
-    let _ = writeln!(s, "\nPoints, in run order:");
-    let _ = writeln!(
-        s,
-        "{:>5}  {:<26} {:<12} {:<9} {:<12} {:>5} {:>8} {:>4} {:>8}",
-        "#", "topology", "bonding", "pattern", "placement", "pairs", "size", "rep", "estimate"
-    );
-    for p in &plan.points {
         let _ = writeln!(
             s,
-            "{:>5}  {:<26} {:<12} {:<9} {:<12} {:>5} {:>8} {:>4} {:>7.1}s",
-            p.id,
-            p.topology.as_str(),
-            p.bonding,
-            p.pattern.as_str(),
-            p.placement.as_str(),
-            p.pairs,
-            crate::spec::ByteSize(p.size_bytes).to_string(),
-            p.rep,
-            p.estimate.as_secs_f64()
+            "\n{} point(s) in all; `orchestrate plan` without --node lists them.",
+            plan.points.len()
         );
+    } else {
+        for c in &plan.configurations {
+            match c.repeats {
+                Some(first) => drift_check(&mut s, c, first, plan),
+                None => configuration(&mut s, c),
+            }
+        }
+        let _ = writeln!(s, "\nPoints, in run order:");
+        let _ = writeln!(
+            s,
+            "{:>5}  {:<26} {:<12} {:<9} {:<12} {:>5} {:>8} {:>4} {:>8}",
+            "#", "topology", "bonding", "pattern", "placement", "pairs", "size", "rep", "estimate"
+        );
+        for p in &plan.points {
+            let _ = writeln!(
+                s,
+                "{:>5}  {:<26} {:<12} {:<9} {:<12} {:>5} {:>8} {:>4} {:>7.1}s",
+                p.id,
+                p.topology.as_str(),
+                p.bonding,
+                p.pattern.as_str(),
+                p.placement.as_str(),
+                p.pairs,
+                crate::spec::ByteSize(p.size_bytes).to_string(),
+                p.rep,
+                p.estimate.as_secs_f64()
+            );
+        }
     }
     // The drift check applies its configuration's scripts again: shown once.
     for c in plan.measured_configurations() {
@@ -84,6 +97,55 @@ pub fn text(plan: &Plan, node: Option<&NodeName>) -> String {
         }
     }
     s
+}
+
+/// What `node` is in configuration `c`: its interfaces with their segments and addresses, its
+/// bonds, whether it forwards, its routes' count and its host costs.
+fn node_view(s: &mut String, c: &Configuration, node: &NodeName) {
+    let t = &c.topology;
+    let _ = writeln!(
+        s,
+        "\nConfiguration {}: {} (bonding {})",
+        c.id,
+        t.name,
+        c.bonding_label()
+    );
+    let Some(n) = t.node(node) else {
+        let _ = writeln!(s, "  {node} is not in this topology");
+        return;
+    };
+    for i in &n.interfaces {
+        let on = match &i.attachment {
+            crate::topology::Attachment::Address(a) => a.to_string(),
+            crate::topology::Attachment::BondSlave(b) => format!("slave of {b}"),
+        };
+        let _ = writeln!(s, "  {}: segment {}, {on}", i.name, i.segment);
+    }
+    for b in &n.bonds {
+        let _ = writeln!(
+            s,
+            "  {}: bond ({}) of {}, {}",
+            b.name,
+            b.mode,
+            b.slaves
+                .iter()
+                .map(|x| x.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            b.address
+        );
+    }
+    let _ = writeln!(
+        s,
+        "  {} route(s); {}; host: {}",
+        n.routes.len(),
+        if n.forwarding {
+            "forwards for others"
+        } else {
+            "does not forward"
+        },
+        n.host.describe()
+    );
 }
 
 /// One configuration: what it is, its hosts, wires and reach, then its placements and notes.

@@ -105,6 +105,11 @@ fn png_without_the_feature_says_how_to_get_it() {
     let mut cmd = orchestrate();
     cmd.args(["report", "--png"]).arg(dir.path());
     assert!(stderr_of_failure(cmd).contains("--features png"));
+    // A flag that cannot work in this build is not offered.
+    let help = orchestrate().args(["report", "--help"]).assert().success();
+    let help = String::from_utf8_lossy(&help.get_output().stdout).into_owned();
+    assert!(help.contains("--netpipe"), "{help}");
+    assert!(!help.contains("--png"), "{help}");
 }
 
 #[cfg(feature = "png")]

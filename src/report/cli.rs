@@ -57,8 +57,10 @@ pub struct ReportArgs {
     #[arg(long, value_name = "NAME=PATH", value_parser = parse_netpipe)]
     pub netpipe: Vec<NetpipeSource>,
 
-    /// Also write PNG copies of the figures (needs the `png` build feature).
-    #[arg(long)]
+    /// Also write PNG copies of the figures. Only a build with the `png` feature shows this
+    /// flag; without it, the flag is hidden from --help and says how to get it.
+    #[cfg_attr(feature = "png", arg(long))]
+    #[cfg_attr(not(feature = "png"), arg(long, hide = true))]
     pub png: bool,
 
     /// Print JSON instead of text: the written files and reference checks, or with

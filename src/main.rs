@@ -109,13 +109,26 @@ enum Command {
         /// The run directory.
         run_dir: PathBuf,
     },
-    /// Print the JSON Schema of the topology and experiment formats (for editors).
-    Schema,
+    /// Print the JSON Schema of one file format, for editors: save it and point the file at
+    /// it (`#:schema ./topology.schema.json` on the first line, for taplo and Even Better
+    /// TOML), e.g. `orchestrate schema topology > topology.schema.json`.
+    Schema {
+        #[arg(value_enum)]
+        format: SchemaFormat,
+    },
     /// Print a shell completion script, e.g. `orchestrate completions bash > ~/.local/share/bash-completion/completions/orchestrate`.
     Completions {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+}
+
+/// The file formats `orchestrate schema` describes.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SchemaFormat {
+    Topology,
+    Experiment,
+    Inventory,
 }
 
 impl Command {
@@ -128,7 +141,7 @@ impl Command {
             Command::Validate { .. }
             | Command::Plan { .. }
             | Command::Report(_)
-            | Command::Schema
+            | Command::Schema { .. }
             | Command::Completions { .. } => true,
             Command::Run(args) => args.dry_run,
             Command::Cluster { .. } | Command::Medium { .. } | Command::Teardown { .. } => false,
@@ -221,11 +234,14 @@ fn run(command: Command, quiet: bool) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run_cmd::run(args, quiet),
         Command::Teardown { run_dir } => run_cmd::teardown(run_dir),
         Command::Medium { action } => medium_cmd::run(action),
-        Command::Schema => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&orchestrate::spec::json_schema())?
-            );
+        Command::Schema { format } => {
+            use orchestrate::spec::{SpecFormat, json_schema};
+            let schema = match format {
+                SchemaFormat::Topology => json_schema(SpecFormat::Topology),
+                SchemaFormat::Experiment => json_schema(SpecFormat::Experiment),
+                SchemaFormat::Inventory => orchestrate::remote::inventory::json_schema(),
+            };
+            println!("{}", serde_json::to_string_pretty(&schema)?);
             Ok(ExitCode::SUCCESS)
         }
         Command::Completions { shell } => {

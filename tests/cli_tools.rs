@@ -25,13 +25,22 @@ fn stdout_of_success(args: &[&str]) -> String {
 }
 
 /// Every top-level key of every spec the project ships is in the schema an editor is given:
-/// a key the loaders accept and the schema lacks would be flagged in the user's editor.
+/// a key the loaders accept and the schema lacks would be flagged in the user's editor. Each
+/// format's schema is one document an editor loads on its own: a JSON Schema at the top, with
+/// the file's keys as its properties.
 #[test]
 fn the_schema_knows_every_key_the_shipped_specs_use() {
-    let schema: serde_json::Value = serde_json::from_str(&stdout_of_success(&["schema"])).unwrap();
     let mut checked = 0;
     for (format, dir) in [("experiment", "experiments"), ("topology", "topologies")] {
-        let known = schema[format]["properties"]
+        let schema: serde_json::Value =
+            serde_json::from_str(&stdout_of_success(&["schema", format])).unwrap();
+        assert!(
+            schema["$schema"]
+                .as_str()
+                .is_some_and(|s| s.contains("json-schema.org")),
+            "{format}: not a JSON Schema document at the top"
+        );
+        let known = schema["properties"]
             .as_object()
             .unwrap_or_else(|| panic!("no properties for {format}"));
         for entry in std::fs::read_dir(common::root().join(dir)).unwrap() {
@@ -51,6 +60,34 @@ fn the_schema_knows_every_key_the_shipped_specs_use() {
         }
     }
     assert!(checked >= 11, "only {checked} shipped specs checked");
+}
+
+/// The inventory has a schema too, with every key the inventory module documents.
+#[test]
+fn the_inventory_schema_knows_defaults_and_hosts() {
+    let schema: serde_json::Value =
+        serde_json::from_str(&stdout_of_success(&["schema", "inventory"])).unwrap();
+    let props = schema["properties"].as_object().expect("properties");
+    assert!(
+        props.contains_key("defaults") && props.contains_key("host"),
+        "{schema}"
+    );
+    let text = schema.to_string();
+    for key in [
+        "user",
+        "port",
+        "identity",
+        "known_hosts",
+        "jump",
+        "sudo",
+        "nodes",
+        "address",
+    ] {
+        assert!(
+            text.contains(&format!("\"{key}\"")),
+            "`{key}` missing: {text}"
+        );
+    }
 }
 
 #[test]

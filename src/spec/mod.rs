@@ -39,10 +39,18 @@ pub fn is_inventory(text: &str) -> bool {
             .is_some_and(|h| matches!(h.get_ref(), toml::de::DeValue::Array(_)))
 }
 
-/// The JSON Schema of both spec formats, for editors.
-pub fn json_schema() -> serde_json::Value {
-    serde_json::json!({
-        "topology": schemars::schema_for!(TopologySpec),
-        "experiment": schemars::schema_for!(ExperimentSpec),
-    })
+/// The JSON Schema of one spec format, one document an editor loads (taplo's `#:schema`).
+pub fn json_schema(format: SpecFormat) -> serde_json::Value {
+    let schema = match format {
+        SpecFormat::Topology => schemars::schema_for!(TopologySpec),
+        SpecFormat::Experiment => schemars::schema_for!(ExperimentSpec),
+    };
+    serde_json::to_value(schema).expect("a schema is JSON")
+}
+
+/// The two spec formats, each with a schema of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpecFormat {
+    Topology,
+    Experiment,
 }

@@ -1,6 +1,7 @@
 //! The inventory file's layout, as read by `load` and written by `to_toml`. Every value keeps
 //! its place in the file, so each check can point at the value it refuses.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
@@ -15,43 +16,72 @@ pub struct SettingsSpec<'a> {
     pub jump: Option<&'a Spanned<String>>,
 }
 
-#[derive(Debug, Default, Deserialize, Serialize)]
+/// How every host is reached unless its `[[host]]` says otherwise.
+#[derive(Debug, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Defaults {
+    /// The user to log in as (default: ssh's own choice).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub user: Option<Spanned<String>>,
+    /// The SSH port, 1 to 65535 (default 22).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<u16>")]
     pub port: Option<Spanned<i64>>,
+    /// A private key file, relative to this file or under `~/`.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub identity: Option<Spanned<String>>,
+    /// A known_hosts file, relative to this file (default: ssh's own).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub known_hosts: Option<Spanned<String>>,
+    /// A jump host (`[user@]host[:port]`), as ssh's ProxyJump.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub jump: Option<Spanned<String>>,
+    /// Run configuration commands through `sudo -n`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sudo: bool,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+/// Which machines play which logical nodes, and how to reach them.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HostSpec {
+    /// Logical node names as the topology calls them, e.g. `n[01-16]`.
+    #[schemars(with = "String")]
     pub nodes: Spanned<String>,
+    /// One address or host name per node, in the same order, e.g. `node[01-16].cluster`.
+    #[schemars(with = "String")]
     pub address: Spanned<String>,
+    /// As in `[defaults]`, for these hosts.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub user: Option<Spanned<String>>,
+    /// As in `[defaults]`, for these hosts.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<u16>")]
     pub port: Option<Spanned<i64>>,
+    /// As in `[defaults]`, for these hosts.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub identity: Option<Spanned<String>>,
+    /// As in `[defaults]`, for these hosts.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub known_hosts: Option<Spanned<String>>,
+    /// As in `[defaults]`, for these hosts.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<String>")]
     pub jump: Option<Spanned<String>>,
+    /// As in `[defaults]`, for these hosts.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sudo: Option<bool>,
 }
 
-#[derive(Debug, Deserialize, Serialize)]
+/// An inventory file: `[defaults]` and `[[host]]` tables.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct InventorySpec {
     #[serde(default, skip_serializing_if = "Defaults::is_empty")]

@@ -37,6 +37,11 @@ use toml::Spanned;
 use crate::spec::{NodeName, SourceFile, SpecError, SpecErrors};
 
 pub use file::SettingsSpec;
+
+/// The JSON Schema of the inventory file, for editors.
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(InventorySpec)).expect("a schema is JSON")
+}
 use file::{Defaults, HostSpec, InventorySpec, unplaced};
 pub use ranges::{MAX_HOSTS, expand as expand_host_list};
 

@@ -154,3 +154,21 @@ fn medium_simulate_refuses_a_frame_ethernet_cannot_carry() {
         "{err}"
     );
 }
+
+/// A file that cannot be read has no place in it to point at: its error names the file alone
+/// (no made-up 1:1), and a directory is told what to give instead.
+#[test]
+fn an_unreadable_spec_is_named_without_a_made_up_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_orchestrate"))
+        .arg("validate")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let named = format!("{}: cannot read the file", dir.path().display());
+    assert!(err.contains(&named), "{err}");
+    assert!(!err.contains(":1:1"), "{err}");
+    assert!(err.contains("it is a directory"), "{err}");
+}

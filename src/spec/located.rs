@@ -21,7 +21,8 @@ pub struct SourceFile {
     shown: Arc<ShownText>,
 }
 
-/// Where in a file something is, 1-based, columns counted in characters.
+/// Where in a file something is, 1-based, columns counted in characters; line and column 0
+/// for a problem with the file as a whole (it cannot be read), which has no place in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Location {
     pub file: PathBuf,
@@ -29,8 +30,18 @@ pub struct Location {
     pub column: usize,
 }
 
+impl Location {
+    /// Whether this names the file as a whole rather than a place in it.
+    pub fn is_whole_file(&self) -> bool {
+        self.line == 0
+    }
+}
+
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_whole_file() {
+            return write!(f, "{}", self.file.display());
+        }
         write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
     }
 }
@@ -43,10 +54,11 @@ pub struct SpecError {
     pub message: String,
     #[help]
     pub help: Option<String>,
+    /// The file's text, to show the place; none for a file that could not be read.
     #[source_code]
-    source_code: NamedSource<Arc<str>>,
+    source_code: Option<NamedSource<Arc<str>>>,
     #[label("here")]
-    span: SourceSpan,
+    span: Option<SourceSpan>,
 }
 
 /// Every problem found in one pass over the specs, in file order.
@@ -119,9 +131,21 @@ impl SourceFile {
     pub fn read(path: &Path) -> Result<SourceFile, SpecErrors> {
         match std::fs::read_to_string(path) {
             Ok(text) => Ok(SourceFile::new(path, text)),
-            Err(e) => Err(SourceFile::new(path, "")
-                .error(0..0, format!("cannot read the file: {e}"), None)
-                .into()),
+            // No place in the file to point at: not a made-up 1:1.
+            Err(e) => Err(SpecError {
+                location: Location {
+                    file: path.to_owned(),
+                    line: 0,
+                    column: 0,
+                },
+                message: escape_control(&format!("cannot read the file: {e}")).into_owned(),
+                help: std::fs::metadata(path)
+                    .is_ok_and(|m| m.is_dir())
+                    .then(|| "it is a directory: give the files in it, e.g. DIR/*.toml".into()),
+                source_code: None,
+                span: None,
+            }
+            .into()),
         }
     }
 
@@ -147,11 +171,11 @@ impl SourceFile {
             },
             message: escape_control(&message.into()).into_owned(),
             help: help.map(|h| escape_control(&h).into_owned()),
-            source_code: NamedSource::new(
+            source_code: Some(NamedSource::new(
                 escape_control(&self.path.display().to_string()),
                 self.shown.text.clone(),
-            ),
-            span: (shown_start, shown_end - shown_start).into(),
+            )),
+            span: Some((shown_start, shown_end - shown_start).into()),
         }
     }
 

@@ -212,13 +212,13 @@ fn step(what: &CStr, result: libc::c_int) -> io::Result<()> {
         return Ok(());
     }
     let error = io::Error::last_os_error();
-    say_failed(what);
+    say_failed(what.to_bytes(), b"");
     Err(error)
 }
 
-/// Writes `orchestrate-node: <what> failed\n` to standard error with `write` alone.
-fn say_failed(what: &CStr) {
-    for part in [&b"orchestrate-node: "[..], what.to_bytes(), b" failed\n"] {
+/// Writes `orchestrate-node: <what><object> failed\n` to standard error with `write` alone.
+fn say_failed(what: &[u8], object: &[u8]) {
+    for part in [&b"orchestrate-node: "[..], what, object, b" failed\n"] {
         // SAFETY: writing a live buffer to standard error; the result is not needed.
         unsafe { libc::write(2, part.as_ptr().cast(), part.len()) };
     }
@@ -243,8 +243,7 @@ fn mount(
     };
     if r != 0 {
         let error = io::Error::last_os_error();
-        say_failed(c"mounting");
-        say_failed(target);
+        say_failed(b"mounting on ", target.to_bytes());
         return Err(error);
     }
     Ok(())
@@ -255,8 +254,7 @@ fn mkdir(path: &CStr, mode: libc::mode_t) -> io::Result<()> {
     let r = unsafe { libc::mkdir(path.as_ptr(), mode) };
     if r != 0 {
         let error = io::Error::last_os_error();
-        say_failed(c"making a directory");
-        say_failed(path);
+        say_failed(b"making the directory ", path.to_bytes());
         return Err(error);
     }
     Ok(())
@@ -284,8 +282,7 @@ fn write_all(fd: libc::c_int, path: &CStr, mut contents: &[u8]) -> io::Result<()
             // SAFETY: closing the descriptor opened above.
             unsafe { libc::close(fd) };
         }
-        say_failed(c"writing");
-        say_failed(path);
+        say_failed(b"writing ", path.to_bytes());
         Err(error)
     };
     if fd < 0 {

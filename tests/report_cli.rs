@@ -130,3 +130,26 @@ fn stderr_of_failure(mut cmd: Command) -> String {
     let out = cmd.assert().failure().get_output().stderr.clone();
     String::from_utf8(out).unwrap()
 }
+
+/// `--compare` says first what differs between the runs besides their numbers: the newer
+/// reschke96 run added `host = "486dx4"`, which changes every cell.
+#[test]
+fn compare_names_what_changed_in_the_specs_before_any_cell() {
+    let runs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/reschke96");
+    let out = tempfile::tempdir().unwrap();
+    let assert = orchestrate()
+        .args(["report", "--compare"])
+        .arg(runs.join("2026-12-01T06-43-38Z"))
+        .arg(runs.join("2026-12-01T13-20-28Z"))
+        .arg("--out")
+        .arg(out.path())
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(err.contains("warning: "), "{err}");
+    assert!(err.contains("compared across changed specs"), "{err}");
+    assert!(
+        err.contains("--- experiment.toml\n+ host = \"486dx4\""),
+        "{err}"
+    );
+}

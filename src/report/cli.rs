@@ -9,6 +9,7 @@ use super::error::ReportError;
 use super::options::{NetpipeSource, ReportOptions};
 use super::predicted::PredictThroughput;
 use super::same_paths::DescribePaths;
+use super::spec_diff::SpecDiff;
 use super::terminal;
 use super::topology::DrawTopology;
 use super::wire_screen::RunWires;
@@ -120,6 +121,17 @@ pub fn run(
         paths,
         wires,
     };
+    // Before any cell: what else differs between the runs compared (standard error, so that
+    // --json output stays one document).
+    if let Some((first, others)) = args.compare.split_first() {
+        let label = |p: &PathBuf| p.display().to_string();
+        for other in others {
+            eprint!(
+                "{}",
+                SpecDiff::between(first, other).render(&label(first), &label(other))
+            );
+        }
+    }
     if let Some(threshold) = args.threshold {
         return regression_check(&args.compare, threshold, &opts, args.json);
     }

@@ -53,6 +53,7 @@ mod predicted;
 mod references;
 mod regression;
 mod same_paths;
+mod spec_diff;
 mod stats;
 mod study;
 mod terminal;

@@ -60,7 +60,8 @@ enum Command {
     Plan {
         /// The experiment file.
         experiment: PathBuf,
-        /// Show only this node's scripts.
+        /// Show only this node: its interfaces, addresses, bonds and routes in each
+        /// configuration, and its scripts.
         #[arg(long, value_name = "NODE")]
         node: Option<NodeName>,
         /// Print the plan as JSON on stdout instead of text.
@@ -113,6 +114,7 @@ enum Command {
     /// it (`#:schema ./topology.schema.json` on the first line, for taplo and Even Better
     /// TOML), e.g. `orchestrate schema topology > topology.schema.json`.
     Schema {
+        /// Which file format: a topology, an experiment or an inventory.
         #[arg(value_enum)]
         format: SchemaFormat,
     },

@@ -320,29 +320,9 @@ fn netns_tun_sshd_a_four_node_cluster_serves_a_token_run_and_leaves_the_host_as_
     assert_eq!(status.matches(" running ").count(), 4, "{status}");
 
     // Down twice: the second finds nothing and succeeds.
-    let down = orchestrate_ok(
-        d,
-        &[
-            "cluster",
-            "down",
-            "--name",
-            &name,
-            "--state-dir",
-            &state_arg,
-        ],
-    );
-    assert!(down.contains("network namespaces"), "{down}");
-    orchestrate_ok(
-        d,
-        &[
-            "cluster",
-            "down",
-            "--name",
-            &name,
-            "--state-dir",
-            &state_arg,
-        ],
-    );
+    let removed = down(d, &name, &state_arg);
+    assert!(removed.contains("network namespaces"), "{removed}");
+    down(d, &name, &state_arg);
     settle(&cluster, &before);
     assert_eq!(host_snapshot(&cluster), before, "after `cluster down`");
 
@@ -385,6 +365,15 @@ fn grid(name: &str, side: u32, interconnect: &str) -> String {
     format!(
         "name = \"{name}\"\n[generator]\nkind = \"grid\"\nrows = {side}\ncols = {side}\n\
          interconnect = \"{interconnect}\"\nrate = \"10mbit\"\nmedium = \"shared\"\n"
+    )
+}
+
+/// `orchestrate cluster down` of the cluster `name` in `state`, which must succeed: its
+/// standard output.
+fn down(d: &Path, name: &str, state: &str) -> String {
+    orchestrate_ok(
+        d,
+        &["cluster", "down", "--name", name, "--state-dir", state],
     )
 }
 
@@ -455,10 +444,7 @@ fn netns_tun_sshd_iperf3_a_switched_mesh_passes_verify_on_its_buses_and_across_i
         assert!(table.contains("switch "), "{table}");
         assert!(!table.contains("FAIL"), "{table}");
     });
-    orchestrate_ok(
-        d,
-        &["cluster", "down", "--name", &name, "--state-dir", &state],
-    );
+    down(d, &name, &state);
     settle(&cluster, &before);
     assert_eq!(host_snapshot(&cluster), before, "after `cluster down`");
     if let Err(e) = result {
@@ -587,17 +573,7 @@ fn netns_tun_sshd_an_up_killed_halfway_is_removed_by_down_and_by_down_all_withou
             before,
             "killed {when}: nothing made yet"
         );
-        orchestrate_ok(
-            d,
-            &[
-                "cluster",
-                "down",
-                "--name",
-                &name,
-                "--state-dir",
-                &state_arg,
-            ],
-        );
+        down(d, &name, &state_arg);
         settle(&cluster, &before);
         assert_eq!(
             host_snapshot(&cluster),
@@ -614,17 +590,7 @@ fn netns_tun_sshd_an_up_killed_halfway_is_removed_by_down_and_by_down_all_withou
     match other_clusters(&cluster) {
         Some(others) if std::env::var_os("CI").is_none() => {
             eprintln!("`down --all` not exercised: this host also holds {others}");
-            orchestrate_ok(
-                d,
-                &[
-                    "cluster",
-                    "down",
-                    "--name",
-                    &name,
-                    "--state-dir",
-                    &state_arg,
-                ],
-            );
+            down(d, &name, &state_arg);
         }
         Some(others) => panic!("CI runs this test alone, yet the host holds {others}"),
         None => {

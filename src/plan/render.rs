@@ -103,13 +103,7 @@ pub fn text(plan: &Plan, node: Option<&NodeName>) -> String {
 /// bonds, whether it forwards, its routes' count and its host costs.
 fn node_view(s: &mut String, c: &Configuration, node: &NodeName) {
     let t = &c.topology;
-    let _ = writeln!(
-        s,
-        "\nConfiguration {}: {} (bonding {})",
-        c.id,
-        t.name,
-        c.bonding_label()
-    );
+    heading(s, c);
     let Some(n) = t.node(node) else {
         let _ = writeln!(s, "  {node} is not in this topology");
         return;
@@ -192,16 +186,21 @@ fn drift_check(s: &mut String, c: &Configuration, first: usize, plan: &Plan) {
     }
 }
 
-/// The configuration's heading, the topology's description and its counts.
-fn summary(s: &mut String, c: &Configuration) {
-    let t = &c.topology;
+/// "Configuration N: topology (bonding mode)", the line each configuration's part opens with.
+fn heading(s: &mut String, c: &Configuration) {
     let _ = writeln!(
         s,
         "\nConfiguration {}: {} (bonding {})",
         c.id,
-        t.name,
+        c.topology.name,
         c.bonding_label()
     );
+}
+
+/// The configuration's heading, the topology's description and its counts.
+fn summary(s: &mut String, c: &Configuration) {
+    let t = &c.topology;
+    heading(s, c);
     if let Some(d) = &t.description {
         let _ = writeln!(s, "  {}", crate::spec::escape_control(d));
     }

@@ -78,7 +78,8 @@ enum Command {
     /// --threshold 5%` checks NEW for regressions against OLD instead. Token-test cells are
     /// set beside the analytic model (model.csv); a run of the study's configurations also
     /// gets "Against the 1996 paper" in report.md. The experiment's `[[reference]]` values
-    /// are checked and shown in report.md.
+    /// are checked, shown in report.md and kept run after run in `history.csv` (and drawn in
+    /// `history.svg`) beside the experiment's run directories.
     ///
     /// Exit status: 0 when written (and every check passed), 3 when a regression check finds
     /// a cell worse or missing or a reference value fails, 1 on any other error.
@@ -95,6 +96,10 @@ enum Command {
     /// each topology, and taken down afterwards unless --keep-cluster. Records are appended to
     /// `<out>/<experiment>/<time>/` as each point finishes; the report is written at the end.
     /// Nodes are left as they were found, on success, failure and Ctrl-C.
+    ///
+    /// Exit status: 0 when every point was measured and every `[[reference]]` value of the
+    /// experiment holds, 3 when the points were measured but a reference value fails, 130
+    /// after Ctrl-C, 1 on a failed point or any other error.
     Run(run_cmd::RunArgs),
     /// The Ethernet medium emulator: simulate a saturated segment in simulated time.
     ///

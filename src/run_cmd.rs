@@ -143,8 +143,14 @@ pub fn run(args: RunArgs, quiet: bool) -> anyhow::Result<ExitCode> {
             summary.dir.display()
         );
     }
+    // What the experiment expects, after the run's own tally: a failed reference is a result,
+    // so it is printed even with --quiet.
+    eprint!("{}", summary.references);
     let resume = format!("orchestrate run --resume {}", summary.dir.display());
     Ok(match &summary.stopped {
+        None if summary.failed == 0 && summary.references_failed > 0 => {
+            ExitCode::from(orchestrate::report::CHECK_FAILED)
+        }
         None if summary.failed == 0 => ExitCode::SUCCESS,
         None => ExitCode::FAILURE,
         Some(Stopped::Interrupted) => {

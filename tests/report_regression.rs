@@ -198,21 +198,44 @@ fn a_threshold_must_be_a_percentage() {
     assert!(err.contains("followed by %"), "{err}");
 }
 
+/// A run directory as `run` makes them, `<root>/<experiment>/<time>`, so that the
+/// experiment's history lands beside it in the temporary root.
+struct ReportedRun {
+    root: tempfile::TempDir,
+    run: std::path::PathBuf,
+}
+
+impl ReportedRun {
+    fn path(&self) -> &Path {
+        &self.run
+    }
+
+    fn history(&self) -> String {
+        std::fs::read_to_string(self.root.path().join("reschke96-small/history.csv")).unwrap()
+    }
+}
+
 /// A run whose copy of its experiment names `references` (TOML `[[reference]]` tables).
-fn run_with_references(references: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    write_run(dir.path(), &SynthSpec::study(7)).unwrap();
+fn run_with_references(references: &str) -> ReportedRun {
+    let root = tempfile::tempdir().unwrap();
+    let run = root.path().join("reschke96-small/2026-12-06T10-00-00Z");
+    add_run(&run, references);
+    ReportedRun { root, run }
+}
+
+fn add_run(run: &Path, references: &str) {
+    std::fs::create_dir_all(run).unwrap();
+    write_run(run, &SynthSpec::study(7)).unwrap();
     std::fs::write(
-        RunDir::new(dir.path()).experiment_toml(),
+        RunDir::new(run).experiment_toml(),
         format!("name = \"reschke96-small\"\n{references}"),
     )
     .unwrap();
-    dir
 }
 
 // At 7 pairs and 8 KiB the study run measures a median of about 31.3 Mbit/s on the routed
 // mesh (local-wire) and 9.11 Mbit/s on the bonded bus (what their wires carry one way, less
-// framing and latency).
+// framing and latency). This one is in the first spelling: a value with a tolerance below it.
 const PASSING: &str = r#"
 [[reference]]
 topology = "routed-mesh-4x4"
@@ -231,8 +254,9 @@ bonding = "balance-rr"
 pattern = "token"
 size = "8KiB"
 pairs = 7
-value = "12 Mbit/s"
-tolerance = "10%"
+throughput = "12 Mbit/s"
+lower = "-10%"
+upper = "+10%"
 "#;
 
 #[test]
@@ -247,19 +271,24 @@ fn references_that_hold_pass_and_show_in_the_report() {
         .clone();
     let text = stdout(&out);
     assert!(
-        text.contains("references (median throughput): 1 of 1 pass"),
+        text.contains(
+            "references (median throughput, median latency; docker cluster): 1 of 1 pass"
+        ),
         "{text}"
     );
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(md.contains("## Reference values"), "{md}");
     assert!(
-        md.contains("| routed-mesh-4x4 token/tcp 7 pairs 8KiB local-wire | 33.0 | 10% | 31.3 |"),
+        md.contains(
+            "| routed-mesh-4x4 token/tcp 7 pairs 8KiB local-wire | 33.0 Mbit/s | -10% … none | 31.3"
+        ),
         "{md}"
     );
+    assert!(md.contains("| within |"), "{md}");
 }
 
 #[test]
-fn a_reference_missed_by_more_than_its_tolerance_fails_the_report() {
+fn a_reference_missed_by_more_than_its_bounds_fails_the_report() {
     let dir = run_with_references(&format!("{PASSING}{FAILING}"));
     let out = orchestrate()
         .args(["report", "--json"])
@@ -269,24 +298,181 @@ fn a_reference_missed_by_more_than_its_tolerance_fails_the_report() {
         .get_output()
         .clone();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let verdicts: Vec<&str> = v["references"]
-        .as_array()
-        .unwrap()
+    let checks = v["references"]["checks"].as_array().unwrap();
+    let verdicts: Vec<&str> = checks
         .iter()
         .map(|r| r["verdict"].as_str().unwrap())
         .collect();
-    assert_eq!(verdicts, ["same", "worse"]);
+    assert_eq!(verdicts, ["within", "below"]);
+    assert_eq!(checks[1]["lower_bound"].as_f64(), Some(12.0 * 0.9));
     // The files are still written, and report.md says which reference failed.
     assert!(v["written"].as_array().unwrap().len() > 3);
     let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
     assert!(md.contains("1 of 2 pass"), "{md}");
     assert!(
         md.contains(
-            "| bonded-dual-net balance-rr token/tcp 7 pairs 8KiB local-wire | 12.0 | 10% | 9.11 |"
+            "| bonded-dual-net balance-rr token/tcp 7 pairs 8KiB local-wire | 12.0 Mbit/s | -10% … +10% | 9.11"
         ),
         "{md}"
     );
-    assert!(md.contains("| WORSE |"), "{md}");
+    assert!(md.contains("| BELOW |"), "{md}");
+}
+
+#[test]
+fn a_measurement_above_its_upper_bound_fails_too() {
+    // The routed mesh measures about 31.3 Mbit/s: more than 5% above 28.
+    let above = PASSING
+        .replace("value = \"33 Mbit/s\"", "throughput = \"28 Mbit/s\"")
+        .replace("tolerance = \"10%\"", "upper = \"+5%\"");
+    let dir = run_with_references(&above);
+    let out = orchestrate()
+        .arg("report")
+        .arg(dir.path())
+        .assert()
+        .code(CHECK_FAILED)
+        .get_output()
+        .clone();
+    let text = stdout(&out);
+    assert!(text.contains("ABOVE"), "{text}");
+    assert!(text.contains("bounds none … +5%"), "{text}");
+}
+
+/// The study run's one-way latency at 64 B, one pair, local-wire on the routed mesh, µs, as
+/// its report gives it.
+fn routed_latency_64b(dir: &ReportedRun) -> f64 {
+    let summary = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
+    let header: Vec<&str> = summary.lines().next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    summary
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .find(|f| {
+            f[col("topology")] == "routed-mesh-4x4"
+                && f[col("placement")] == "local-wire"
+                && f[col("pairs")] == "1"
+                && f[col("size_bytes")] == "64"
+        })
+        .map(|f| f[col("latency_p50_us")].parse().unwrap())
+        .expect("the study run has that cell")
+}
+
+#[test]
+fn latency_references_check_the_cells_median_latency_on_their_cluster_kind_only() {
+    let dir = run_with_references("");
+    orchestrate()
+        .arg("report")
+        .arg(dir.path())
+        .assert()
+        .success();
+    let latency = routed_latency_64b(&dir);
+    let reference = |us: f64, cluster: &str| {
+        format!(
+            "[[reference]]\ntopology = \"routed-mesh-4x4\"\npattern = \"token\"\nsize = 64\n\
+             pairs = 1\ncluster = {cluster}\nlatency = \"{us}us\"\nupper = \"+10%\"\n"
+        )
+    };
+    // Within 10% above the measured latency, and far below it; the third is for netns runs
+    // only, and this run (no [cluster] table) was on docker.
+    let refs = format!(
+        "{}{}{}",
+        reference((latency * 0.95).round(), "\"docker\""),
+        reference((latency * 0.5).round(), "[\"docker\", \"inventory\"]"),
+        reference((latency * 0.5).round(), "\"netns\""),
+    );
+    std::fs::write(
+        RunDir::new(dir.path()).experiment_toml(),
+        format!("name = \"reschke96-small\"\n{refs}"),
+    )
+    .unwrap();
+    let out = orchestrate()
+        .args(["report", "--json"])
+        .arg(dir.path())
+        .assert()
+        .code(CHECK_FAILED)
+        .get_output()
+        .clone();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let refs = &v["references"];
+    assert_eq!(refs["cluster"], "docker");
+    let checks = refs["checks"].as_array().unwrap();
+    assert_eq!(checks.len(), 2, "{refs}");
+    assert_eq!(checks[0]["unit"], "µs");
+    // summary.csv prints it to four decimals.
+    let measured = checks[0]["measured"].as_f64().unwrap();
+    assert!(
+        (measured - latency).abs() < 1e-4,
+        "{measured} against {latency}"
+    );
+    assert_eq!(checks[0]["verdict"], "within");
+    assert_eq!(checks[1]["verdict"], "above");
+    let others = refs["other_clusters"].as_array().unwrap();
+    assert_eq!(others.len(), 1);
+    assert!(
+        others[0].as_str().unwrap().ends_with("(netns)"),
+        "{others:?}"
+    );
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    assert!(
+        md.contains("Not checked, being for other kinds of cluster"),
+        "{md}"
+    );
+}
+
+#[test]
+fn every_reported_run_is_kept_once_in_the_experiments_history() {
+    let dir = run_with_references(&format!("{PASSING}{FAILING}"));
+    for _ in 0..2 {
+        orchestrate()
+            .arg("report")
+            .arg(dir.path())
+            .assert()
+            .code(CHECK_FAILED);
+    }
+    let history = dir.history();
+    let lines: Vec<&str> = history.lines().collect();
+    assert_eq!(
+        lines[0],
+        "run,finished,commit,cluster,reference,quantity,unit,expected,lower_bound,upper_bound,measured,verdict"
+    );
+    assert_eq!(lines.len(), 3, "reported twice, kept once:\n{history}");
+    assert!(lines[1].starts_with("2026-12-06T10-00-00Z,"), "{history}");
+    assert!(lines[1].ends_with(",within"), "{history}");
+    assert!(
+        lines[2].contains(",throughput,Mbit/s,12.0000,10.8000,13.2000,9.1"),
+        "{history}"
+    );
+    assert!(lines[2].ends_with(",below"), "{history}");
+
+    // A later run of the same experiment comes after it; an earlier one before it.
+    let parent = dir.path().parent().unwrap();
+    for name in ["2026-12-07T10-00-00Z", "2026-12-05T10-00-00Z"] {
+        add_run(&parent.join(name), PASSING);
+        orchestrate()
+            .arg("report")
+            .arg(parent.join(name))
+            .assert()
+            .success();
+    }
+    let history = dir.history();
+    let runs: Vec<&str> = history
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap())
+        .collect();
+    assert_eq!(
+        runs,
+        [
+            "2026-12-05T10-00-00Z",
+            "2026-12-06T10-00-00Z",
+            "2026-12-06T10-00-00Z",
+            "2026-12-07T10-00-00Z"
+        ]
+    );
+    // The figure draws each reference over the runs: two panels, three runs on the first.
+    let svg = std::fs::read_to_string(parent.join("history.svg")).unwrap();
+    assert_eq!(svg.matches("class=\"plot-area\"").count(), 2, "{svg}");
+    assert!(svg.contains("1 = 2026-12-05T10-00-00Z"), "{svg}");
 }
 
 #[test]

@@ -11,11 +11,12 @@ use super::emulator_stats::MediaReport;
 use super::error::ReportError;
 use super::export;
 use super::findings::findings;
+use super::history;
 use super::load::{self, LoadedRun};
 use super::netpipe::{self, NetpipeBaseline};
 use super::options::ReportOptions;
 use super::predicted;
-use super::references::{self, ReferenceCheck};
+use super::references::{self, ReferenceChecks};
 use super::regression::{self, RegressionCheck};
 use super::same_paths::SamePaths;
 use super::study::{self, Evidence};
@@ -68,7 +69,8 @@ fn build_with(
         media: &media,
         statistic,
     });
-    let references = references::check(&load::references(run)?, &one.cells, statistic);
+    let (references, cluster) = load::references(run)?;
+    let references = references::check(&references, cluster, &one.cells, statistic);
     let topologies = if one.info.manifest.topologies.is_empty() {
         let mut t: Vec<String> = one
             .cells
@@ -110,7 +112,7 @@ pub struct Written {
     pub files: Vec<PathBuf>,
     /// The headline statistic the references were checked under.
     pub statistic: Statistic,
-    pub references: Vec<ReferenceCheck>,
+    pub references: ReferenceChecks,
 }
 
 /// [`report_run`], also returning the reference checks (which report.md shows too).
@@ -119,12 +121,28 @@ pub fn report_and_check(dir: &Path, opts: &ReportOptions<'_>) -> Result<Written,
     let exporters = export::standard(opts.png)?;
     let media = load::media(&run)?;
     let report = build_with(&run, opts, media)?;
-    let files = export::write_all(dir, &report, &exporters)?;
+    let mut files = export::write_all(dir, &report, &exporters)?;
+    if let Some(info) = report.runs.first() {
+        files.extend(history::record(dir, info, &report.references)?);
+    }
     Ok(Written {
         files,
         statistic: report.statistic,
         references: report.references,
     })
+}
+
+/// The references of the experiment file at `path` against a built report, for the cluster
+/// kind that file names: a run checked against references written after it (or against
+/// another experiment's), as the shipped experiments' tests do.
+pub fn check_references(path: &Path, report: &Report) -> Result<ReferenceChecks, ReportError> {
+    let (refs, cluster) = references::read(path)?;
+    Ok(references::check(
+        &refs,
+        cluster,
+        &report.cells,
+        report.statistic,
+    ))
 }
 
 /// `orchestrate report --compare <dir>...`: the same tables across runs, each configuration
@@ -193,7 +211,7 @@ pub fn compare(
         failures,
         netpipe: netpipe_baselines(opts)?,
         topology_drawings: Vec::new(),
-        references: Vec::new(),
+        references: ReferenceChecks::default(),
         progress: None,
         drift: None,
         drift_check: None,
@@ -245,7 +263,7 @@ fn measured(one: LoadedRun, opts: &ReportOptions<'_>) -> Report {
         failures: one.failures,
         netpipe: Vec::new(),
         topology_drawings: Vec::new(),
-        references: Vec::new(),
+        references: ReferenceChecks::default(),
         progress: None,
         drift: None,
         drift_check: None,

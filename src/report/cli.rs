@@ -140,7 +140,7 @@ pub fn run(
         None => Written {
             files: compare(&args.compare, &args.out, &opts)?,
             statistic: opts.statistic.unwrap_or_default(),
-            references: Vec::new(),
+            references: Default::default(),
         },
     };
     let paths: Vec<String> = written
@@ -160,7 +160,7 @@ pub fn run(
             terminal::references(&written.references, written.statistic)
         );
     }
-    Ok(if written.references.iter().all(|r| r.passed()) {
+    Ok(if written.references.all_passed() {
         Outcome::Passed
     } else {
         Outcome::ChecksFailed

@@ -6,7 +6,7 @@ use super::data::{CellSummary, Failure, PointProgress};
 use super::emulator_stats::MediaReport;
 use super::netpipe::NetpipeBaseline;
 use super::predicted::ModelRow;
-use super::references::ReferenceCheck;
+use super::references::ReferenceChecks;
 use super::study::StudyFindings;
 use crate::results::{Manifest, Statistic};
 
@@ -33,7 +33,7 @@ pub struct Report {
     /// Pre-rendered topology drawings (name, SVG); see [`super::topology`].
     pub topology_drawings: Vec<(String, String)>,
     /// The experiment's reference values checked against this run ([`super::references`]).
-    pub references: Vec<ReferenceCheck>,
+    pub references: ReferenceChecks,
     /// How the pairs of the run's heaviest point delivered over time, when its workers
     /// sampled it (one run only).
     pub progress: Option<PointProgress>,

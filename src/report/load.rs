@@ -20,7 +20,7 @@ use super::references;
 use super::wire_screen::{self, CellCapacity};
 use crate::results::{PointStatus, RunDir};
 use crate::spec::SourceFile;
-use crate::spec::experiment::NetpipeTablesOnly;
+use crate::spec::experiment::{ClusterKind, NetpipeTablesOnly};
 use crate::spec::reference::ReferenceSpec;
 
 /// A run's cells and failures, and what the report says about its setup.
@@ -184,9 +184,9 @@ fn untimed(points: &[crate::results::PointRow]) -> emulator_stats::Untimed {
     }
 }
 
-/// The reference values of the experiment the run directory holds a copy of; none for runs
-/// without one.
-pub fn references(dir: &RunDir) -> Result<Vec<ReferenceSpec>, ReportError> {
+/// The reference values of the experiment the run directory holds a copy of, and the kind of
+/// cluster it ran on; none for runs without one.
+pub fn references(dir: &RunDir) -> Result<(Vec<ReferenceSpec>, ClusterKind), ReportError> {
     references::read(&dir.experiment_toml())
 }
 

@@ -9,6 +9,7 @@
 //! | `summary.json` | the cells of `summary.csv` with typed numbers, the units and the run(s) they come from |
 //! | `comparison.csv` | long form: a row per (measure, pairs, size) × configuration with its value, CI, n, baseline, ratio to it, rank in its row and whether the row's win is clear |
 //! | `report.md` | findings and the pivot tables first, then each study's questions asked of the run and the figures; after them method, setup, the model beside each token-test cell (its causes named once), "The medium", latency, failed points, NetPIPE baselines and the environment (facts equal on every node once) |
+//! | `../history.csv`, `../history.svg` | beside the experiment's runs, when it has `[[reference]]` values: one line per run and reference (expected, bounds, measured, verdict), each reported run once, and each reference's figure run after run between its bounds (`history`) |
 //! | `figures/*.svg` | 720 px wide for a 3.5 in column: throughput vs size (a panel per pair count, split by placement past six series), throughput vs pairs at the largest size, latency vs size (log-log), NetPIPE-style throughput vs block size; a figure with one x value is a bar chart; `*.png` copies with `--png` |
 //!
 //! The pipeline: `load` (the one reader of a run directory) → `aggregate` (Polars, over
@@ -44,6 +45,7 @@ mod export;
 mod figures;
 mod findings;
 mod format;
+mod history;
 mod intervals;
 mod load;
 mod netpipe;
@@ -62,13 +64,16 @@ mod verdict;
 mod window_progress;
 mod wire_screen;
 
-pub use build::{build, compare, report_run};
+pub use build::{Written, build, check_references, compare, report_and_check, report_run};
 pub use cli::{CHECK_FAILED, Outcome, ReportArgs, run as run_command};
 pub use document::Report;
 pub use error::ReportError;
 pub use netpipe::import as import_netpipe;
 pub use options::{NetpipeSource, ReportOptions};
 pub use predicted::{CellPrediction, PredictThroughput, token_capacities};
+pub use references::{ReferenceCheck, ReferenceChecks};
 pub use same_paths::{DescribePaths, PlacementPaths};
+pub use terminal::references as references_text;
 pub use topology::DrawTopology;
+pub use verdict::Verdict;
 pub use wire_screen::{CellCapacity, RunWires};

@@ -1,9 +1,10 @@
 //! An experiment's `[[reference]]` values (see [`crate::spec::reference`]) checked against a
-//! run: each reference is the "old" side of the rule in [`super::verdict`], an interval of one
-//! point, and its tolerance is the threshold. So a reference fails when the measured value is
-//! more than the tolerance below it and the measured interval lies wholly below it, or when the
-//! run has no value for its cell. report.md shows the checks (`export::markdown`), the
-//! terminal too ([`super::terminal`]).
+//! run, as ReFrame checks performance references: a reference passes when the measured figure
+//! (the cell's throughput in the headline statistic, or its median latency) lies within its
+//! bounds, and fails when it lies below the lower or above the upper bound, or when the run has
+//! no value for its cell. References for other kinds of cluster than the run's are listed and
+//! not checked. report.md shows the checks (`export::markdown`), the terminal too
+//! ([`super::terminal`]), and [`super::history`] keeps them across runs.
 
 use std::path::Path;
 
@@ -11,19 +12,30 @@ use serde::Serialize;
 
 use super::data::CellSummary;
 use super::error::ReportError;
-use super::verdict::{Estimate, Verdict, judge};
+use super::verdict::{Estimate, Verdict};
 use crate::results::Statistic;
 use crate::spec::SourceFile;
-use crate::spec::reference::{ReferenceSpec, ReferencesOnly};
+use crate::spec::experiment::ClusterKind;
+use crate::spec::reference::{Expected, ReferenceSpec, ReferencesOnly};
 
 /// One reference and what the run measured for it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ReferenceCheck {
     /// The reference in words: `<topology> token/tcp 7 pairs 8KiB local-wire`.
     pub reference: String,
-    pub expected_mbit_s: f64,
-    pub tolerance_percent: f64,
-    pub measured: Option<Estimate>,
+    /// `throughput` or `latency`.
+    pub quantity: &'static str,
+    /// The unit of `expected`, the bounds and `measured`: `Mbit/s` or `µs`.
+    pub unit: &'static str,
+    pub expected: f64,
+    /// The bounds as written: `-10% … +10%`.
+    pub bounds: String,
+    /// The lowest and highest figure that passes, absolute; `None`: not bounded that way.
+    pub lower_bound: Option<f64>,
+    pub upper_bound: Option<f64>,
+    pub measured: Option<f64>,
+    /// The median's interval over the repetitions, for throughput.
+    pub interval: Option<Estimate>,
     pub change_percent: Option<f64>,
     pub verdict: Verdict,
     /// Why there is no measurement, when there is none.
@@ -35,43 +47,91 @@ impl ReferenceCheck {
         !self.verdict.fails()
     }
 
-    /// The tolerance as written in the experiment: `10`, `12.5` (percent).
-    pub fn tolerance_text(&self) -> String {
-        format!("{}", (self.tolerance_percent * 1e4).round() / 1e4)
+    /// ` [66.8–67.1 (97%)]` after a throughput whose cell has an interval; empty otherwise.
+    pub fn interval_suffix(&self) -> String {
+        match &self.interval {
+            Some(e) if e.ci_coverage.is_some() => format!(" [{}]", e.interval_text()),
+            _ => String::new(),
+        }
+    }
+}
+
+/// Every reference of an experiment against one run.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReferenceChecks {
+    /// The kind of cluster the run used.
+    pub cluster: &'static str,
+    pub checks: Vec<ReferenceCheck>,
+    /// References for other kinds of cluster, in words with their kinds: not checked.
+    pub other_clusters: Vec<String>,
+}
+
+impl ReferenceChecks {
+    pub fn failed(&self) -> usize {
+        self.checks.iter().filter(|c| !c.passed()).count()
+    }
+
+    pub fn all_passed(&self) -> bool {
+        self.failed() == 0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.checks.is_empty() && self.other_clusters.is_empty()
     }
 }
 
 /// The references of the experiment file at `path` (a run directory's copy of its
-/// experiment); none when there is no such file (older runs, synthetic ones). A malformed
-/// entry is a located error.
-pub fn read(path: &Path) -> Result<Vec<ReferenceSpec>, ReportError> {
+/// experiment) and the kind of cluster it names; none when there is no such file (older runs,
+/// synthetic ones). A malformed entry is a located error.
+pub fn read(path: &Path) -> Result<(Vec<ReferenceSpec>, ClusterKind), ReportError> {
     if !path.is_file() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), ClusterKind::default()));
     }
     let source = SourceFile::read(path).map_err(ReportError::Spec)?;
     let only: ReferencesOnly = source.parse().map_err(ReportError::Spec)?;
-    Ok(only.reference)
+    let kind = only.cluster_kind();
+    Ok((only.reference, kind))
 }
 
-/// Each reference against the cells of one run, under the report's headline statistic.
+/// Each reference for `cluster` against the cells of one run, under the report's headline
+/// statistic.
 pub fn check(
     references: &[ReferenceSpec],
+    cluster: ClusterKind,
     cells: &[CellSummary],
     statistic: Statistic,
-) -> Vec<ReferenceCheck> {
-    references
-        .iter()
-        .map(|r| check_one(r, cells, statistic))
-        .collect()
+) -> ReferenceChecks {
+    let (mine, others): (Vec<&ReferenceSpec>, Vec<&ReferenceSpec>) =
+        references.iter().partition(|r| r.applies_to(cluster));
+    ReferenceChecks {
+        cluster: cluster.as_str(),
+        checks: mine
+            .into_iter()
+            .map(|r| check_one(r, cells, statistic))
+            .collect(),
+        other_clusters: others
+            .into_iter()
+            .map(|r| {
+                let kinds: Vec<&str> = r.cluster.iter().map(|k| k.as_str()).collect();
+                format!("{} ({})", r.describe(), kinds.join(", "))
+            })
+            .collect(),
+    }
 }
 
 fn check_one(r: &ReferenceSpec, cells: &[CellSummary], statistic: Statistic) -> ReferenceCheck {
-    let expected = r.value.mbit_s();
+    let expected = r.expected.value();
+    let (lower_bound, upper_bound) = r.bounds.around(expected);
     let mut out = ReferenceCheck {
         reference: r.describe(),
-        expected_mbit_s: expected,
-        tolerance_percent: r.tolerance.fraction() * 100.0,
+        quantity: r.expected.quantity(),
+        unit: r.expected.unit(),
+        expected,
+        bounds: r.bounds.text(),
+        lower_bound,
+        upper_bound,
         measured: None,
+        interval: None,
         change_percent: None,
         verdict: Verdict::Missing,
         note: None,
@@ -93,14 +153,32 @@ fn check_one(r: &ReferenceSpec, cells: &[CellSummary], statistic: Statistic) -> 
             return out;
         }
     };
-    let Some(measured) = Estimate::of_cell(cell, statistic) else {
-        out.note = Some("every attempt of the cell failed".into());
-        return out;
+    let measured = match r.expected {
+        Expected::Throughput(_) => {
+            let Some(estimate) = Estimate::of_cell(cell, statistic) else {
+                out.note = Some("every attempt of the cell failed".into());
+                return out;
+            };
+            out.interval = Some(estimate);
+            estimate.value_mbit_s
+        }
+        Expected::Latency(_) => match cell.latency.p50_us.filter(|v| *v > 0.0) {
+            Some(v) => v,
+            None => {
+                out.note = Some("the cell's trials recorded no latency".into());
+                return out;
+            }
+        },
     };
-    let (change, verdict) = judge(&Estimate::exact(expected), &measured, r.tolerance);
     out.measured = Some(measured);
-    out.change_percent = Some(change * 100.0);
-    out.verdict = verdict;
+    out.change_percent = Some((measured - expected) / expected * 100.0);
+    out.verdict = if lower_bound.is_some_and(|l| measured < l) {
+        Verdict::Below
+    } else if upper_bound.is_some_and(|u| measured > u) {
+        Verdict::Above
+    } else {
+        Verdict::Within
+    };
     out
 }
 

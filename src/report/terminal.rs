@@ -5,43 +5,54 @@
 use std::fmt::Write;
 
 use super::format::{human, size};
-use super::references::ReferenceCheck;
+use super::references::{ReferenceCheck, ReferenceChecks};
 use super::regression::{CellChange, CellName, RegressionCheck};
 use super::verdict::{Estimate, Verdict};
 use crate::results::Statistic;
 
 /// Reference checks as lines for the terminal; empty when there are none.
-pub fn references(checks: &[ReferenceCheck], statistic: Statistic) -> String {
-    if checks.is_empty() {
+pub fn references(refs: &ReferenceChecks, statistic: Statistic) -> String {
+    if refs.is_empty() {
         return String::new();
     }
-    let failed = checks.iter().filter(|c| !c.passed()).count();
+    let checks = &refs.checks;
     let mut s = format!(
-        "references ({} throughput): {} of {} pass\n",
+        "references ({} throughput, median latency; {} cluster): {} of {} pass\n",
         statistic.as_str(),
-        checks.len() - failed,
+        refs.cluster,
+        checks.len() - refs.failed(),
         checks.len()
     );
     for c in checks {
         let _ = writeln!(
             s,
-            "  {:<7} {}: expected {} Mbit/s, tolerance {}%, {}",
+            "  {:<7} {}: expected {} {}, bounds {}, {}",
             c.verdict.check_text(),
             c.reference,
-            human(c.expected_mbit_s),
-            c.tolerance_text(),
+            human(c.expected),
+            c.unit,
+            c.bounds,
             measured_text(c)
+        );
+    }
+    if !refs.other_clusters.is_empty() {
+        let _ = writeln!(
+            s,
+            "  not checked ({} for other kinds of cluster): {}",
+            refs.other_clusters.len(),
+            refs.other_clusters.join("; ")
         );
     }
     s
 }
 
 fn measured_text(c: &ReferenceCheck) -> String {
-    match (&c.measured, c.change_percent) {
+    match (c.measured, c.change_percent) {
         (Some(m), Some(p)) => format!(
-            "measured {} Mbit/s [{}] ({p:+.1}%)",
-            human(m.value_mbit_s),
-            m.interval_text()
+            "measured {} {}{} ({p:+.1}%)",
+            human(m),
+            c.unit,
+            c.interval_suffix()
         ),
         _ => c.note.clone().unwrap_or_default(),
     }

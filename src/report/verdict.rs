@@ -1,6 +1,6 @@
 //! The report's one judgement type, [`Verdict`], and one rule for "did this get worse?",
-//! shared by the regression check between two runs ([`super::regression`]) and by an
-//! experiment's reference values ([`super::references`]).
+//! used by the regression check between two runs ([`super::regression`]). An experiment's
+//! reference values have bounds of their own instead ([`super::references`]).
 //!
 //! A measurement is its headline value and the interval for its median ([`super::stats`]).
 //! Against an earlier measurement (or a reference value, an interval of one point) it is
@@ -87,10 +87,12 @@ impl Estimate {
     }
 }
 
-/// The report's one judgement type. Three kinds of question get one:
+/// The report's one judgement type. Four kinds of question get one:
 ///
-/// - a measurement against an earlier one or a reference value, by the rule above
+/// - a measurement against an earlier one, by the rule above
 ///   ([`Better`](Self::Better) … [`New`](Self::New));
+/// - a measurement against a reference's bounds ([`Within`](Self::Within),
+///   [`Below`](Self::Below), [`Above`](Self::Above), or [`Missing`](Self::Missing));
 /// - a study's published finding against this run ([`Agrees`](Self::Agrees) …
 ///   [`NotMeasured`](Self::NotMeasured));
 /// - a study's question asked of this run ([`Yes`](Self::Yes), [`InPart`](Self::InPart),
@@ -111,6 +113,15 @@ pub enum Verdict {
     /// Measured now but not before: nothing to compare with.
     #[serde(rename = "new")]
     New,
+    /// Within a reference's bounds.
+    #[serde(rename = "within")]
+    Within,
+    /// Below a reference's lower bound.
+    #[serde(rename = "below")]
+    Below,
+    /// Above a reference's upper bound.
+    #[serde(rename = "above")]
+    Above,
     #[serde(rename = "agrees")]
     Agrees,
     /// The direction holds, the size of the effect does not (or only one half holds).
@@ -137,6 +148,9 @@ impl Verdict {
             Self::Worse => "worse",
             Self::Missing => "missing",
             Self::New => "new",
+            Self::Within => "within",
+            Self::Below => "below",
+            Self::Above => "above",
             Self::Agrees => "agrees",
             Self::AgreesInPart => "agrees in part",
             Self::Disagrees => "disagrees",
@@ -147,10 +161,14 @@ impl Verdict {
         }
     }
 
-    /// Whether this verdict fails a check: a drop, or a value that is no longer there (a
-    /// check that passes when the measurement stopped working would check nothing).
+    /// Whether this verdict fails a check: a drop, a value outside a reference's bounds, or
+    /// a value that is no longer there (a check that passes when the measurement stopped
+    /// working would check nothing).
     pub fn fails(self) -> bool {
-        matches!(self, Self::Worse | Self::Missing)
+        matches!(
+            self,
+            Self::Worse | Self::Missing | Self::Below | Self::Above
+        )
     }
 
     /// As a check's table shows it: failing verdicts in capitals, so they stand out in a long

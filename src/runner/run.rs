@@ -72,6 +72,8 @@ pub async fn run(
             untimed: 0,
             skipped: done.len(),
             stopped: None,
+            references: String::new(),
+            references_failed: 0,
         },
         progress,
         events,
@@ -191,12 +193,17 @@ fn finish(mut state: RunState) -> anyhow::Result<Summary> {
         paths: Some(&model),
         ..Default::default()
     };
-    match crate::report::report_run(root, &report_opts) {
-        Ok(files) => state.progress.note(&format!(
-            "report: {} file(s) in {}",
-            files.len(),
-            root.display()
-        )),
+    match crate::report::report_and_check(root, &report_opts) {
+        Ok(written) => {
+            state.progress.note(&format!(
+                "report: {} file(s) in {}",
+                written.files.len(),
+                root.display()
+            ));
+            state.summary.references =
+                crate::report::references_text(&written.references, written.statistic);
+            state.summary.references_failed = written.references.failed();
+        }
         Err(e) => eprintln!(
             "report: {e} (rerun `orchestrate report {}`)",
             root.display()

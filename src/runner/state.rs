@@ -79,6 +79,10 @@ pub struct Summary {
     pub skipped: usize,
     /// Why the run stopped early, if it did.
     pub stopped: Option<Stopped>,
+    /// The experiment's reference values checked by the run's report, as the terminal shows
+    /// them (empty when it has none), and how many failed.
+    pub references: String,
+    pub references_failed: usize,
 }
 
 /// Why a run stopped before its last point.

@@ -54,6 +54,8 @@ fn default_seed() -> u64 {
     1
 }
 
+pub use super::cluster_kind::ClusterKind;
+
 /// Where the nodes come from.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -84,23 +86,6 @@ pub struct ClusterSpec {
     /// With `kind = "slurm"`: run configuration commands through `sudo -n`.
     #[schemars(with = "Option<bool>")]
     pub sudo: Option<Spanned<bool>>,
-}
-
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ClusterKind {
-    /// The built-in virtual cluster of docker containers, brought up on this machine.
-    #[default]
-    Docker,
-    /// Real machines listed in an inventory file.
-    Inventory,
-    /// The machines of the current Slurm allocation (`SLURM_JOB_NODELIST`), in order.
-    Slurm,
-    /// The built-in virtual cluster without containers: each node a network namespace of
-    /// this machine with its own sshd, hostname and private /run, /root, /tmp and /var/tmp, running
-    /// this machine's programs (no image, no docker engine). Segments must be carried by the
-    /// medium emulator (no `emulation = "rate"`).
-    Netns,
 }
 
 #[derive(Debug, Default, Deserialize, JsonSchema)]

@@ -200,7 +200,13 @@ impl SourceFile {
             if follows_from(&e, &set_aside) {
                 break;
             }
-            errors.push(self.toml_error(&e));
+            // The same error again means setting a part aside did not reach what it is
+            // about (a whole `[[table]]`, whose header starts before its key): once is enough.
+            let error = self.toml_error(&e);
+            if errors.last().map(SpecError::to_string) == Some(error.to_string()) {
+                break;
+            }
+            errors.push(error);
             match e
                 .span()
                 .and_then(|s| set_aside_part(root.get_mut(), s.start))
@@ -254,9 +260,11 @@ fn follows_from(e: &toml::de::Error, set_aside: &[String]) -> bool {
 /// whole (the others can then be checked), a table's key when nothing inside it holds `at`.
 /// Returns the name of the key it was under; `None` if nothing holds `at`.
 fn set_aside_part(table: &mut toml::de::DeTable<'_>, at: usize) -> Option<String> {
+    // A key written at or before `at`, or one whose value holds it: an array of tables'
+    // key is written inside its header, after the `[[` an error about the table points at.
     let key = table
         .iter()
-        .filter(|(k, _)| k.span().start <= at)
+        .filter(|(k, v)| k.span().start <= at || v.span().contains(&at))
         .max_by_key(|(k, _)| k.span().start)
         .map(|(k, _)| k.clone())?;
     let name = key.get_ref().to_string();

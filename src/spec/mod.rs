@@ -1,6 +1,7 @@
 //! Spec files: the TOML schemas of topologies and experiments, loaded with their source text so
 //! that every error points at file:line:column.
 
+pub mod cluster_kind;
 pub mod experiment;
 pub mod host;
 pub mod hostlist;

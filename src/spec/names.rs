@@ -123,6 +123,22 @@ impl Rate {
     pub fn bits_per_s(self) -> u64 {
         self.bits_per_s
     }
+
+    /// As a paper writes it, in the largest unit that keeps an integer: `10 Mbit/s`,
+    /// `1 Gbit/s`, `640 kbit/s` (tc's `10mbit` is [`Display`](fmt::Display)'s).
+    pub fn paper_form(self) -> String {
+        let b = self.bits_per_s;
+        for (unit, div) in [
+            ("Gbit/s", 1_000_000_000),
+            ("Mbit/s", 1_000_000),
+            ("kbit/s", 1_000),
+        ] {
+            if b % div == 0 {
+                return format!("{} {unit}", b / div);
+            }
+        }
+        format!("{b} bit/s")
+    }
 }
 
 impl FromStr for Rate {
@@ -270,6 +286,20 @@ mod tests {
         assert!("n01".parse::<NodeName>().is_ok());
         assert!("eth1.100".parse::<IfName>().is_ok());
         assert!("abcdefghijklmnop".parse::<IfName>().is_err(), "16 bytes");
+    }
+
+    #[test]
+    fn rates_render_for_a_reader_as_papers_write_them() {
+        let paper = |s: &str| s.parse::<Rate>().unwrap().paper_form();
+        assert_eq!(paper("10mbit"), "10 Mbit/s");
+        assert_eq!(paper("1.5Mbit"), "1500 kbit/s");
+        assert_eq!(paper("1gbit"), "1 Gbit/s");
+        assert_eq!(paper("1500bit"), "1500 bit/s");
+        // What a reader is shown reads back as the same rate.
+        assert_eq!(
+            paper("100 Mbit/s").parse::<Rate>().unwrap(),
+            "100mbit".parse().unwrap()
+        );
     }
 
     #[test]

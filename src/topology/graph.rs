@@ -336,6 +336,12 @@ impl Node {
         self.interfaces.iter().find(|i| &i.name == name)
     }
 
+    /// Whether the interface is a slave of one of the node's bonds.
+    pub fn is_bond_slave(&self, name: &IfName) -> bool {
+        self.interface(name)
+            .is_some_and(|i| matches!(i.attachment, Attachment::BondSlave(_)))
+    }
+
     pub fn addresses(&self) -> Vec<Ipv4Addr> {
         self.links().map(|(_, a)| a.addr()).collect()
     }

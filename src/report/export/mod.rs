@@ -10,7 +10,7 @@ mod netpipe;
 mod png;
 mod summary_csv;
 mod summary_json;
-mod svg;
+pub(super) mod svg;
 
 use std::path::{Path, PathBuf};
 

@@ -1,0 +1,159 @@
+//! What both SVG diagrams draw alike: the opening tag with title and description, a node's
+//! box, and a legend that names only what the drawing holds.
+
+use std::fmt::Write as _;
+
+use super::super::graph::{Node, Topology};
+use crate::spec::topology::Medium;
+
+pub const BUS: &str = "#1f4e79";
+pub const BOND: &str = "#c55a11";
+pub const FORWARDING_FILL: &str = "#c6e0b4";
+const PLAIN_FILL: &str = "#eeeeee";
+pub const SWITCH_FILL: &str = "#f2c14e";
+pub const SWITCH_EDGE: &str = "#7a5c00";
+
+/// Width and height of a node's box.
+pub const BOX_W: f64 = 48.0;
+pub const BOX_H: f64 = 28.0;
+
+/// The opening tag sized `width` × `height`, a white background, the title and description.
+pub fn header(s: &mut String, t: &Topology, width: f64, height: f64) {
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="11">"#
+    );
+    let _ = writeln!(s, "<title>Topology {}</title>", esc(t.name.as_str()));
+    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    let _ = writeln!(
+        s,
+        r#"<text x="10" y="20" font-size="15" font-weight="bold">{}</text>"#,
+        esc(t.name.as_str())
+    );
+    if let Some(d) = &t.description {
+        let _ = writeln!(
+            s,
+            r##"<text x="10" y="38" fill="#444">{}</text>"##,
+            esc(&crate::spec::escape_control(d))
+        );
+    }
+}
+
+/// A node: a box centred on (`x`, `y`), filled when it forwards, its first bond's mode noted
+/// under the name.
+pub fn node_box(s: &mut String, n: &Node, x: f64, y: f64) {
+    let fill = if n.forwarding {
+        FORWARDING_FILL
+    } else {
+        PLAIN_FILL
+    };
+    let _ = writeln!(
+        s,
+        r##"<rect class="node" x="{:.1}" y="{:.1}" width="{BOX_W:.1}" height="{BOX_H:.1}" rx="4" fill="{fill}" stroke="#333"/>"##,
+        x - BOX_W / 2.0,
+        y - BOX_H / 2.0,
+    );
+    let _ = writeln!(
+        s,
+        r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        y + 4.0,
+        esc(n.name.as_str())
+    );
+    if let Some(b) = n.bonds.first() {
+        let _ = writeln!(
+            s,
+            r##"<text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="9" fill="{BOND}">{}</text>"##,
+            y + BOX_H / 2.0 + 10.0,
+            esc(b.mode.as_str())
+        );
+    }
+}
+
+/// What a drawing holds, for its legend.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Legend {
+    pub forwarding: bool,
+    pub switch: bool,
+    pub shared: bool,
+    pub switched: bool,
+    pub bond: bool,
+}
+
+impl Legend {
+    pub fn of(t: &Topology) -> Legend {
+        Legend {
+            forwarding: t.nodes.iter().any(|n| n.forwarding),
+            switch: t.networks.iter().any(|n| n.switch.is_some()),
+            shared: t.segments.iter().any(|s| s.medium == Medium::Shared),
+            switched: t.segments.iter().any(|s| s.medium == Medium::Switched),
+            bond: t.nodes.iter().any(|n| !n.bonds.is_empty()),
+        }
+    }
+
+    /// The legend's entries in a row along the baseline `y`, each only when drawn, and the
+    /// width they take.
+    pub fn render(self, y: f64) -> (String, f64) {
+        let mut x = 10.0;
+        let mut g = String::new();
+        let entry = |g: &mut String, swatch: String, label: &str, x: &mut f64| {
+            g.push_str(&swatch);
+            let _ = write!(g, r#"<text x="{:.1}" y="{y:.1}">{label}</text>"#, *x + 36.0);
+            *x += 36.0 + label.len() as f64 * 6.2 + 18.0;
+        };
+        if self.forwarding {
+            let sw = format!(
+                r##"<rect x="{:.1}" y="{:.1}" width="12" height="10" fill="{FORWARDING_FILL}" stroke="#333"/>"##,
+                x + 16.0,
+                y - 9.0
+            );
+            entry(&mut g, sw, "forwarding node", &mut x);
+        }
+        if self.switch {
+            let sw = format!(
+                r##"<rect x="{:.1}" y="{:.1}" width="12" height="10" fill="{SWITCH_FILL}" stroke="{SWITCH_EDGE}"/>"##,
+                x + 16.0,
+                y - 9.0
+            );
+            entry(&mut g, sw, "switch", &mut x);
+        }
+        let line = |x: f64, extra: &str, colour: &str| {
+            format!(
+                r##"<line x1="{x:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{colour}" stroke-width="3"{extra}/>"##,
+                y - 4.0,
+                x + 30.0,
+                y - 4.0
+            )
+        };
+        if self.shared {
+            entry(&mut g, line(x, "", BUS), "shared segment", &mut x);
+        }
+        if self.switched {
+            let dashed = line(x, r#" stroke-dasharray="6 3""#, BUS);
+            entry(&mut g, dashed, "switched segment", &mut x);
+        }
+        if self.bond {
+            entry(
+                &mut g,
+                line(x, "", BOND),
+                "bonded interface (bond mode under the node)",
+                &mut x,
+            );
+        }
+        (format!("<g class=\"legend\" font-size=\"10\">{g}</g>\n"), x)
+    }
+}
+
+/// A segment's medium in words.
+pub fn medium(m: Medium) -> &'static str {
+    match m {
+        Medium::Shared => "shared",
+        Medium::Switched => "switched",
+    }
+}
+
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}

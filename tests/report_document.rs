@@ -1,4 +1,5 @@
-//! report.md as a whole: what comes first, and the environment without repetition.
+//! report.md and appendix.md as wholes: what comes first, what a paper can take as it is, and
+//! the environment without repetition.
 
 #[path = "common/synthetic.rs"]
 mod synthetic;
@@ -38,7 +39,7 @@ fn facts_equal_on_every_node_are_listed_once_and_differences_per_node() {
         .into();
     std::fs::write(&path, serde_json::to_vec(&manifest).unwrap()).unwrap();
     report_run(dir.path(), &ReportOptions::default()).unwrap();
-    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("appendix.md")).unwrap();
     let env = section(&md, "## Environment");
     assert!(env.contains("Equal on all 4 nodes"), "{env}");
     for fact in ["6.18.0", "| cpus ", "mtu=1500", "config_available=true"] {
@@ -51,27 +52,127 @@ fn facts_equal_on_every_node_are_listed_once_and_differences_per_node() {
 }
 
 #[test]
-fn the_report_opens_with_findings_and_tables_and_ends_with_details() {
+fn the_report_opens_with_a_summary_and_tables_and_the_appendix_holds_the_details() {
     let dir = tempfile::tempdir().unwrap();
     write_run(dir.path(), &SynthSpec::study(7)).unwrap();
     report_run(dir.path(), &ReportOptions::default()).unwrap();
-    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
-    let at = |h: &str| md.find(h).unwrap_or_else(|| panic!("no {h}"));
-    let order = [
-        "## Findings",
-        "## Aggregate throughput",
-        "## Figures",
-        "## Method",
-        "## Setup",
-        "## Failed points",
-        "## Environment",
-    ];
-    let positions: Vec<usize> = order.iter().map(|h| at(h)).collect();
-    assert!(
-        positions.windows(2).all(|w| w[0] < w[1]),
-        "{order:?} at {positions:?}"
+    let in_order = |file: &str, order: &[&str]| {
+        let md = std::fs::read_to_string(dir.path().join(file)).unwrap();
+        let positions: Vec<usize> = order
+            .iter()
+            .map(|h| md.find(h).unwrap_or_else(|| panic!("{file}: no {h}")))
+            .collect();
+        assert!(
+            positions.windows(2).all(|w| w[0] < w[1]),
+            "{file}: {order:?} at {positions:?}"
+        );
+        md
+    };
+    let paper = in_order(
+        "report.md",
+        &[
+            "## Summary",
+            "## Configurations",
+            "## Results: token TCP, local-wire",
+            "## Results: token TCP, remote-wire",
+            "## Figures",
+            "## Method",
+            "## Setup",
+        ],
     );
-    assert!(md.lines().nth(2).unwrap().starts_with("## Findings"));
+    assert!(paper.lines().nth(2).unwrap().starts_with("## Summary"));
+    for detail in ["## Findings", "## Aggregate throughput", "## Environment"] {
+        assert!(!paper.contains(detail), "report.md holds {detail}");
+    }
+    in_order(
+        "appendix.md",
+        &[
+            "## Findings",
+            "## Aggregate throughput",
+            "## Failed points",
+            "## Environment",
+        ],
+    );
+}
+
+/// Every line of a Markdown table in `md`.
+fn table_rows(md: &str) -> Vec<&str> {
+    md.lines().filter(|l| l.starts_with('|')).collect()
+}
+
+#[test]
+fn report_md_fits_a_page_with_every_label_defined_once_in_its_legend() {
+    let dir = tempfile::tempdir().unwrap();
+    write_run(dir.path(), &SynthSpec::study(7)).unwrap();
+    report_run(dir.path(), &ReportOptions::default()).unwrap();
+    let paper = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let rows = table_rows(&paper);
+    assert!(rows.len() > 10, "{paper}");
+    for row in &rows {
+        assert!(
+            row.chars().count() <= 100,
+            "{} characters: {row}",
+            row.chars().count()
+        );
+    }
+    // The appendix keeps the full tables, whose rows are as wide as their configurations.
+    let appendix = std::fs::read_to_string(dir.path().join("appendix.md")).unwrap();
+    assert!(
+        table_rows(&appendix)
+            .iter()
+            .any(|r| r.chars().count() > 100)
+    );
+
+    let cell = |row: &str, i: usize| row.split('|').nth(i + 1).unwrap().trim().to_owned();
+    let legend = section(&paper, "## Configurations");
+    let defined: Vec<String> = table_rows(legend)
+        .iter()
+        .skip(2)
+        .map(|r| cell(r, 0))
+        .collect();
+    let mut unique = defined.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        defined.len(),
+        "a label defined twice: {defined:?}"
+    );
+    let mut used: Vec<String> = Vec::new();
+    for part in paper.split("## Results: ").skip(1) {
+        for row in table_rows(part).iter().skip(2) {
+            used.push(cell(row, 0));
+        }
+    }
+    assert!(!used.is_empty());
+    for label in &used {
+        assert!(
+            defined.contains(label),
+            "{label} is not in the legend {defined:?}"
+        );
+    }
+    // Each label is shorter than the configuration it stands for.
+    assert!(
+        defined.iter().all(|l| l.chars().count() <= 8),
+        "{defined:?}"
+    );
+
+    // tables.tex: the same tables with booktabs' rules.
+    let tex = std::fs::read_to_string(dir.path().join("tables.tex")).unwrap();
+    let results = paper.matches("## Results: ").count();
+    assert_eq!(
+        tex.matches("\\begin{tabular}").count(),
+        results + 1,
+        "{tex}"
+    );
+    assert_eq!(tex.matches("\\toprule").count(), results + 1);
+    assert_eq!(tex.matches("\\bottomrule").count(), results + 1);
+    for label in &defined {
+        assert!(
+            tex.contains(&format!("\n{label} & ")),
+            "{label} not in tables.tex"
+        );
+    }
 }
 
 #[test]
@@ -88,7 +189,7 @@ fn interval_headings_name_what_the_intervals_are() {
     spec.broken_trials.clear();
     write_run(dir.path(), &spec).unwrap();
     report_run(dir.path(), &ReportOptions::default()).unwrap();
-    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("appendix.md")).unwrap();
     let table = section(&md, "## Aggregate throughput");
     assert!(
         table.contains(
@@ -151,7 +252,7 @@ fn a_cell_below_the_model_cites_the_counters_its_records_carry_or_says_unexplain
         ..Default::default()
     };
     report_run(dir.path(), &opts).unwrap();
-    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("appendix.md")).unwrap();
     let table = section(&md, "## Measured against the model");
     let row = |topology: &str| {
         table
@@ -172,7 +273,7 @@ fn a_cell_below_the_model_cites_the_counters_its_records_carry_or_says_unexplain
     let bare = tempfile::tempdir().unwrap();
     write_run(bare.path(), &SynthSpec::study(7)).unwrap();
     report_run(bare.path(), &opts).unwrap();
-    let md = std::fs::read_to_string(bare.path().join("report.md")).unwrap();
+    let md = std::fs::read_to_string(bare.path().join("appendix.md")).unwrap();
     let table = section(&md, "## Measured against the model");
     assert!(
         table.contains("Of the 2 cells outside ±10%, 2 are unexplained"),
@@ -192,7 +293,7 @@ fn the_drift_check_is_compared_with_its_cell_and_counts_in_no_cell() {
         report_run(dir.path(), &ReportOptions::default()).unwrap();
         let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
         (
-            read("report.md"),
+            format!("{}\n{}", read("report.md"), read("appendix.md")),
             read("summary.csv"),
             read("comparison.csv"),
         )
@@ -212,7 +313,7 @@ fn the_drift_check_is_compared_with_its_cell_and_counts_in_no_cell() {
             "{factor}: {drift}"
         );
         assert_eq!(
-            section(&md, "## Findings").contains("drifted between the first configuration"),
+            section(&md, "## Summary").contains("drifted between the first configuration"),
             drifted,
             "{factor}"
         );
@@ -243,7 +344,7 @@ fn a_failed_point_shows_what_tcp_counted_on_its_connections_and_its_cell_does_no
         ..Default::default()
     };
     report_run(dir.path(), &opts).unwrap();
-    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("appendix.md")).unwrap();
     let failed = section(&md, "## Failed points");
     assert!(failed.contains("TCP meanwhile"), "{failed}");
     let row = |point: &str, rep: &str| {
@@ -284,8 +385,9 @@ fn a_drift_check_without_samples_is_said_not_left_out() {
     };
     write_run(dir.path(), &spec).unwrap();
     report_run(dir.path(), &ReportOptions::default()).unwrap();
-    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
-    let findings = section(&md, "## Findings");
+    let read = |f: &str| std::fs::read_to_string(dir.path().join(f)).unwrap();
+    let md = format!("{}\n{}", read("report.md"), read("appendix.md"));
+    let findings = section(&md, "## Summary");
     assert!(
         findings.contains("The drift check gave no comparison: 0 repetition(s)"),
         "{findings}"

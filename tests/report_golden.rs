@@ -13,7 +13,7 @@ fn read(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-/// One build of the study for all three outputs (each snapshot keeps its own file).
+/// One build of the study for all its outputs (each snapshot keeps its own file).
 #[test]
 fn the_study_reports_as_expected() {
     let dir = tempfile::tempdir().unwrap();
@@ -28,6 +28,11 @@ fn the_study_reports_as_expected() {
         read(dir.path(), "comparison.csv")
     );
     insta::assert_snapshot!("markdown_is_as_expected", read(dir.path(), "report.md"));
+    insta::assert_snapshot!("appendix_is_as_expected", read(dir.path(), "appendix.md"));
+    insta::assert_snapshot!(
+        "latex_tables_are_as_expected",
+        read(dir.path(), "tables.tex")
+    );
 }
 
 /// Every cell's best repetition is within what its wires carry one way: a token comes back

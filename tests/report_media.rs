@@ -193,7 +193,7 @@ fn the_report_shows_the_medium_beside_each_cell_and_per_configuration() {
     }
     assert!(rows.iter().any(|r| r[16] == "1"), "the flagged point");
 
-    let md = read(dir.path(), "report.md");
+    let md = read(dir.path(), "appendix.md");
     assert!(md.contains("## The medium"));
     // One line per configuration, naming how many points and the worst.
     assert_eq!(
@@ -228,12 +228,12 @@ fn the_report_shows_the_medium_beside_each_cell_and_per_configuration() {
     assert!(md.contains("| the wires meanwhile"), "{md}");
 
     // Byte-stable.
-    let before: Vec<String> = ["media.csv", "report.md"]
+    let before: Vec<String> = ["media.csv", "report.md", "appendix.md"]
         .iter()
         .map(|f| read(dir.path(), f))
         .collect();
     report_run(dir.path(), &ReportOptions::default()).unwrap();
-    let after: Vec<String> = ["media.csv", "report.md"]
+    let after: Vec<String> = ["media.csv", "report.md", "appendix.md"]
         .iter()
         .map(|f| read(dir.path(), f))
         .collect();
@@ -246,11 +246,11 @@ fn a_run_without_media_reports_exactly_as_before() {
     write_run(plain.path(), &SynthSpec::study(5)).unwrap();
     let files = report_run(plain.path(), &ReportOptions::default()).unwrap();
     assert!(!files.iter().any(|f| f.ends_with("media.csv")));
-    let md = read(plain.path(), "report.md");
+    let md = read(plain.path(), "report.md") + &read(plain.path(), "appendix.md");
     assert!(!md.contains("The medium"));
     assert!(!md.contains("collisions/frame"));
 
-    // The same run with media: every other output is unchanged but report.md.
+    // The same run with media: every other output is unchanged but the appendix.
     let with = tempfile::tempdir().unwrap();
     write_run(with.path(), &SynthSpec::study(5)).unwrap();
     add_media(with.path());

@@ -101,7 +101,7 @@ fn beam_is_drawn_and_tabulated_beside_a_run() {
     };
     report_run(dir.path(), &opts).unwrap();
 
-    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("appendix.md")).unwrap();
     let section = &md[md.find("## NetPIPE baselines").expect("NetPIPE section")..];
     let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
     insta::assert_snapshot!(section);

@@ -280,11 +280,11 @@ fn references_that_hold_pass_and_show_in_the_report() {
     assert!(md.contains("## Reference values"), "{md}");
     assert!(
         md.contains(
-            "| routed-mesh-4x4 token/tcp 7 pairs 8KiB local-wire | 33.0 Mbit/s | -10% … none | 31.3"
+            "- **within** routed-mesh-4x4 token/tcp 7 pairs 8KiB local-wire: expected 33.0 Mbit/s, \
+             bounds -10% … none; measured 31.3 Mbit/s"
         ),
         "{md}"
     );
-    assert!(md.contains("| within |"), "{md}");
 }
 
 #[test]
@@ -311,11 +311,23 @@ fn a_reference_missed_by_more_than_its_bounds_fails_the_report() {
     assert!(md.contains("1 of 2 pass"), "{md}");
     assert!(
         md.contains(
-            "| bonded-dual-net balance-rr token/tcp 7 pairs 8KiB local-wire | 12.0 Mbit/s | -10% … +10% | 9.11"
+            "- **BELOW** bonded-dual-net balance-rr token/tcp 7 pairs 8KiB local-wire: expected 12.0 \
+             Mbit/s, bounds -10% … +10%; measured 9.11 Mbit/s"
         ),
         "{md}"
     );
-    assert!(md.contains("| BELOW |"), "{md}");
+    // The summary says which one fails before anything else.
+    let summary = md
+        .split("## Summary")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    assert!(
+        summary.contains("Reference values: 1 of 2 hold; **failing**: bonded-dual-net"),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -570,7 +582,7 @@ fn runs_compared_are_each_held_to_their_own_wires() {
         ..Default::default()
     };
     orchestrate::report::compare(&[old.clone(), new.clone()], &out, &opts).unwrap();
-    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let md = std::fs::read_to_string(out.join("appendix.md")).unwrap();
     let over: Vec<&str> = md
         .lines()
         .filter(|l| l.contains("is more than its wires carry (0.010 Mbit/s)"))
@@ -581,6 +593,6 @@ fn runs_compared_are_each_held_to_their_own_wires() {
     // Without the wires, the same comparison sets nothing aside.
     let plain = root.path().join("plain");
     orchestrate::report::compare(&[old, new], &plain, &Default::default()).unwrap();
-    let md = std::fs::read_to_string(plain.join("report.md")).unwrap();
+    let md = std::fs::read_to_string(plain.join("appendix.md")).unwrap();
     assert!(!md.contains("more than its wires carry"), "{md}");
 }

@@ -286,8 +286,12 @@ fn compare_puts_runs_side_by_side_against_the_first() {
     );
     let ratio: f64 = row[column("ratio_to_baseline")].parse().unwrap();
     assert!(ratio > 1.5, "{ratio}");
-    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
-    assert!(md.starts_with("# Report: comparison of 2 runs\n"));
+    assert!(
+        std::fs::read_to_string(out.join("report.md"))
+            .unwrap()
+            .starts_with("# Report: comparison of 2 runs\n")
+    );
+    let md = std::fs::read_to_string(out.join("appendix.md")).unwrap();
     // Doubling every wire doubles what the saturated bonded bus carries at 8 KiB and 7 pairs.
     assert!(
         md.contains(

@@ -70,7 +70,7 @@ fn build_with(
         statistic,
     });
     let (references, cluster) = load::references(run)?;
-    let references = references::check(&references, cluster, &one.cells, statistic);
+    let references = references::check(&references, cluster, &one.cells, &one.failures, statistic);
     let topologies = if one.info.manifest.topologies.is_empty() {
         let mut t: Vec<String> = one
             .cells
@@ -141,6 +141,7 @@ pub fn check_references(path: &Path, report: &Report) -> Result<ReferenceChecks,
         &refs,
         cluster,
         &report.cells,
+        &report.failures,
         report.statistic,
     ))
 }

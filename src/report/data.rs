@@ -29,16 +29,21 @@ impl Config {
             s.push_str(": ");
         }
         s.push_str(&self.topology);
-        if self.bonding != "none" {
+        if let Some(b) = self.bonding_label() {
             s.push(' ');
-            s.push_str(&self.bonding);
-            if self.bond_driver == Some(BondDriver::Userspace) {
-                s.push_str(" (userspace bond)");
-            }
+            s.push_str(&b);
         }
         s.push(' ');
         s.push_str(self.placement.as_str());
         s
+    }
+
+    /// The bonding as labels give it, `balance-rr (userspace bond)`; `None` without a bond.
+    pub fn bonding_label(&self) -> Option<String> {
+        (self.bonding != "none").then(|| match self.bond_driver {
+            Some(BondDriver::Userspace) => format!("{} (userspace bond)", self.bonding),
+            _ => self.bonding.clone(),
+        })
     }
 }
 

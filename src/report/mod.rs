@@ -8,7 +8,9 @@
 //! | `media.csv` | only for runs on the medium emulator: one row per cell with the medium during its points — collisions per frame, the busiest segment and its utilisation, excess-collision and queue drops, the emulator's lateness p99 and flagged points |
 //! | `summary.json` | the cells of `summary.csv` with typed numbers, the units and the run(s) they come from |
 //! | `comparison.csv` | long form: a row per (measure, pairs, size) × configuration with its value, CI, n, baseline, ratio to it, rank in its row and whether the row's win is clear |
-//! | `report.md` | findings and the pivot tables first, then each study's questions asked of the run and the figures; after them method, setup, the model beside each token-test cell (its causes named once), "The medium", latency, failed points, NetPIPE baselines and the environment (facts equal on every node once) |
+//! | `report.md` | laid out for a paper, every table row within 100 characters: a short summary, each study's questions asked of the run, the configurations' short labels (`short_labels`) in a legend table, one results table per measurement and placement (`results_tables`), the reference values, figures, method and setup |
+//! | `appendix.md` | what a reader checks behind report.md: every finding, the pivot tables with each cell's interval and winner, the model beside each token-test cell (its causes named once), "The medium", drift, latency, failed points, NetPIPE baselines and the environment (facts equal on every node once) |
+//! | `tables.tex` | report.md's legend and results tables as LaTeX with booktabs rules |
 //! | `../history.csv`, `../history.svg` | beside the experiment's runs, when it has `[[reference]]` values: one line per run and reference (expected, bounds, measured, verdict), each reported run once, and each reference's figure run after run between its bounds (`history`) |
 //! | `figures/*.svg` | 720 px wide for a 3.5 in column: throughput vs size (a panel per pair count, split by placement past six series), throughput vs pairs at the largest size, latency vs size (log-log), NetPIPE-style throughput vs block size; a figure with one x value is a bar chart; `*.png` copies with `--png` |
 //!
@@ -54,7 +56,9 @@ mod options;
 mod predicted;
 mod references;
 mod regression;
+mod results_tables;
 mod same_paths;
+mod short_labels;
 mod spec_diff;
 mod stats;
 mod study;

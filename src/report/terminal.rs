@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::format::{human, size};
-use super::references::{ReferenceCheck, ReferenceChecks};
+use super::references::ReferenceChecks;
 use super::regression::{CellChange, CellName, RegressionCheck};
 use super::verdict::{Estimate, Verdict};
 use crate::results::Statistic;
@@ -32,7 +32,7 @@ pub fn references(refs: &ReferenceChecks, statistic: Statistic) -> String {
             human(c.expected),
             c.unit,
             c.bounds,
-            measured_text(c)
+            c.measured_text()
         );
     }
     if !refs.other_clusters.is_empty() {
@@ -44,18 +44,6 @@ pub fn references(refs: &ReferenceChecks, statistic: Statistic) -> String {
         );
     }
     s
-}
-
-fn measured_text(c: &ReferenceCheck) -> String {
-    match (c.measured, c.change_percent) {
-        (Some(m), Some(p)) => format!(
-            "measured {} {}{} ({p:+.1}%)",
-            human(m),
-            c.unit,
-            c.interval_suffix()
-        ),
-        _ => c.note.clone().unwrap_or_default(),
-    }
 }
 
 /// A regression check as a text table, then a count of verdicts and the failing cells by

@@ -1,10 +1,14 @@
-//! `report.md`, ordered as a paper's evaluation reads: findings and the main tables first,
-//! then each study's section ([`crate::report::study`]) and the figures, then the details a reader checks
-//! (method, setup, the model, the medium, latency, failed points, environment).
+//! `report.md`, ordered as a paper's evaluation reads: a short summary, each study's section
+//! ([`crate::report::study`]), the configurations' legend and the results tables (one per
+//! measurement and placement, short labels as rows), the reference values, the figures,
+//! method and setup; every table row within 100 characters. `appendix.md` holds what a reader
+//! checks behind it: every finding, the full tables with each cell's interval and winner, the
+//! model, the medium, drift, latency, failed points and the environment.
 
 mod environment;
 mod medium;
 mod model;
+mod paper_tables;
 mod references;
 mod study;
 mod table;
@@ -23,6 +27,7 @@ use crate::report::format::{human, md_cell, size, times, unix_ns};
 use crate::report::intervals::IntervalNames;
 use crate::report::netpipe_curves::{against, curves};
 use crate::report::predicted::TOLERANCE;
+use crate::report::results_tables::of_report;
 use crate::results::Statistic;
 use table::table;
 
@@ -30,69 +35,178 @@ pub struct Markdown;
 
 impl Exporter for Markdown {
     fn export(&self, report: &Report) -> Result<Vec<RenderedFile>, ReportError> {
-        let mut s = String::new();
         let title = match report.runs.as_slice() {
             [one] => one.label.clone(),
             many => format!("comparison of {} runs", many.len()),
         };
-        let _ = writeln!(s, "# Report: {}\n", md_cell(&title));
-        s.push_str("## Findings\n\n");
-        for f in &report.findings {
-            let _ = writeln!(s, "- {f}");
-        }
-        if let Some(d) = report.drift.filter(|d| d.shown()) {
-            let _ = writeln!(
-                s,
-                "- ⚠ The machine drifted while the run ran: {} per hour (see Drift over the run).",
-                drift_rate(&d)
-            );
-        }
-        if let Some(check) = report.drift_check.as_ref().filter(|c| c.shown()) {
-            let _ = writeln!(
-                s,
-                "- ⚠ The machine drifted between the first configuration and the last: its \
-                 reference cell measured {} at the end of the run (see Drift over the run).",
-                check_ratio(check)
-            );
-        }
-        if let Some(check) = report.drift_check.as_ref().filter(|c| c.ratio.is_none()) {
-            let _ = writeln!(
-                s,
-                "- ⚠ The drift check gave no comparison: {} repetition(s) of its reference cell \
-                 at the end and {} in the run gave a sample, and an interval needs two a side; \
-                 drift between configurations is not measured in this run (see Drift over the \
-                 run).",
-                check.again.len(),
-                check.first.len()
-            );
-        }
-        s.push('\n');
-        references::references(&mut s, &report.references, report.statistic);
-        for t in &report.comparison {
-            comparison(&mut s, t, report.statistic);
-        }
-        for st in &report.studies {
-            study::study(&mut s, st);
-        }
-        figures_section(&mut s, report);
-        method(
-            &mut s,
-            report.statistic,
-            tested_contests(&report.comparison),
-        );
-        setup(&mut s, report);
-        model::against_model(&mut s, report, &report.media);
-        medium::the_medium(&mut s, report, &report.media);
-        drift(&mut s, report);
-        latency(&mut s, report);
-        failures(&mut s, report);
-        netpipe(&mut s, report);
-        environment::environment(&mut s, report);
-        Ok(vec![RenderedFile {
-            path: "report.md".into(),
-            bytes: s.into_bytes(),
-        }])
+        Ok(vec![
+            RenderedFile {
+                path: "report.md".into(),
+                bytes: paper(report, &title).into_bytes(),
+            },
+            RenderedFile {
+                path: "appendix.md".into(),
+                bytes: appendix(report, &title).into_bytes(),
+            },
+        ])
     }
+}
+
+/// report.md: what a paper's evaluation takes, every table row within 100 characters.
+fn paper(report: &Report, title: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Report: {}\n", md_cell(title));
+    summary(&mut s, report);
+    for st in &report.studies {
+        study::study(&mut s, st);
+    }
+    let (labels, tables) = of_report(report);
+    paper_tables::legend(&mut s, &labels);
+    for t in &tables {
+        paper_tables::results(&mut s, t);
+    }
+    references::references(&mut s, &report.references, report.statistic);
+    figures_section(&mut s, report);
+    method(
+        &mut s,
+        report.statistic,
+        tested_contests(&report.comparison),
+    );
+    setup(&mut s, report);
+    s
+}
+
+/// appendix.md: the per-cell material behind report.md, for a reader who checks it.
+fn appendix(report: &Report, title: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "# Appendix: {}\n\nThe material behind [report.md](report.md): every finding, every \
+         cell with its interval, winner and failures, the model beside each token-test cell, \
+         the medium, drift, latency, failed points and the environment.\n",
+        md_cell(title)
+    );
+    s.push_str("## Findings\n\n");
+    for f in &report.findings {
+        let _ = writeln!(s, "- {f}");
+    }
+    s.push('\n');
+    for t in &report.comparison {
+        comparison(&mut s, t, report.statistic);
+    }
+    model::against_model(&mut s, report, &report.media);
+    medium::the_medium(&mut s, report, &report.media);
+    drift(&mut s, report);
+    latency(&mut s, report);
+    failures(&mut s, report);
+    netpipe(&mut s, report);
+    environment::environment(&mut s, report);
+    s
+}
+
+/// The opening: what ran, whether the references hold, what each study's findings say, and
+/// the warnings a reader must see before any figure.
+fn summary(s: &mut String, report: &Report) {
+    s.push_str("## Summary\n\n");
+    let configs: usize = report.comparison.iter().map(|t| t.configs.len()).sum();
+    let attempts: usize = report.runs.iter().map(|r| r.point_attempts).sum();
+    let measures: Vec<String> = report
+        .comparison
+        .iter()
+        .map(|t| t.measure.label())
+        .collect();
+    let _ = writeln!(
+        s,
+        "- {} over {} configuration(s) (topology, bonding and placement), {} point attempt(s); \
+         the headline statistic is the {} of the repetitions.",
+        if measures.is_empty() {
+            "nothing measured".to_owned()
+        } else {
+            measures.join(", ")
+        },
+        configs,
+        attempts,
+        report.statistic.as_str()
+    );
+    let refs = &report.references;
+    if !refs.checks.is_empty() {
+        let failed: Vec<&str> = refs
+            .checks
+            .iter()
+            .filter(|c| !c.passed())
+            .map(|c| c.reference.as_str())
+            .collect();
+        let _ = writeln!(
+            s,
+            "- Reference values: {} of {} hold{}.",
+            refs.checks.len() - failed.len(),
+            refs.checks.len(),
+            if failed.is_empty() {
+                String::new()
+            } else {
+                format!("; **failing**: {}", failed.join("; "))
+            }
+        );
+    }
+    for st in &report.studies {
+        let mut counts: Vec<(&str, usize)> = Vec::new();
+        for f in &st.findings {
+            let v = f.verdict.as_str();
+            match counts.iter_mut().find(|(k, _)| *k == v) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((v, 1)),
+            }
+        }
+        let counts: Vec<String> = counts.iter().map(|(v, n)| format!("{v}: {n}")).collect();
+        let _ = writeln!(
+            s,
+            "- {}, {} findings: {}.",
+            st.title,
+            st.findings.len(),
+            counts.join(", ")
+        );
+    }
+    if let Some(d) = report.drift.filter(|d| d.shown()) {
+        let _ = writeln!(
+            s,
+            "- ⚠ The machine drifted while the run ran: {} per hour (see Drift over the run in \
+             appendix.md).",
+            drift_rate(&d)
+        );
+    }
+    if let Some(check) = report.drift_check.as_ref().filter(|c| c.shown()) {
+        let _ = writeln!(
+            s,
+            "- ⚠ The machine drifted between the first configuration and the last: its \
+             reference cell measured {} at the end of the run (see Drift over the run in \
+             appendix.md).",
+            check_ratio(check)
+        );
+    }
+    if let Some(check) = report.drift_check.as_ref().filter(|c| c.ratio.is_none()) {
+        let _ = writeln!(
+            s,
+            "- ⚠ The drift check gave no comparison: {} repetition(s) of its reference cell \
+             at the end and {} in the run gave a sample, and an interval needs two a side; \
+             drift between configurations is not measured in this run (see Drift over the \
+             run in appendix.md).",
+            check.again.len(),
+            check.first.len()
+        );
+    }
+    let _ = writeln!(
+        s,
+        "- {}",
+        match report.failures.len() {
+            0 => "No point attempt failed.".to_owned(),
+            n => format!("{n} point attempt(s) failed: see Failed points in appendix.md."),
+        }
+    );
+    s.push_str(
+        "- Every cell with its interval and winner, all findings, the model beside each cell, \
+         the medium, latency and the environment: [appendix.md](appendix.md). The tables below \
+         are also in [tables.tex](tables.tex).\n\n",
+    );
 }
 
 fn setup(s: &mut String, report: &Report) {
@@ -153,11 +267,11 @@ fn run_facts(s: &mut String, run: &RunInfo) {
     }
     facts.push(("records".into(), run.records.to_string()));
     facts.push(("point attempts".into(), run.point_attempts.to_string()));
-    let rows: Vec<Vec<String>> = facts
-        .into_iter()
-        .map(|(k, v)| vec![k, md_cell(&v)])
-        .collect();
-    table(s, &["fact".into(), "value".into()], &rows, &[false, false]);
+    // A list, not a table: a value such as the topologies runs long.
+    for (k, v) in facts {
+        let _ = writeln!(s, "- **{k}**: {v}");
+    }
+    s.push('\n');
 }
 
 fn method(s: &mut String, statistic: Statistic, tested: usize) {
@@ -170,8 +284,8 @@ fn method(s: &mut String, statistic: Statistic, tested: usize) {
          sample interval); a trial without samples (older workers, patterns that do not \
          sample) counts in proportion to its overlap with the window. Records of the timing \
          side only: the receiver for `stream`, the client otherwise.\n\
-         - Headline statistic: **{}** of the repetitions{}. In brackets, an interval for the \
-         median, distribution-free (order statistics of the binomial distribution): from 6 \
+         - Headline statistic: **{}** of the repetitions{}. In appendix.md's tables, in \
+         brackets, an interval for the median, distribution-free (order statistics of the binomial distribution): from 6 \
          repetitions on, the 95% confidence interval; with 2 to 5 no interval reaches 95%, so \
          [min, max] is given with the coverage it has (50% at n=2, 75% at 3, 87.5% at 4, 93.8% \
          at 5). Each table's heading names its kind; a cell of the other kind is marked †.\n\
@@ -185,7 +299,7 @@ fn method(s: &mut String, statistic: Statistic, tested: usize) {
          geometric means; not corrected for the number of ratios).\n\
          - Latency: percentiles (nearest rank) of the per-trial one-way latency over all \
          successful trials of a cell.\n\
-         - Failed point attempts are listed below and never enter the statistics.\n\
+         - Failed point attempts are listed in appendix.md and never enter the statistics.\n\
          - Units: sizes in B, KiB (1024 B) and MiB (1024² B); rates in Mbit/s (10^6 bit/s), \
          except where the 1996 paper is quoted in its MB/s (10^6 B/s).\n",
         statistic.as_str(),

@@ -2,6 +2,7 @@
 
 mod comparison_csv;
 mod exporter;
+mod latex;
 mod markdown;
 mod media_csv;
 mod model_csv;
@@ -19,6 +20,7 @@ use super::error::ReportError;
 
 pub use comparison_csv::ComparisonCsv;
 pub use exporter::Exporter;
+pub use latex::Latex;
 pub use markdown::Markdown;
 pub use media_csv::MediaCsv;
 pub use model_csv::ModelCsv;
@@ -30,14 +32,15 @@ pub use summary_json::SummaryJson;
 pub use svg::Svg;
 
 /// The outputs of a report: CSVs (`media.csv` only when the run has medium statistics),
-/// `summary.json`, Markdown, SVG figures and NetPIPE-format curves, plus PNG copies when
-/// asked for.
+/// `summary.json`, Markdown (report.md and appendix.md), the tables as LaTeX, SVG figures and
+/// NetPIPE-format curves, plus PNG copies when asked for.
 pub fn standard(png: bool) -> Result<Vec<Box<dyn Exporter>>, ReportError> {
     let mut all: Vec<Box<dyn Exporter>> = vec![
         Box::new(SummaryCsv),
         Box::new(SummaryJson),
         Box::new(ComparisonCsv),
         Box::new(Markdown),
+        Box::new(Latex),
         Box::new(ModelCsv),
         Box::new(MediaCsv),
         Box::new(Svg),

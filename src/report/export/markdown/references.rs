@@ -25,29 +25,20 @@ pub fn references(s: &mut String, refs: &ReferenceChecks, statistic: Statistic) 
         checks.len() - refs.failed(),
         checks.len()
     );
-    if !checks.is_empty() {
-        s.push_str("| reference | expected | bounds | measured | change | verdict |\n");
-        s.push_str("|---|---:|---|---:|---:|---|\n");
-        for c in checks {
-            let (measured, change) = match (c.measured, c.change_percent) {
-                (Some(m), Some(p)) => (
-                    format!("{}{}", human(m), c.interval_suffix()),
-                    format!("{p:+.1}%"),
-                ),
-                _ => (md_cell(c.note.as_deref().unwrap_or("")), "-".into()),
-            };
-            let _ = writeln!(
-                s,
-                "| {} | {} {} | {} | {measured} | {change} | {} |",
-                md_cell(&c.reference),
-                human(c.expected),
-                c.unit,
-                c.bounds,
-                c.verdict.check_text()
-            );
-        }
-        s.push('\n');
+    // A list, not a table: a reference's name runs long.
+    for c in checks {
+        let _ = writeln!(
+            s,
+            "- **{}** {}: expected {} {}, bounds {}; {}",
+            c.verdict.check_text(),
+            md_cell(&c.reference),
+            human(c.expected),
+            c.unit,
+            c.bounds,
+            md_cell(&c.measured_text())
+        );
     }
+    s.push('\n');
     if !refs.other_clusters.is_empty() {
         let _ = writeln!(
             s,

@@ -135,7 +135,7 @@ fn size_axes_are_labelled_in_binary_units() {
 }
 
 #[test]
-fn figures_fit_a_column_and_legends_sit_outside_the_data() {
+fn figures_print_at_a_column_or_page_width_and_legends_sit_outside_the_data() {
     let dir = report(&crowded());
     let figures = std::fs::read_dir(dir.path().join("figures")).unwrap();
     for entry in figures {
@@ -146,15 +146,12 @@ fn figures_fit_a_column_and_legends_sit_outside_the_data() {
         if name.starts_with("topology-") {
             continue;
         }
-        let root = doc.root_element();
-        assert_eq!(root.attribute("width"), Some("720"), "{name}");
+        // Printed a column (3.5 in) or a page (7 in) wide, no text below 8 pt at that size.
+        let pt_per_unit = print_scale(&doc, &name);
         for t in doc.descendants().filter(|n| n.has_tag_name("text")) {
             if t.text().is_some_and(|s| !s.trim().is_empty()) {
-                assert!(
-                    num(&t, "font-size") >= 14.0,
-                    "{name}: small text {:?}",
-                    t.text()
-                );
+                let pt = num(&t, "font-size") * pt_per_unit;
+                assert!(pt >= 8.0, "{name}: {:?} prints at {pt:.1} pt", t.text());
             }
         }
         let areas: Vec<(f64, f64, f64, f64)> = doc
@@ -190,6 +187,117 @@ fn figures_fit_a_column_and_legends_sit_outside_the_data() {
     }
 }
 
+/// Points per SVG unit at the figure's declared print width, which must be a column's
+/// (3.5 in) or a page's (7 in).
+fn print_scale(doc: &roxmltree::Document<'_>, name: &str) -> f64 {
+    let root = doc.root_element();
+    let width = root.attribute("width").unwrap_or_default();
+    let inches: f64 = width
+        .strip_suffix("in")
+        .unwrap_or_else(|| panic!("{name}: width {width:?} is not in inches"))
+        .parse()
+        .unwrap();
+    assert!(
+        [3.5, 7.0].contains(&inches),
+        "{name}: {inches} in is neither a column nor a page"
+    );
+    let view: Vec<f64> = root
+        .attribute("viewBox")
+        .unwrap()
+        .split_whitespace()
+        .map(|v| v.parse().unwrap())
+        .collect();
+    inches * 72.0 / view[2]
+}
+
+/// Pixel positions at print resolution.
+type Pixels = BTreeSet<(i64, i64)>;
+
+/// `svg` rendered without its text (resvg built without fonts) to RGBA pixels.
+fn render(svg: &str) -> Vec<u8> {
+    let tree = resvg::usvg::Tree::from_str(svg, &resvg::usvg::Options::default()).unwrap();
+    let size = tree.size().to_int_size();
+    let mut pixmap = resvg::tiny_skia::Pixmap::new(size.width(), size.height()).unwrap();
+    resvg::render(
+        &tree,
+        resvg::tiny_skia::Transform::identity(),
+        &mut pixmap.as_mut(),
+    );
+    pixmap.data().to_vec()
+}
+
+/// The study with a twin of the routed mesh: another topology measuring exactly the same
+/// values, the case where one series could lie wholly under another.
+fn with_twins() -> SynthSpec {
+    let mut spec = SynthSpec::study(7);
+    let twin = SynthConfig {
+        topology: "twin-mesh".into(),
+        ..spec.configs[1].clone()
+    };
+    spec.configs.push(twin);
+    spec
+}
+
+#[test]
+fn no_series_hides_under_another_when_the_figure_is_rendered() {
+    let dir = report(&with_twins());
+    let mut checked = 0;
+    for stem in [
+        "throughput-vs-size-token-tcp",
+        "throughput-vs-pairs-token-tcp",
+        "latency-vs-size-token-tcp",
+    ] {
+        let text = svg(dir.path(), stem);
+        let whole = render(&text);
+        let doc = roxmltree::Document::parse(&text).unwrap();
+        // No two series of a panel put all their points on the same pixels at 300 dpi.
+        let dots_per_unit = print_scale(&doc, stem) / 72.0 * 300.0;
+        let mut panels: Vec<Vec<(String, Pixels)>> = Vec::new();
+        for n in doc.descendants() {
+            if n.has_tag_name("rect") && has_class(&n, "plot-area") {
+                panels.push(Vec::new());
+            } else if n.has_tag_name("g") && has_class(&n, "series") {
+                let line = n.children().find(|c| c.has_tag_name("polyline")).unwrap();
+                let pixels: Pixels = line
+                    .attribute("points")
+                    .unwrap()
+                    .split_whitespace()
+                    .map(|p| {
+                        let (x, y) = p.split_once(',').unwrap();
+                        let at = |v: &str| (v.parse::<f64>().unwrap() * dots_per_unit).round();
+                        (at(x) as i64, at(y) as i64)
+                    })
+                    .collect();
+                let label = n.attribute("data-label").unwrap().to_owned();
+                panels.last_mut().unwrap().push((label, pixels));
+            }
+        }
+        for panel in &panels {
+            for (i, (a, pa)) in panel.iter().enumerate() {
+                for (b, pb) in &panel[i + 1..] {
+                    assert_ne!(pa, pb, "{stem}: {a} and {b} share every point's pixels");
+                }
+            }
+        }
+        for g in doc
+            .descendants()
+            .filter(|n| n.has_tag_name("g") && has_class(n, "series"))
+        {
+            // Leaving a series out must change some pixel: else it is wholly hidden.
+            let r = g.range();
+            let without = format!("{}{}", &text[..r.start], &text[r.end..]);
+            assert_ne!(
+                render(&without),
+                whole,
+                "{stem}: series {:?} is hidden under the others",
+                g.attribute("data-label")
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 9, "only {checked} series checked");
+}
+
 #[test]
 fn a_figure_with_one_x_value_is_a_bar_chart() {
     let mut spec = crowded();
@@ -215,9 +323,10 @@ fn a_figure_with_one_x_value_is_a_bar_chart() {
         .map(str::trim)
         .collect();
     assert!(texts.contains(&"7 pairs, 2 MiB"), "{texts:?}");
+    // Labelled as report.md's legend table names mesh-variant-4.
     assert!(
-        texts.contains(&"mesh-variant-4 local-wire"),
-        "bars are labelled"
+        texts.contains(&"MV4 local-wire"),
+        "bars are labelled: {texts:?}"
     );
     // Pairs still vary, so that figure keeps its lines.
     let pairs = svg(dir.path(), "throughput-vs-pairs-token-tcp");
@@ -246,7 +355,8 @@ fn compared_runs_each_have_their_colour_and_configurations_keep_their_marker() {
         .filter(|n| n.has_tag_name("g") && has_class(n, "series"))
     {
         let label = g.attribute("data-label").unwrap();
-        let (run, config) = label.split_once(": ").unwrap();
+        // `r1:BDN local-wire`: the run's number in report.md's legend, then the label.
+        let (run, config) = label.split_once(':').unwrap();
         let line = g.children().find(|c| c.has_tag_name("polyline")).unwrap();
         seen.insert(
             (run.to_owned(), config.to_owned()),
@@ -259,8 +369,8 @@ fn compared_runs_each_have_their_colour_and_configurations_keep_their_marker() {
     assert_eq!(seen.len(), 6, "{seen:?}");
     let configs: BTreeSet<&String> = seen.keys().map(|k| &k.1).collect();
     for c in configs {
-        let before = &seen[&("before".to_owned(), c.clone())];
-        let after = &seen[&("after".to_owned(), c.clone())];
+        let before = &seen[&("r1".to_owned(), c.clone())];
+        let after = &seen[&("r2".to_owned(), c.clone())];
         assert_eq!(before.0, after.0, "{c}: one marker per configuration");
         assert_ne!(before.1, after.1, "{c}: one colour per run");
     }

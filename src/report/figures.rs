@@ -14,6 +14,7 @@ use super::document::Report;
 use super::format::size;
 use super::intervals::IntervalNames;
 use super::netpipe_curves::netpipe_rate;
+use super::short_labels::ShortLabels;
 use crate::results::Statistic;
 use orchestrate_worker::record::Pattern;
 
@@ -66,6 +67,9 @@ pub struct Figure {
     /// A logarithmic x axis of sizes in bytes (ticks in B/KiB/MiB).
     pub x_log: bool,
     pub y_log: bool,
+    /// Whether the x values are a few measured ones (sizes, pair counts) that several series
+    /// share: their markers are then set a little apart sideways so none hides another.
+    pub dodge: bool,
     pub chart: Chart,
     pub panels: Vec<Panel>,
     /// What the whiskers are, when there are any.
@@ -79,12 +83,18 @@ const RATE_AXIS: &str = "throughput [Mbit/s]";
 pub fn figures(report: &Report) -> Vec<Figure> {
     let stat = report.statistic;
     let mut out = Vec::new();
+    // Series are named by report.md's legend table: short label and placement.
+    let labels = ShortLabels::of(
+        report.comparison.iter().flat_map(|t| &t.configs),
+        &report.runs,
+    );
+    let name = |c: &Config| format!("{} {}", labels.get(c), c.placement.as_str());
     for t in &report.comparison {
-        out.push(throughput_vs_size(t, stat));
-        out.extend(throughput_vs_pairs(t, stat));
-        out.extend(latency_vs_size(t));
+        out.push(throughput_vs_size(t, stat, &name));
+        out.extend(throughput_vs_pairs(t, stat, &name));
+        out.extend(latency_vs_size(t, &name));
     }
-    if let Some(f) = netpipe_figure(report) {
+    if let Some(f) = netpipe_figure(report, &name) {
         out.push(f);
     }
     let mut out: Vec<Figure> = out.into_iter().map(shaped).collect();
@@ -149,6 +159,7 @@ fn progress_figure(report: &Report) -> Option<Figure> {
         ),
         x_log: false,
         y_log: false,
+        dodge: false,
         chart: Chart::Lines,
         panels: vec![Panel {
             title: k.measure.label(),
@@ -287,7 +298,7 @@ fn series(label: String, style: Style, config: &Config) -> Series {
 }
 
 /// Throughput vs size, one panel per pair count.
-fn throughput_vs_size(t: &ComparisonTable, stat: Statistic) -> Figure {
+fn throughput_vs_size(t: &ComparisonTable, stat: Statistic, name: &Namer) -> Figure {
     let m = t.measure;
     let mut book = StyleBook::default();
     let mut panels: BTreeMap<u32, Vec<Series>> = BTreeMap::new();
@@ -303,7 +314,7 @@ fn throughput_vs_size(t: &ComparisonTable, stat: Statistic) -> Figure {
             }
         }
         for (pairs, points) in by_pairs {
-            let mut s = series(config.label(), style, config);
+            let mut s = series(name(config), style, config);
             s.points = points;
             panels.entry(pairs).or_default().push(s);
         }
@@ -318,7 +329,10 @@ fn throughput_vs_size(t: &ComparisonTable, stat: Statistic) -> Figure {
         x_label: SIZE_AXIS.into(),
         y_label: RATE_AXIS.into(),
         x_log: true,
-        y_log: false,
+        // Small messages' throughput is orders of magnitude below large ones': on a linear
+        // axis every 4 B and 64 B point would sit on zero.
+        y_log: true,
+        dodge: true,
         chart: Chart::Lines,
         panels: panels
             .into_iter()
@@ -332,7 +346,7 @@ fn throughput_vs_size(t: &ComparisonTable, stat: Statistic) -> Figure {
 }
 
 /// Throughput vs pairs at the largest size, with an interval for the median as whiskers.
-fn throughput_vs_pairs(t: &ComparisonTable, stat: Statistic) -> Option<Figure> {
+fn throughput_vs_pairs(t: &ComparisonTable, stat: Statistic, name: &Namer) -> Option<Figure> {
     let m = t.measure;
     let largest = t.rows.iter().map(|r| r.size_bytes).max()?;
     let mut book = StyleBook::default();
@@ -342,7 +356,7 @@ fn throughput_vs_pairs(t: &ComparisonTable, stat: Statistic) -> Option<Figure> {
         .iter()
         .enumerate()
         .map(|(col, config)| {
-            let mut s = series(config.label(), book.config(config, ""), config);
+            let mut s = series(name(config), book.config(config, ""), config);
             for row in &rows {
                 if let Some(c) = t.cell(row, col) {
                     if let Some(v) = c.value(stat) {
@@ -376,6 +390,7 @@ fn throughput_vs_pairs(t: &ComparisonTable, stat: Statistic) -> Option<Figure> {
         y_label: RATE_AXIS.into(),
         x_log: false,
         y_log: false,
+        dodge: true,
         chart: Chart::Lines,
         panels: vec![Panel {
             title: String::new(),
@@ -387,7 +402,7 @@ fn throughput_vs_pairs(t: &ComparisonTable, stat: Statistic) -> Option<Figure> {
 
 /// Latency vs size at the smallest pair count (the least loaded case); none when no cell
 /// has a latency.
-fn latency_vs_size(t: &ComparisonTable) -> Option<Figure> {
+fn latency_vs_size(t: &ComparisonTable, name: &Namer) -> Option<Figure> {
     let m = t.measure;
     let pairs = t.rows.iter().map(|r| r.pairs).min()?;
     let mut book = StyleBook::default();
@@ -396,7 +411,7 @@ fn latency_vs_size(t: &ComparisonTable) -> Option<Figure> {
         .iter()
         .enumerate()
         .map(|(col, config)| {
-            let mut s = series(config.label(), book.config(config, ""), config);
+            let mut s = series(name(config), book.config(config, ""), config);
             s.points = t
                 .rows
                 .iter()
@@ -424,6 +439,7 @@ fn latency_vs_size(t: &ComparisonTable) -> Option<Figure> {
         y_label: "one-way latency [µs]".into(),
         x_log: true,
         y_log: true,
+        dodge: true,
         chart: Chart::Lines,
         panels: vec![Panel {
             title: String::new(),
@@ -433,6 +449,9 @@ fn latency_vs_size(t: &ComparisonTable) -> Option<Figure> {
     })
 }
 
+/// A configuration's name in a figure's legend.
+type Namer<'a> = dyn Fn(&Config) -> String + 'a;
+
 /// A panel's title by its pair count: `1 pair`, `4 pairs`.
 fn pairs_title(pairs: u32) -> String {
     format!("{pairs} {}", if pairs == 1 { "pair" } else { "pairs" })
@@ -440,7 +459,7 @@ fn pairs_title(pairs: u32) -> String {
 
 /// NetPIPE's own view: throughput of one pair vs block size, this run's NetPIPE-like
 /// patterns at one pair beside every imported baseline table.
-fn netpipe_figure(report: &Report) -> Option<Figure> {
+fn netpipe_figure(report: &Report, label: &Namer) -> Option<Figure> {
     let stat = report.statistic;
     let mut book = StyleBook::default();
     let mut all = Vec::new();
@@ -463,7 +482,7 @@ fn netpipe_figure(report: &Report) -> Option<Figure> {
             if !points.is_empty() {
                 let name = measure_name(t.measure);
                 let style = book.config(config, &format!(" ({name})"));
-                let mut s = series(format!("{} ({name})", config.label()), style, config);
+                let mut s = series(format!("{} ({name})", label(config)), style, config);
                 s.points = points;
                 all.push(s);
             }
@@ -496,6 +515,7 @@ fn netpipe_figure(report: &Report) -> Option<Figure> {
         y_label: RATE_AXIS.into(),
         x_log: true,
         y_log: false,
+        dodge: false,
         chart: Chart::Lines,
         panels: vec![Panel {
             title: String::new(),
@@ -538,6 +558,7 @@ mod tests {
             y_label: "y [Mbit/s]".into(),
             x_log: true,
             y_log: false,
+            dodge: true,
             chart: Chart::Lines,
             panels: vec![Panel {
                 title: "1 pair".into(),

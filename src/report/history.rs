@@ -213,6 +213,7 @@ fn figure_of(history: &str) -> Figure {
         y_label: "measured".into(),
         x_log: false,
         y_log: false,
+        dodge: false,
         chart: Chart::Lines,
         panels,
         note: Some(format!(

@@ -1,8 +1,9 @@
-//! `figures/*.svg`, sized for a paper's column.
-//!
-//! Every figure is 720 px wide, to be placed at a column's width (3.5 in = 252 pt): a pixel
-//! prints at 0.35 pt, so the smallest text, 17 px, prints at 6 pt. Several panels sit two to
-//! a row; the legend and any note sit below the panels, never over data.
+//! `figures/*.svg`, at the size they print in a paper: a figure of one panel is one column
+//! wide (3.5 in), one of several panels the page's width (7 in), two panels to a row. The SVG
+//! says so (`width="3.5in"`), and its units are laid out at 720 px for 7 in, so a unit prints
+//! at 0.7 pt and the smallest text, 13 px, at 9.1 pt. The title, legend and any note sit
+//! above and below the panels, never over data. Where series share an x value, their markers
+//! are set a little apart sideways, so that equal values never hide one another.
 //!
 //! plotters draws the frame, axes, ticks and grid (no system fonts needed). The series, bars
 //! and legend are written as SVG elements of their own, because plotters' SVG backend has no
@@ -20,8 +21,8 @@ use plotters::prelude::*;
 use super::exporter::{Exporter, RenderedFile};
 use crate::report::document::Report;
 use crate::report::error::ReportError;
-use crate::report::figures::{Chart, Figure, Panel, figures};
-use crate::report::format::{human, size_tick};
+use crate::report::figures::{Chart, Figure, Panel, Series, figures};
+use crate::report::format::size_tick;
 use legend::{LEGEND_PX, LEGEND_TEXT_X, LegendEntry, PAD};
 use overlay::{Overlay, esc};
 
@@ -46,20 +47,23 @@ impl Exporter for Svg {
     }
 }
 
-/// Sizes in px of the finished SVG.
-const WIDTH: u32 = 720;
-const TITLE_H: u32 = 40;
-const PANEL_H_HALF: u32 = 320;
-const PANEL_H_FULL: u32 = 400;
+/// Widths in px of a figure of several panels (the page, 7 in) and of one (a column, 3.5 in).
+const PAGE_W: u32 = 720;
+const COLUMN_W: u32 = 360;
+/// Inches the page width prints at: [`PAGE_W`] px are 7 in, so every px is 0.7 pt.
+const PAGE_IN: f64 = 7.0;
+const TITLE_LINE_H: u32 = 20;
+const PANEL_H_HALF: u32 = 300;
+const PANEL_H_FULL: u32 = 290;
 const BAR_ROW_H: u32 = 46;
 const BAR_PANEL_EXTRA: u32 = 110;
 const NOTE_LINE_H: u32 = 24;
 
-/// Font sizes in px as they appear in the SVG.
-const TITLE_PX: f64 = 20.0;
-const CAPTION_PX: f64 = 18.0;
-const AXIS_PX: f64 = 18.0;
-const TICK_PX: f64 = 17.0;
+/// Font sizes in px as they appear in the SVG (× 0.7 for points in print).
+const TITLE_PX: f64 = 15.0;
+const CAPTION_PX: f64 = 14.0;
+const AXIS_PX: f64 = 14.0;
+const TICK_PX: f64 = 13.0;
 
 /// plotters writes `font-size` as the requested size / 1.24; this asks for `px` on the page.
 fn font(px: f64) -> (&'static str, f64) {
@@ -72,6 +76,9 @@ fn plot_err<E: std::fmt::Debug>(e: E) -> ReportError {
 
 /// Where a figure's parts go.
 struct Layout {
+    /// [`PAGE_W`] or [`COLUMN_W`].
+    width: u32,
+    title: Vec<String>,
     cols: usize,
     rows: usize,
     panel_h: u32,
@@ -91,13 +98,14 @@ impl Layout {
             Chart::Lines => (1, PANEL_H_FULL),
         };
         // Bars carry their labels; lines get one legend for all panels.
+        let width = if cols > 1 { PAGE_W } else { COLUMN_W };
         let mut legend: Vec<LegendEntry> = Vec::new();
         if fig.chart == Chart::Lines {
             for s in fig.panels.iter().flat_map(|p| &p.series) {
                 if !legend.iter().any(|e| e.label == s.label) {
                     legend.push(LegendEntry {
                         label: s.label.clone(),
-                        lines: wrap(&s.label, WIDTH as f64 - (LEGEND_TEXT_X + PAD) as f64),
+                        lines: wrap(&s.label, width as f64 - (LEGEND_TEXT_X + PAD) as f64),
                         style: s.style,
                         reference: s.reference,
                     });
@@ -105,6 +113,8 @@ impl Layout {
             }
         }
         Self {
+            width,
+            title: wrap_at(&fig.title, width as f64 - 2.0 * PAD as f64, TITLE_PX),
             cols,
             rows: n.div_ceil(cols),
             panel_h,
@@ -112,7 +122,7 @@ impl Layout {
             note: fig
                 .note
                 .as_deref()
-                .map(|n| wrap(n, WIDTH as f64 - 2.0 * PAD as f64))
+                .map(|n| wrap(n, width as f64 - 2.0 * PAD as f64))
                 .unwrap_or_default(),
         }
     }
@@ -129,15 +139,24 @@ impl Layout {
         }
     }
 
+    fn title_h(&self) -> u32 {
+        TITLE_LINE_H * self.title.len() as u32 + 10
+    }
+
     fn height(&self) -> u32 {
-        TITLE_H + self.grid_h() + self.legend_h() + NOTE_LINE_H * self.note.len() as u32 + 8
+        self.title_h() + self.grid_h() + self.legend_h() + NOTE_LINE_H * self.note.len() as u32 + 8
     }
 }
 
-/// Splits text into lines that fit `width` px at [`LEGEND_PX`] (DejaVu Sans averages about
-/// 0.58 em per character in these labels).
+/// Splits text into lines that fit `width` px at [`LEGEND_PX`].
 fn wrap(text: &str, width: f64) -> Vec<String> {
-    let max = (width / (LEGEND_PX * 0.58)) as usize;
+    wrap_at(text, width, LEGEND_PX)
+}
+
+/// Splits text into lines that fit `width` px at `px` (DejaVu Sans averages about 0.58 em per
+/// character in these labels).
+fn wrap_at(text: &str, width: f64, px: f64) -> Vec<String> {
+    let max = (width / (px * 0.58)) as usize;
     let mut lines: Vec<String> = Vec::new();
     for word in text.split_whitespace() {
         match lines.last_mut() {
@@ -157,10 +176,10 @@ pub fn render(fig: &Figure) -> Result<String, ReportError> {
     let mut buf = String::new();
     let mut overlay = Overlay::default();
     {
-        let root = SVGBackend::with_string(&mut buf, (WIDTH, layout.height())).into_drawing_area();
+        let root =
+            SVGBackend::with_string(&mut buf, (layout.width, layout.height())).into_drawing_area();
         root.fill(&WHITE).map_err(plot_err)?;
-        let (head, rest) = root.split_vertically(TITLE_H);
-        head.titled(&fig.title, font(TITLE_PX)).map_err(plot_err)?;
+        let (_, rest) = root.split_vertically(layout.title_h());
         let (grid, _) = rest.split_vertically(layout.grid_h());
         let areas = grid.split_evenly((layout.rows, layout.cols));
         for (panel, area) in fig.panels.iter().zip(areas.iter()) {
@@ -171,7 +190,18 @@ pub fn render(fig: &Figure) -> Result<String, ReportError> {
         }
         root.present().map_err(plot_err)?;
     }
-    let mut y = (TITLE_H + layout.grid_h()) as i32;
+    for (i, line) in layout.title.iter().enumerate() {
+        let y = (TITLE_LINE_H * (i as u32 + 1)) as i32;
+        overlay.text(
+            layout.width as i32 / 2,
+            y,
+            TITLE_PX,
+            "middle",
+            line,
+            "title",
+        );
+    }
+    let mut y = (layout.title_h() + layout.grid_h()) as i32;
     overlay.legend(&layout.legend, y);
     y += layout.legend_h() as i32;
     for line in &layout.note {
@@ -180,7 +210,28 @@ pub fn render(fig: &Figure) -> Result<String, ReportError> {
     }
     let end = buf.rfind("</svg>").unwrap_or(buf.len());
     buf.insert_str(end, &overlay.0);
-    Ok(with_title_element(buf, &fig.title))
+    Ok(with_title_element(
+        at_print_size(buf, layout.width, layout.height()),
+        &fig.title,
+    ))
+}
+
+/// Declares the figure's print size on its root: `width="3.5in"` for [`COLUMN_W`] px, the
+/// px kept as its viewBox, so every px prints at 0.7 pt.
+fn at_print_size(svg: String, width: u32, height: u32) -> String {
+    let inches = |px: u32| px as f64 * PAGE_IN / PAGE_W as f64;
+    let from = format!(r#"width="{width}" height="{height}""#);
+    let to = format!(
+        r#"width="{:.3}in" height="{:.3}in""#,
+        inches(width),
+        inches(height)
+    );
+    // plotters opens the document with the root's width and height.
+    if svg.starts_with(&format!("<svg {from}")) {
+        svg.replacen(&from, &to, 1)
+    } else {
+        svg
+    }
 }
 
 /// Adds an SVG `<title>` so the figure is named for screen readers and file browsers too.
@@ -261,7 +312,7 @@ fn lines_panel(
     let Some(((x0, x1), (y0, y1))) = bounds(panel) else {
         return Ok(());
     };
-    let narrow = area.dim_in_pixel().0 < WIDTH / 2 + 20;
+    let narrow = area.dim_in_pixel().0 < COLUMN_W + 20;
     let size_x = || {
         let lo = if x0 > 0.0 { x0 } else { 1.0 };
         let max = if narrow { 4 } else { 7 };
@@ -340,7 +391,7 @@ impl Frame<'_, '_, '_> {
         };
         let y_fmt = |v: &f64| {
             if fig.y_log {
-                human(*v)
+                log_tick(*v)
             } else {
                 linear_tick(*v, y_span)
             }
@@ -359,8 +410,10 @@ impl Frame<'_, '_, '_> {
             .draw()
             .map_err(plot_err)?;
         overlay.plot_area(chart.plotting_area().get_pixel_range());
+        let own: Vec<&Series> = self.panel.series.iter().filter(|s| !s.reference).collect();
         for s in &self.panel.series {
-            let at = |x: f64, y: f64| chart.backend_coord(&(x, y));
+            let shift = dodge(fig, &own, s);
+            let at = |x: f64, y: f64| chart.backend_coord(&(shift(x), y));
             let points: Vec<(i32, i32)> = s.points.iter().map(|&(x, y)| at(x, y)).collect();
             let whiskers: Vec<(i32, i32, i32)> = s
                 .whiskers
@@ -373,6 +426,28 @@ impl Frame<'_, '_, '_> {
             overlay.series(s, &points, &whiskers);
         }
         Ok(())
+    }
+}
+
+/// How far apart sideways the markers of series sharing an x value are set: a fifth of an
+/// octave on a size axis, a tenth of a pair on a count axis, between neighbours.
+const DODGE_OCTAVES: f64 = 0.2;
+const DODGE_COUNT: f64 = 0.1;
+
+/// Where series `s` of a panel whose own (non-reference) series are `own` draws an x value:
+/// the series centred around it in their order, where the figure dodges.
+fn dodge(fig: &Figure, own: &[&Series], s: &Series) -> impl Fn(f64) -> f64 + use<> {
+    let step = match own.iter().position(|o| std::ptr::eq(*o, s)) {
+        Some(k) if fig.dodge && own.len() > 1 => k as f64 - (own.len() - 1) as f64 / 2.0,
+        _ => 0.0,
+    };
+    let log = fig.x_log;
+    move |x: f64| {
+        if log {
+            x * 2f64.powf(step * DODGE_OCTAVES)
+        } else {
+            x + step * DODGE_COUNT
+        }
     }
 }
 
@@ -431,6 +506,19 @@ fn bars_panel(
     Ok(())
 }
 
+/// A tick on a log axis, as short as its value allows and the same style at every decade:
+/// `0.01`, `0.1`, `1`, `10`, `100`; `2.5` between them.
+fn log_tick(v: f64) -> String {
+    // Two significant digits at most, trailing zeros dropped.
+    let decimals = (1.0 - v.log10().floor()).max(0.0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    } else {
+        s
+    }
+}
+
 /// A tick on a linear axis spanning `span`: as many decimals as the tick step needs (plotters
 /// steps by 1, 2 or 5 × 10^k), the same for every tick of the axis.
 fn linear_tick(v: f64, span: f64) -> String {
@@ -451,6 +539,15 @@ mod tests {
             [4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0]
         );
         assert!(size_ticks(1.0, 1048576.0, 4).len() <= 4);
+    }
+
+    #[test]
+    fn log_ticks_are_as_short_as_their_values() {
+        let ticks: Vec<String> = [0.01, 0.1, 1.0, 10.0, 100.0, 2.5, 0.25]
+            .into_iter()
+            .map(log_tick)
+            .collect();
+        assert_eq!(ticks, ["0.01", "0.1", "1", "10", "100", "2.5", "0.25"]);
     }
 
     #[test]

@@ -52,6 +52,7 @@ mod intervals;
 mod load;
 mod netpipe;
 mod netpipe_curves;
+mod node_facts;
 mod options;
 mod predicted;
 mod references;

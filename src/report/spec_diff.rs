@@ -1,5 +1,6 @@
 //! What differs between two runs besides their numbers: the experiment and topology files each
-//! run kept, and the tool that made it. `report --compare` prints it first, so that a cell
+//! run kept, the tool that made it, and the hosts it ran on (the facts every node's probe
+//! found alike: kernel, CPUs, clock source, offloads). `report --compare` prints it first, so that a cell
 //! called worse is not read as a regression when the newer run measured something else (a
 //! `host = "486dx4"` added to a topology changes every cell).
 
@@ -7,7 +8,26 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use super::node_facts::NodeFacts;
 use crate::results::RunDir;
+
+/// A run's hosts as lines to diff: how many nodes, then each fact all of them share
+/// (`kernel.release = 6.1.0-…`). Facts that differ between a run's own nodes (names,
+/// addresses) say nothing about the machine kind and are left out.
+fn hosts(d: &RunDir) -> String {
+    let Ok(manifest) = d.manifest() else {
+        return "not recorded\n".into();
+    };
+    if manifest.nodes.is_empty() {
+        return "not recorded\n".into();
+    }
+    let facts = NodeFacts::split(&manifest.nodes);
+    let mut s = format!("nodes = {}\n", facts.nodes);
+    for (k, v) in &facts.common {
+        let _ = writeln!(s, "{k} = {v}");
+    }
+    s
+}
 
 /// The differences between two runs' specs and tools, by file.
 #[derive(Debug, Default, PartialEq)]
@@ -61,7 +81,16 @@ impl SpecDiff {
                 .unwrap_or_else(|| "not recorded\n".into())
         };
         diff_file("tool".into(), tool(&a), tool(&b));
+        diff_file("hosts".into(), hosts(&a), hosts(&b));
         SpecDiff { files }
+    }
+
+    /// Whether the runs differ in more than the tool that made them and the hosts they ran
+    /// on: a changed spec changes what the cells measure.
+    pub fn specs_differ(&self) -> bool {
+        self.files
+            .iter()
+            .any(|(name, _)| name != "tool" && name != "hosts")
     }
 
     pub fn is_empty(&self) -> bool {
@@ -75,15 +104,21 @@ impl SpecDiff {
         if self.is_empty() {
             let _ = writeln!(
                 s,
-                "{new} and {old} ran the same experiment and topologies with the same tool"
+                "{new} and {old} ran the same experiment and topologies with the same tool on \
+                 hosts whose probes found the same facts"
             );
             return s;
         }
         let names: Vec<&str> = self.files.iter().map(|(n, _)| n.as_str()).collect();
+        let across = if self.specs_differ() {
+            "changed specs"
+        } else {
+            "another tool or other hosts"
+        };
         let _ = writeln!(
             s,
-            "warning: {new} differs from {old} in {}: its cells are compared across changed \
-             specs (- {old}, + {new})",
+            "warning: {new} differs from {old} in {}: its cells are compared across {across} \
+             (- {old}, + {new})",
             names.join(", ")
         );
         for (name, lines) in &self.files {
@@ -179,6 +214,48 @@ mod tests {
         let text = d.render("a", "b");
         assert!(
             text.starts_with("warning: b differs from a in topologies/mesh.toml"),
+            "{text}"
+        );
+        assert!(SpecDiff::between(&a, &c).is_empty());
+    }
+
+    #[test]
+    fn runs_on_other_hosts_are_told_apart_by_the_facts_all_their_nodes_share() {
+        let dir = tempfile::tempdir().unwrap();
+        let make = |name: &str, kernel: &str| {
+            let run = dir.path().join(name);
+            std::fs::create_dir_all(&run).unwrap();
+            let node = |host: &str| serde_json::json!({"hostname": host, "kernel": {"release": kernel}, "cpus": 2});
+            let manifest = serde_json::json!({
+                "nodes": {"n01": node("n01"), "n02": node("n02")},
+            });
+            std::fs::write(run.join("manifest.json"), manifest.to_string()).unwrap();
+            run
+        };
+        let (a, b, c) = (
+            make("a", "6.1.0-57"),
+            make("b", "6.12.0-1"),
+            make("c", "6.1.0-57"),
+        );
+        let d = SpecDiff::between(&a, &b);
+        // The kernel both nodes share changed; their names differ within a run and are left out.
+        assert_eq!(
+            d.files,
+            [(
+                "hosts".to_string(),
+                vec![
+                    "- kernel.release = 6.1.0-57".to_string(),
+                    "+ kernel.release = 6.12.0-1".to_string()
+                ]
+            )]
+        );
+        assert!(!d.specs_differ());
+        let text = d.render("a", "b");
+        assert!(
+            text.starts_with(
+                "warning: b differs from a in hosts: its cells are compared across another tool \
+                 or other hosts"
+            ),
             "{text}"
         );
         assert!(SpecDiff::between(&a, &c).is_empty());

@@ -48,8 +48,9 @@ pub struct SimulateArgs {
     /// packet). Each size is its own run.
     #[arg(long, value_delimiter = ',', default_value = "64,1536")]
     frames: Vec<u32>,
-    /// Segment rate, bit/s.
-    #[arg(long, default_value_t = 10_000_000)]
+    /// Segment rate, spelt as in a topology ("10mbit", "10 Mbit/s", "100Mbit"), or a bare
+    /// number of bit/s.
+    #[arg(long, default_value = "10 Mbit/s", value_parser = bit_rate)]
     rate: u64,
     /// Simulated seconds per run.
     #[arg(long, default_value_t = 10.0)]
@@ -84,6 +85,17 @@ pub fn run(cmd: MediumCommand) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `--rate` by the one unit module, as topologies write rates; a bare number is bit/s, as
+/// this flag took before it read units.
+fn bit_rate(s: &str) -> Result<u64, String> {
+    if let Ok(bits) = s.trim().parse::<u64>() {
+        return Ok(bits);
+    }
+    orchestrate_worker::units::parse_bit_rate(s)
+        .map(|bits| bits.round() as u64)
+        .map_err(|e| e.to_string())
 }
 
 fn simulate(a: &SimulateArgs) -> anyhow::Result<ExitCode> {

@@ -145,6 +145,39 @@ fn medium_simulate_is_deterministic_and_between_the_formula_and_the_wire() {
 }
 
 #[test]
+fn medium_simulates_a_rate_spelt_as_topologies_and_papers_spell_it() {
+    let args = |rate: &str| {
+        [
+            "--stations",
+            "8",
+            "--frames",
+            "1536",
+            "--seconds",
+            "1",
+            "--rate",
+            rate,
+        ]
+        .map(String::from)
+    };
+    let run = |rate: &str| {
+        let a = args(rate);
+        simulate(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let bare = run("100000000");
+    assert!(
+        bare[0].2 > 50.0,
+        "100 Mbit/s carries more than 50: {bare:?}"
+    );
+    for spelt in ["100mbit", "100 Mbit/s", "100Mbit/s", "0.1gbit"] {
+        assert_eq!(run(spelt), bare, "{spelt}");
+    }
+    let out = orchestrate(&["medium", "simulate", "--rate", "100mbps"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("did you mean"), "{err}");
+}
+
+#[test]
 fn medium_simulate_refuses_a_frame_ethernet_cannot_carry() {
     let out = orchestrate(&["medium", "simulate", "--frames", "20"]);
     assert!(!out.status.success());

@@ -198,6 +198,18 @@ fn a_threshold_must_be_a_percentage() {
     assert!(err.contains("followed by %"), "{err}");
 }
 
+/// `orchestrate report FLAGS DIR`, which must exit with a failed check.
+fn report_failing(flags: &[&str], dir: &Path) -> std::process::Output {
+    orchestrate()
+        .arg("report")
+        .args(flags)
+        .arg(dir)
+        .assert()
+        .code(CHECK_FAILED)
+        .get_output()
+        .clone()
+}
+
 /// A run directory as `run` makes them, `<root>/<experiment>/<time>`, so that the
 /// experiment's history lands beside it in the temporary root.
 struct ReportedRun {
@@ -290,13 +302,7 @@ fn references_that_hold_pass_and_show_in_the_report() {
 #[test]
 fn a_reference_missed_by_more_than_its_bounds_fails_the_report() {
     let dir = run_with_references(&format!("{PASSING}{FAILING}"));
-    let out = orchestrate()
-        .args(["report", "--json"])
-        .arg(dir.path())
-        .assert()
-        .code(CHECK_FAILED)
-        .get_output()
-        .clone();
+    let out = report_failing(&["--json"], dir.path());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let checks = v["references"]["checks"].as_array().unwrap();
     let verdicts: Vec<&str> = checks
@@ -337,13 +343,7 @@ fn a_measurement_above_its_upper_bound_fails_too() {
         .replace("value = \"33 Mbit/s\"", "throughput = \"28 Mbit/s\"")
         .replace("tolerance = \"10%\"", "upper = \"+5%\"");
     let dir = run_with_references(&above);
-    let out = orchestrate()
-        .arg("report")
-        .arg(dir.path())
-        .assert()
-        .code(CHECK_FAILED)
-        .get_output()
-        .clone();
+    let out = report_failing(&[], dir.path());
     let text = stdout(&out);
     assert!(text.contains("ABOVE"), "{text}");
     assert!(text.contains("bounds none … +5%"), "{text}");
@@ -397,13 +397,7 @@ fn latency_references_check_the_cells_median_latency_on_their_cluster_kind_only(
         format!("name = \"reschke96-small\"\n{refs}"),
     )
     .unwrap();
-    let out = orchestrate()
-        .args(["report", "--json"])
-        .arg(dir.path())
-        .assert()
-        .code(CHECK_FAILED)
-        .get_output()
-        .clone();
+    let out = report_failing(&["--json"], dir.path());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let refs = &v["references"];
     assert_eq!(refs["cluster"], "docker");
@@ -435,11 +429,7 @@ fn latency_references_check_the_cells_median_latency_on_their_cluster_kind_only(
 fn every_reported_run_is_kept_once_in_the_experiments_history() {
     let dir = run_with_references(&format!("{PASSING}{FAILING}"));
     for _ in 0..2 {
-        orchestrate()
-            .arg("report")
-            .arg(dir.path())
-            .assert()
-            .code(CHECK_FAILED);
+        report_failing(&[], dir.path());
     }
     let history = dir.history();
     let lines: Vec<&str> = history.lines().collect();
@@ -490,13 +480,7 @@ fn every_reported_run_is_kept_once_in_the_experiments_history() {
 #[test]
 fn a_reference_to_a_cell_the_run_lacks_fails_as_missing() {
     let dir = run_with_references(&PASSING.replace("pairs = 7", "pairs = 3"));
-    let out = orchestrate()
-        .arg("report")
-        .arg(dir.path())
-        .assert()
-        .code(CHECK_FAILED)
-        .get_output()
-        .clone();
+    let out = report_failing(&[], dir.path());
     let text = stdout(&out);
     assert!(text.contains("MISSING"), "{text}");
     assert!(text.contains("the run has no such cell"), "{text}");

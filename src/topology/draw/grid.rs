@@ -9,6 +9,7 @@ use crate::spec::topology::Medium;
 use super::super::graph::{Network, Segment, Topology};
 use super::parts::{
     BOND, BOX_H, BOX_W, BUS, Legend, SWITCH_EDGE, SWITCH_FILL, esc, header, medium, node_box,
+    switch_beside,
 };
 
 /// Which segments are rows and columns, and where each node sits.
@@ -241,7 +242,7 @@ fn switch(s: &mut String, t: &Topology, g: &Grid, net: &Network) {
         .iter()
         .filter_map(|n| t.segments.iter().position(|s| &s.name == n))
         .collect();
-    let name = esc(net.switch.as_ref().expect("filtered").as_str());
+    let name = net.switch.as_ref().expect("filtered").as_str().to_owned();
     let rows: Vec<f64> = g
         .rows
         .iter()
@@ -263,28 +264,7 @@ fn switch(s: &mut String, t: &Topology, g: &Grid, net: &Network) {
         )
     };
     if !rows.is_empty() {
-        let (y0, y1) = span(&rows);
-        let x = X0 - OVERHANG - 30.0;
-        let _ = writeln!(
-            s,
-            r##"<rect class="switch" x="{:.1}" y="{:.1}" width="14" height="{:.1}" fill="{SWITCH_FILL}" stroke="{SWITCH_EDGE}"/>"##,
-            x - 7.0,
-            y0 - 6.0,
-            y1 - y0 + 12.0
-        );
-        for y in &rows {
-            let _ = writeln!(
-                s,
-                r##"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{SWITCH_EDGE}" stroke-width="2"/>"##,
-                x + 7.0,
-                X0 - OVERHANG
-            );
-        }
-        let _ = writeln!(
-            s,
-            r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="10">{name}</text>"#,
-            y1 + 22.0
-        );
+        switch_beside(s, X0 - OVERHANG - 30.0, &rows, X0 - OVERHANG, &name);
     } else if !cols.is_empty() {
         let (x0, x1) = span(&cols);
         let y = Y0 - OVERHANG - 30.0;
@@ -305,9 +285,10 @@ fn switch(s: &mut String, t: &Topology, g: &Grid, net: &Network) {
         }
         let _ = writeln!(
             s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="10">{name}</text>"#,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="10">{}</text>"#,
             x0 - 12.0,
-            y + 4.0
+            y + 4.0,
+            esc(&name)
         );
     }
 }

@@ -143,6 +143,35 @@ impl Legend {
     }
 }
 
+/// A switch as a bar at `x` spanning the buses at heights `ys`, each joined to it by a stub
+/// reaching `to_x`, its name under the bar.
+pub fn switch_beside(s: &mut String, x: f64, ys: &[f64], to_x: f64, name: &str) {
+    let (y0, y1) = (
+        ys.iter().cloned().fold(f64::MAX, f64::min),
+        ys.iter().cloned().fold(f64::MIN, f64::max),
+    );
+    let _ = writeln!(
+        s,
+        r##"<rect class="switch" x="{:.1}" y="{:.1}" width="14" height="{:.1}" fill="{SWITCH_FILL}" stroke="{SWITCH_EDGE}"/>"##,
+        x - 7.0,
+        y0 - 6.0,
+        y1 - y0 + 12.0
+    );
+    for y in ys {
+        let _ = writeln!(
+            s,
+            r##"<line x1="{:.1}" y1="{y:.1}" x2="{to_x:.1}" y2="{y:.1}" stroke="{SWITCH_EDGE}" stroke-width="2"/>"##,
+            x + 7.0
+        );
+    }
+    let _ = writeln!(
+        s,
+        r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="10">{}</text>"#,
+        y1 + 20.0,
+        esc(name)
+    );
+}
+
 /// A segment's medium in words.
 pub fn medium(m: Medium) -> &'static str {
     match m {

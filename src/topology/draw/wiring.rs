@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::spec::topology::Medium;
 
 use super::super::graph::{Network, Segment, Topology};
-use super::parts::{BOND, BUS, Legend, SWITCH_EDGE, SWITCH_FILL, esc, header, medium, node_box};
+use super::parts::{BOND, BUS, Legend, esc, header, medium, node_box, switch_beside};
 
 const NODE_W: f64 = 56.0;
 const TOP: f64 = 70.0;
@@ -109,33 +109,8 @@ fn svg_switch(s: &mut String, t: &Topology, net: &Network) {
         .filter_map(|sn| t.segments.iter().position(|s| &s.name == sn))
         .map(seg_y)
         .collect();
-    let (y0, y1) = (
-        ys.iter().cloned().fold(f64::MAX, f64::min),
-        ys.iter().cloned().fold(f64::MIN, f64::max),
-    );
-    let x = LEFT - 35.0;
-    let _ = writeln!(
-        s,
-        r##"<rect class="switch" x="{:.1}" y="{:.1}" width="14" height="{:.1}" fill="{SWITCH_FILL}" stroke="{SWITCH_EDGE}"/>"##,
-        x - 7.0,
-        y0 - 6.0,
-        y1 - y0 + 12.0
-    );
-    for y in &ys {
-        let _ = writeln!(
-            s,
-            r##"<line x1="{:.1}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="{SWITCH_EDGE}" stroke-width="2"/>"##,
-            x + 7.0,
-            LEFT - 8.0
-        );
-    }
-    let _ = writeln!(
-        s,
-        r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="10">{}</text>"#,
-        x,
-        y1 + 20.0,
-        esc(net.switch.as_ref().expect("filtered").as_str())
-    );
+    let name = net.switch.as_ref().expect("filtered").as_str();
+    switch_beside(s, LEFT - 35.0, &ys, LEFT - 8.0, name);
 }
 
 #[cfg(test)]

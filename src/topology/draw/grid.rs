@@ -8,8 +8,8 @@ use crate::spec::topology::Medium;
 
 use super::super::graph::{Network, Segment, Topology};
 use super::parts::{
-    BOND, BOX_H, BOX_W, BUS, Legend, SWITCH_EDGE, SWITCH_FILL, esc, header, medium, node_box,
-    switch_beside,
+    BOND, BOX_H, BOX_W, BUS, Legend, ModeLabel, SWITCH_EDGE, SWITCH_FILL, esc, header, medium,
+    node_box, switch_beside,
 };
 
 /// Which segments are rows and columns, and where each node sits.
@@ -201,7 +201,8 @@ pub fn svg(t: &Topology, g: &Grid) -> String {
                 esc(i.name.as_str())
             );
         }
-        node_box(&mut s, n, x, y);
+        // The row bus runs under the box: the bond mode goes above it.
+        node_box(&mut s, n, x, y, ModeLabel::Above);
     }
     s.push_str(&legend);
     s.push_str("</svg>\n");

@@ -39,9 +39,16 @@ pub fn header(s: &mut String, t: &Topology, width: f64, height: f64) {
     }
 }
 
+/// Where a node's bond mode is written: under its box, or above it where a bus runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModeLabel {
+    Below,
+    Above,
+}
+
 /// A node: a box centred on (`x`, `y`), filled when it forwards, its first bond's mode noted
-/// under the name.
-pub fn node_box(s: &mut String, n: &Node, x: f64, y: f64) {
+/// beside it.
+pub fn node_box(s: &mut String, n: &Node, x: f64, y: f64, mode: ModeLabel) {
     let fill = if n.forwarding {
         FORWARDING_FILL
     } else {
@@ -60,10 +67,13 @@ pub fn node_box(s: &mut String, n: &Node, x: f64, y: f64) {
         esc(n.name.as_str())
     );
     if let Some(b) = n.bonds.first() {
+        let at = match mode {
+            ModeLabel::Below => y + BOX_H / 2.0 + 10.0,
+            ModeLabel::Above => y - BOX_H / 2.0 - 3.0,
+        };
         let _ = writeln!(
             s,
-            r##"<text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="9" fill="{BOND}">{}</text>"##,
-            y + BOX_H / 2.0 + 10.0,
+            r##"<text x="{x:.1}" y="{at:.1}" text-anchor="middle" font-size="9" fill="{BOND}">{}</text>"##,
             esc(b.mode.as_str())
         );
     }
@@ -135,7 +145,7 @@ impl Legend {
             entry(
                 &mut g,
                 line(x, "", BOND),
-                "bonded interface (bond mode under the node)",
+                "bonded interface (bond mode by the node)",
                 &mut x,
             );
         }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use crate::spec::topology::Medium;
 
 use super::super::graph::{Network, Segment, Topology};
-use super::parts::{BOND, BUS, Legend, esc, header, medium, node_box, switch_beside};
+use super::parts::{BOND, BUS, Legend, ModeLabel, esc, header, medium, node_box, switch_beside};
 
 const NODE_W: f64 = 56.0;
 const TOP: f64 = 70.0;
@@ -27,7 +27,7 @@ pub fn svg(t: &Topology) -> String {
         svg_switch(&mut s, t, net);
     }
     for (ni, n) in t.nodes.iter().enumerate() {
-        node_box(&mut s, n, node_x(ni), TOP);
+        node_box(&mut s, n, node_x(ni), TOP, ModeLabel::Below);
     }
     s.push_str(&legend);
     s.push_str("</svg>\n");

@@ -150,8 +150,8 @@ struct Point {
 /// the runs numbered from the oldest.
 fn figure_of(history: &str) -> Figure {
     let mut runs: Vec<String> = Vec::new();
-    // Panel title (reference, quantity and unit) → its points in run order.
-    let mut panels: BTreeMap<String, Vec<Point>> = BTreeMap::new();
+    // (reference, `quantity [unit]`) → its points in run order.
+    let mut panels: BTreeMap<(String, String), Vec<Point>> = BTreeMap::new();
     for line in history.lines().skip(1) {
         let f = split(line);
         if f.len() < 12 {
@@ -162,7 +162,7 @@ fn figure_of(history: &str) -> Figure {
         }
         let num = |s: &str| s.parse::<f64>().ok();
         panels
-            .entry(format!("{}: {} [{}]", f[4], f[5], f[6]))
+            .entry((f[4].clone(), format!("{} [{}]", f[5], f[6])))
             .or_default()
             .push(Point {
                 run: runs.len(),
@@ -182,9 +182,17 @@ fn figure_of(history: &str) -> Figure {
         },
         facet: None,
     };
+    // Panels are numbered, the references named in the note: their names are too long for a
+    // panel's title at print size.
+    let named: Vec<String> = panels
+        .keys()
+        .enumerate()
+        .map(|(i, (reference, _))| format!("R{} = {reference}", i + 1))
+        .collect();
     let panels = panels
         .into_iter()
-        .map(|(title, points)| {
+        .enumerate()
+        .map(|(i, ((_, quantity), points))| {
             let pick = |value: fn(&Point) -> Option<f64>| -> Vec<(f64, f64)> {
                 points
                     .iter()
@@ -201,7 +209,7 @@ fn figure_of(history: &str) -> Figure {
                 }
             }
             Panel {
-                title,
+                title: format!("R{}: {quantity}", i + 1),
                 series: drawn,
             }
         })
@@ -217,7 +225,8 @@ fn figure_of(history: &str) -> Figure {
         chart: Chart::Lines,
         panels,
         note: Some(format!(
-            "Runs: {}. Each panel gives one reference's unit in its title.",
+            "{}. Runs: {}.",
+            named.join("; "),
             runs.iter()
                 .enumerate()
                 .map(|(i, r)| format!("{} = {r}", i + 1))

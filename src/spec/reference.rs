@@ -187,18 +187,19 @@ impl TryFrom<ReferenceTable> for ReferenceSpec {
 }
 
 impl ReferenceSpec {
-    /// Short name for messages: `routed-mesh-4x4 token/tcp 7 pairs 8KiB local-wire`.
+    /// Short name for messages: `routed-mesh-4x4 token/tcp 7 pairs 8KiB local-wire`, `… 1 pair …`.
     pub fn describe(&self) -> String {
         let mut s = self.topology.get_ref().to_string();
         if let Some(b) = &self.bonding {
             s.push(' ');
             s.push_str(b);
         }
+        let pairs = *self.pairs.get_ref();
         format!(
-            "{s} {}/{} {} pairs {} {}",
+            "{s} {}/{} {pairs} {} {} {}",
             self.pattern.get_ref().as_str(),
             self.protocol.as_str(),
-            self.pairs.get_ref(),
+            if pairs == 1 { "pair" } else { "pairs" },
             self.size.get_ref(),
             self.placement.get_ref().as_str()
         )

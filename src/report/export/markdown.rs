@@ -108,7 +108,11 @@ fn appendix(report: &Report, title: &str) -> String {
 /// the warnings a reader must see before any figure.
 fn summary(s: &mut String, report: &Report) {
     s.push_str("## Summary\n\n");
-    let configs: usize = report.comparison.iter().map(|t| t.configs.len()).sum();
+    let configs: std::collections::BTreeSet<String> = report
+        .comparison
+        .iter()
+        .flat_map(|t| t.configs.iter().map(|c| c.label()))
+        .collect();
     let attempts: usize = report.runs.iter().map(|r| r.point_attempts).sum();
     let measures: Vec<String> = report
         .comparison
@@ -124,7 +128,7 @@ fn summary(s: &mut String, report: &Report) {
         } else {
             measures.join(", ")
         },
-        configs,
+        configs.len(),
         attempts,
         report.statistic.as_str()
     );

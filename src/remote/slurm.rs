@@ -1,8 +1,10 @@
 //! Nodes from the current Slurm allocation: a topology's nodes, in topology order, onto the
 //! hosts of `SLURM_JOB_NODELIST`, in the order Slurm lists them. The allocation is read from
-//! the environment `salloc` and `sbatch` set; the inventory that results is written into the
-//! run directory, so that a later `orchestrate teardown` reaches the same machines even after
-//! the allocation has ended.
+//! the environment `salloc` and `sbatch` set; each node is reached at the address Slurm itself
+//! uses for it (`NodeAddr`, from `scontrol show node`, as `srun` does), which is its name
+//! unless the cluster's slurm.conf says otherwise. The inventory that results is written into
+//! the run directory, so that a later `orchestrate teardown` reaches the same machines even
+//! after the allocation has ended.
 
 use std::path::PathBuf;
 
@@ -45,11 +47,35 @@ pub struct Allocation {
 }
 
 impl Allocation {
-    /// The allocation this process runs in.
+    /// The allocation this process runs in, each host at its `NodeAddr` where `scontrol`
+    /// answers (it may not: a node list set by hand, or no Slurm commands on this machine).
     pub fn from_env() -> Result<Allocation, AllocationError> {
-        match std::env::var(NODELIST_VAR) {
-            Ok(list) if !list.trim().is_empty() => Allocation::parse(&list),
-            _ => Err(AllocationError::Outside),
+        let mut allocation = match std::env::var(NODELIST_VAR) {
+            Ok(list) if !list.trim().is_empty() => Allocation::parse(&list)?,
+            _ => return Err(AllocationError::Outside),
+        };
+        let shown = std::process::Command::new("scontrol")
+            .args(["show", "node", "--oneliner", &allocation.list])
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output();
+        if let Ok(out) = shown
+            && out.status.success()
+        {
+            allocation.at_addresses(&node_addresses(&String::from_utf8_lossy(&out.stdout)));
+        }
+        Ok(allocation)
+    }
+
+    /// Each host whose `NodeAddr` differs from its name, at that address (checked as an
+    /// inventory's address is; an address ssh would not take leaves the name).
+    fn at_addresses(&mut self, addresses: &std::collections::BTreeMap<String, String>) {
+        for h in &mut self.hosts {
+            if let Some(addr) = addresses.get(h.as_str())
+                && inventory::rules::address(addr).is_ok()
+            {
+                *h = addr.clone();
+            }
         }
     }
 
@@ -113,6 +139,22 @@ impl Allocation {
         }
         Ok(())
     }
+}
+
+/// `NodeName` → `NodeAddr` from `scontrol show node --oneliner`: one line per node of
+/// `Key=Value` words.
+fn node_addresses(shown: &str) -> std::collections::BTreeMap<String, String> {
+    shown
+        .lines()
+        .filter_map(|line| {
+            let value = |key: &str| {
+                line.split_whitespace()
+                    .find_map(|w| w.strip_prefix(key))
+                    .map(str::to_owned)
+            };
+            Some((value("NodeName=")?, value("NodeAddr=")?))
+        })
+        .collect()
 }
 
 /// The machines of an allocation, reached as `ssh` says. Each topology's inventory is written
@@ -198,6 +240,18 @@ mod tests {
             msg.contains("needs 16 node(s)") && msg.contains("has 4"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn nodes_are_reached_at_the_address_slurm_gives_them() {
+        let shown = "NodeName=n1 Arch=x86_64 CoresPerSocket=1 NodeAddr=10.9.0.11 NodeHostName=n1 \
+                     State=ALLOCATED\n\
+                     NodeName=n2 Arch=x86_64 NodeAddr=n2 NodeHostName=n2 State=ALLOCATED\n\
+                     NodeName=n3 NodeAddr=-oProxyCommand=x State=ALLOCATED\n";
+        let mut a = Allocation::parse("n[1-3]").unwrap();
+        a.at_addresses(&node_addresses(shown));
+        // n2's address is its name; n3's would be an ssh option, so its name stays.
+        assert_eq!(a.hosts(), ["10.9.0.11", "n2", "n3"]);
     }
 
     #[test]

@@ -31,6 +31,15 @@ pub struct ResultsRow {
     pub cells: Vec<Option<ResultsCell>>,
 }
 
+/// A table at its heaviest load ([`ResultsTable::heaviest`]).
+#[derive(Debug, Clone)]
+pub struct Heaviest<'a> {
+    pub pairs: u32,
+    pub size_bytes: u64,
+    /// (short label, cell), highest value first.
+    pub cells: Vec<(&'a str, ResultsCell)>,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ResultsCell {
     /// The headline value, Mbit/s; `None` when every attempt failed.
@@ -78,6 +87,29 @@ impl ResultsTable {
         }
         s.push('.');
         s
+    }
+
+    /// The heaviest load the table has (its most pairs at its largest size) and every
+    /// configuration's cell there, highest first: what a summary says of the table.
+    pub fn heaviest(&self) -> Option<Heaviest<'_>> {
+        let pairs = self.rows.iter().map(|r| r.pairs).max()?;
+        let (col, &size) = self.sizes.iter().enumerate().next_back()?;
+        let mut cells: Vec<(&str, ResultsCell)> = self
+            .rows
+            .iter()
+            .filter(|r| r.pairs == pairs)
+            .filter_map(|r| Some((r.label.as_str(), r.cells[col]?)))
+            .collect();
+        cells.sort_by(|a, b| {
+            b.1.value
+                .unwrap_or(f64::NEG_INFINITY)
+                .total_cmp(&a.1.value.unwrap_or(f64::NEG_INFINITY))
+        });
+        (!cells.is_empty()).then_some(Heaviest {
+            pairs,
+            size_bytes: size,
+            cells,
+        })
     }
 
     pub fn size_headers(&self) -> Vec<String> {

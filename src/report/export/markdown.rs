@@ -132,6 +132,31 @@ fn summary(s: &mut String, report: &Report) {
         attempts,
         report.statistic.as_str()
     );
+    // Each table at its heaviest load, the configurations highest first.
+    let (_, tables) = of_report(report);
+    for t in &tables {
+        if let Some(h) = t.heaviest() {
+            let (pairs, bytes) = (h.pairs, h.size_bytes);
+            let listed: Vec<String> = h
+                .cells
+                .iter()
+                .map(|(label, c)| format!("{label} {}", c.text()))
+                .collect();
+            let _ = writeln!(
+                s,
+                "- {} at {} and {pairs} {}, Mbit/s{}: {}.",
+                t.title(),
+                size(bytes),
+                if pairs == 1 { "pair" } else { "pairs" },
+                if t.baselines.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (× {})", t.baselines.join(", "))
+                },
+                listed.join(", ")
+            );
+        }
+    }
     let refs = &report.references;
     if !refs.checks.is_empty() {
         let failed: Vec<&str> = refs

@@ -466,6 +466,39 @@ fn plan_graph_draws_every_topology_as_svg_and_dot() {
             .find(|n| n.has_tag_name("title"))
             .and_then(|n| n.text());
         assert_eq!(title, Some(format!("Topology {name}").as_str()));
+        // Printed at its declared size, at most a page (7 in) wide, no text under 8 pt.
+        let root = doc.root_element();
+        let inches = |attr: &str| -> f64 {
+            let v = root.attribute(attr).unwrap();
+            v.strip_suffix("in")
+                .unwrap_or_else(|| panic!("{name}.svg: {attr} {v:?} not in inches"))
+                .parse()
+                .unwrap()
+        };
+        assert!(inches("width") <= 7.0, "{name}.svg is wider than a page");
+        let view_w: f64 = root
+            .attribute("viewBox")
+            .unwrap()
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .parse()
+            .unwrap();
+        let pt_per_unit = inches("width") * 72.0 / view_w;
+        for t in doc.descendants().filter(|n| n.has_tag_name("text")) {
+            let size: f64 = t
+                .ancestors()
+                .find_map(|a| a.attribute("font-size"))
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(
+                size * pt_per_unit >= 8.0,
+                "{name}.svg: {:?} prints at {:.1} pt",
+                t.text(),
+                size * pt_per_unit
+            );
+        }
         let texts: Vec<&str> = doc
             .descendants()
             .filter(|n| n.has_tag_name("text"))

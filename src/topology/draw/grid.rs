@@ -286,7 +286,7 @@ fn switch(s: &mut String, t: &Topology, g: &Grid, net: &Network) {
         }
         let _ = writeln!(
             s,
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="10">{}</text>"#,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end" font-size="11">{}</text>"#,
             x0 - 12.0,
             y + 4.0,
             esc(&name)

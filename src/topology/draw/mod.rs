@@ -3,8 +3,11 @@
 //! their row and column cross, row buses as horizontal lines, column buses as vertical ones,
 //! switches beside the buses they join. Anything else is a wiring diagram ([`wiring`]): nodes
 //! across the top, one horizontal line per segment, switches joining their segments at the
-//! left. Both mark forwarding nodes and bonds, and their legends name only what is drawn.
+//! left; turned on its side ([`columns`]) when it would be wider than a page. All mark
+//! forwarding nodes and bonds, their legends name only what is drawn, and each declares the
+//! size it prints at, text at 8 pt or more.
 
+mod columns;
 mod grid;
 mod parts;
 mod wiring;
@@ -16,10 +19,12 @@ use crate::spec::topology::Medium;
 use super::graph::{Attachment, Topology};
 use parts::medium;
 
-/// The SVG diagram: a grid when the topology is one, else the wiring diagram.
+/// The SVG diagram: a grid when the topology is one, else the wiring diagram, on its side when
+/// it would be wider than a page.
 pub fn svg(t: &Topology) -> String {
     match grid::Grid::of(t) {
         Some(g) => grid::svg(t, &g),
+        None if wiring::width(t) > parts::PAGE_UNITS => columns::svg(t),
         None => wiring::svg(t),
     }
 }

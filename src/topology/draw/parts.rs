@@ -17,11 +17,22 @@ pub const SWITCH_EDGE: &str = "#7a5c00";
 pub const BOX_W: f64 = 48.0;
 pub const BOX_H: f64 = 28.0;
 
-/// The opening tag sized `width` × `height`, a white background, the title and description.
+/// Units per inch in print: a unit prints at 0.75 pt, so the smallest text, 11 units,
+/// prints at 8.25 pt.
+pub const UNITS_PER_IN: f64 = 96.0;
+
+/// The widest a drawing is laid out to be, the page's 7 in: wider, the wiring diagram turns on
+/// its side.
+pub const PAGE_UNITS: f64 = 7.0 * UNITS_PER_IN;
+
+/// The opening tag sized `width` × `height` units and declaring its print size, a white
+/// background, the title and description.
 pub fn header(s: &mut String, t: &Topology, width: f64, height: f64) {
     let _ = writeln!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="11">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{:.3}in" height="{:.3}in" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif" font-size="11">"#,
+        width.round() / UNITS_PER_IN,
+        height.round() / UNITS_PER_IN
     );
     let _ = writeln!(s, "<title>Topology {}</title>", esc(t.name.as_str()));
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
@@ -44,6 +55,8 @@ pub fn header(s: &mut String, t: &Topology, width: f64, height: f64) {
 pub enum ModeLabel {
     Below,
     Above,
+    /// Not by the node: the legend names the modes ([`Legend::with_modes`]).
+    InLegend,
 }
 
 /// A node: a box centred on (`x`, `y`), filled when it forwards, its first bond's mode noted
@@ -68,25 +81,28 @@ pub fn node_box(s: &mut String, n: &Node, x: f64, y: f64, mode: ModeLabel) {
     );
     if let Some(b) = n.bonds.first() {
         let at = match mode {
-            ModeLabel::Below => y + BOX_H / 2.0 + 10.0,
+            ModeLabel::Below => y + BOX_H / 2.0 + 12.0,
             ModeLabel::Above => y - BOX_H / 2.0 - 3.0,
+            ModeLabel::InLegend => return,
         };
         let _ = writeln!(
             s,
-            r##"<text x="{x:.1}" y="{at:.1}" text-anchor="middle" font-size="9" fill="{BOND}">{}</text>"##,
+            r##"<text x="{x:.1}" y="{at:.1}" text-anchor="middle" font-size="11" fill="{BOND}">{}</text>"##,
             esc(b.mode.as_str())
         );
     }
 }
 
 /// What a drawing holds, for its legend.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct Legend {
     pub forwarding: bool,
     pub switch: bool,
     pub shared: bool,
     pub switched: bool,
     pub bond: bool,
+    /// The bond modes, where the legend names them instead of each node.
+    pub modes: Option<String>,
 }
 
 impl Legend {
@@ -97,7 +113,21 @@ impl Legend {
             shared: t.segments.iter().any(|s| s.medium == Medium::Shared),
             switched: t.segments.iter().any(|s| s.medium == Medium::Switched),
             bond: t.nodes.iter().any(|n| !n.bonds.is_empty()),
+            modes: None,
         }
+    }
+
+    /// The legend naming `t`'s bond modes itself.
+    pub fn with_modes(mut self, t: &Topology) -> Legend {
+        let mut modes: Vec<&str> = t
+            .nodes
+            .iter()
+            .flat_map(|n| n.bonds.iter().map(|b| b.mode.as_str()))
+            .collect();
+        modes.sort();
+        modes.dedup();
+        self.modes = (!modes.is_empty()).then(|| modes.join(", "));
+        self
     }
 
     /// The legend's entries in a row along the baseline `y`, each only when drawn, and the
@@ -108,7 +138,7 @@ impl Legend {
         let entry = |g: &mut String, swatch: String, label: &str, x: &mut f64| {
             g.push_str(&swatch);
             let _ = write!(g, r#"<text x="{:.1}" y="{y:.1}">{label}</text>"#, *x + 36.0);
-            *x += 36.0 + label.len() as f64 * 6.2 + 18.0;
+            *x += 36.0 + label.len() as f64 * 6.4 + 18.0;
         };
         if self.forwarding {
             let sw = format!(
@@ -142,14 +172,13 @@ impl Legend {
             entry(&mut g, dashed, "switched segment", &mut x);
         }
         if self.bond {
-            entry(
-                &mut g,
-                line(x, "", BOND),
-                "bonded interface (bond mode by the node)",
-                &mut x,
-            );
+            let label = match &self.modes {
+                Some(m) => format!("bonded interface ({})", esc(m)),
+                None => "bonded interface (bond mode by the node)".to_owned(),
+            };
+            entry(&mut g, line(x, "", BOND), &label, &mut x);
         }
-        (format!("<g class=\"legend\" font-size=\"10\">{g}</g>\n"), x)
+        (format!("<g class=\"legend\" font-size=\"11\">{g}</g>\n"), x)
     }
 }
 
@@ -176,7 +205,7 @@ pub fn switch_beside(s: &mut String, x: f64, ys: &[f64], to_x: f64, name: &str) 
     }
     let _ = writeln!(
         s,
-        r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="10">{}</text>"#,
+        r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="11">{}</text>"#,
         y1 + 20.0,
         esc(name)
     );

@@ -1,5 +1,6 @@
 //! The wiring diagram: nodes across the top, one horizontal line per segment, a dot where a
-//! node attaches, switches joining their segments at the left.
+//! node attaches, switches joining their segments at the left. For topologies a page wide at
+//! most; wider ones are drawn on their side ([`super::columns`]).
 
 use std::fmt::Write as _;
 
@@ -8,18 +9,22 @@ use crate::spec::topology::Medium;
 use super::super::graph::{Network, Segment, Topology};
 use super::parts::{BOND, BUS, Legend, ModeLabel, esc, header, medium, node_box, switch_beside};
 
-const NODE_W: f64 = 56.0;
+const NODE_W: f64 = 64.0;
 const TOP: f64 = 70.0;
 const ROW_H: f64 = 34.0;
 const LEFT: f64 = 190.0;
+
+/// How wide the diagram's nodes and segments make it.
+pub fn width(t: &Topology) -> f64 {
+    LEFT + t.nodes.len() as f64 * NODE_W + 30.0
+}
 
 /// The wiring diagram of `t`.
 pub fn svg(t: &Topology) -> String {
     let mut s = String::new();
     let height = seg_y(t.segments.len()) + 40.0;
     let (legend, legend_w) = Legend::of(t).render(height - 14.0);
-    let width = (LEFT + t.nodes.len() as f64 * NODE_W + 30.0).max(legend_w);
-    header(&mut s, t, width, height);
+    header(&mut s, t, width(t).max(legend_w), height);
     for (si, seg) in t.segments.iter().enumerate() {
         svg_segment(&mut s, t, seg, seg_y(si));
     }

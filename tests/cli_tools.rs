@@ -31,6 +31,7 @@ fn stdout_of_success(args: &[&str]) -> String {
 #[test]
 fn the_schema_knows_every_key_the_shipped_specs_use() {
     let mut checked = 0;
+    let mut references_checked = 0;
     for (format, dir) in [("experiment", "experiments"), ("topology", "topologies")] {
         let schema: serde_json::Value =
             serde_json::from_str(&stdout_of_success(&["schema", format])).unwrap();
@@ -56,10 +57,27 @@ fn the_schema_knows_every_key_the_shipped_specs_use() {
                     path.display()
                 );
             }
+            // And every key of its `[[reference]]` tables.
+            let references = spec.get("reference").and_then(|r| r.as_array());
+            for table in references.into_iter().flatten() {
+                let fields = &schema["$defs"]["Reference"]["properties"];
+                for key in table.as_table().unwrap().keys() {
+                    assert!(
+                        fields.get(key).is_some(),
+                        "{}: reference key `{key}` is not in the schema",
+                        path.display()
+                    );
+                }
+                references_checked += 1;
+            }
             checked += 1;
         }
     }
     assert!(checked >= 11, "only {checked} shipped specs checked");
+    assert!(
+        references_checked >= 8,
+        "grid4x4's references were not read"
+    );
 }
 
 /// The inventory has a schema too, with every key the inventory module documents.

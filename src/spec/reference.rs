@@ -38,7 +38,9 @@ use super::cluster_kind::ClusterKind;
 use super::names::{ByteSize, InvalidValue, Name};
 use super::traffic::{Pattern, PlacementKind, Protocol};
 
-/// One `[[reference]]` table as written; [`ReferenceSpec`] is what it means.
+/// A value the experiment expects to measure in one cell, with bounds around it, as ReFrame's
+/// performance references: `throughput` or `latency`, and `lower`, `upper` or both.
+// (The table as written; [`ReferenceSpec`] is what it means.)
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ReferenceTable {
@@ -63,7 +65,6 @@ struct ReferenceTable {
     /// The kinds of cluster whose runs this reference is for: one ("docker") or a list
     /// (["docker", "netns"]). Default: every kind. Runs on other kinds list it as not checked.
     #[serde(default)]
-    #[schemars(with = "Option<Vec<ClusterKind>>")]
     cluster: ClusterKinds,
     /// Expected aggregate throughput, e.g. "31.6 Mbit/s".
     throughput: Option<Throughput>,
@@ -281,6 +282,19 @@ impl Bounds {
 #[derive(Debug, Clone, Default)]
 struct ClusterKinds(Vec<ClusterKind>);
 
+impl JsonSchema for ClusterKinds {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ClusterKinds".into()
+    }
+    fn json_schema(g: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let one = g.subschema_for::<ClusterKind>();
+        schemars::json_schema!({
+            "anyOf": [one, { "type": "array", "items": one }],
+            "description": "A kind of cluster (\"docker\") or a list of them.",
+        })
+    }
+}
+
 impl<'de> Deserialize<'de> for ClusterKinds {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct Kinds;
@@ -481,8 +495,8 @@ impl JsonSchema for Throughput {
     fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
         schemars::json_schema!({
             "type": "string",
-            "pattern": "^[0-9.]+ ?[kMG]?bit/s$",
-            "description": "Throughput with its unit, e.g. \"31.6 Mbit/s\" (10^6 bit/s).",
+            "pattern": "^\\s*[0-9.]+\\s*[kKmMgG]?[bB][iI][tT](/s)?\\s*$",
+            "description": "Throughput with its unit, e.g. \"31.6 Mbit/s\" or \"31.6mbit\" (10^6 bit/s).",
         })
     }
 }

@@ -2,7 +2,8 @@
 //! cell the sweep never produces could only ever fail, so it is an error at `validate` time.
 
 use crate::spec::best_match;
-use crate::spec::reference::ReferenceSpec;
+use crate::spec::reference::{Expected, ReferenceSpec};
+use crate::spec::traffic::Pattern;
 use crate::topology::Topology;
 
 use super::errors::ErrorList;
@@ -46,6 +47,16 @@ fn check_one(
         );
     }
     let pattern = *r.pattern.get_ref();
+    if matches!(r.expected, Expected::Latency(_)) && !records_latency(pattern) {
+        errors.push(
+            r.pattern.span(),
+            format!(
+                "reference to the latency of {}, whose trials record none: expect its \
+                 `throughput` instead",
+                pattern.as_str()
+            ),
+        );
+    }
     let measured: Vec<&Workload> = workloads
         .iter()
         .filter(|w| w.pattern == pattern && w.protocol == r.protocol)
@@ -92,5 +103,14 @@ fn check_one(
                 pattern.as_str()
             ),
         );
+    }
+}
+
+/// Whether a pattern's trials record a latency (the time per message or exchange); an open
+/// loop's offered load and a file copy have a rate only.
+fn records_latency(pattern: Pattern) -> bool {
+    match pattern {
+        Pattern::Pingpong | Pattern::Stream | Pattern::Token | Pattern::Pipeline => true,
+        Pattern::Load | Pattern::Filecopy => false,
     }
 }

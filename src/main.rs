@@ -71,7 +71,13 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         graph: Option<PathBuf>,
     },
-    /// Aggregate a run's records into tables, findings and figures (CSV, Markdown, SVG).
+    /// Aggregate a run's records into tables, findings and figures (CSV, Markdown, LaTeX, SVG).
+    ///
+    /// Writes into the run directory: report.md (laid out for a paper: summary, the study,
+    /// a legend of short labels, results tables), appendix.md (every cell's interval and
+    /// winner, the model, the medium, the environment), tables.tex (the results tables in
+    /// booktabs), summary.csv, comparison.csv, model.csv, summary.json and figures/*.svg at
+    /// print size.
     ///
     /// Runs automatically at the end of `run`; re-running it on the same directory gives
     /// byte-identical files. `--compare` puts several runs side by side; `--compare OLD NEW

@@ -117,6 +117,15 @@ pub fn csv_field(s: &str) -> String {
     }
 }
 
+/// `Best` for `best`: a word opening a sentence.
+pub fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

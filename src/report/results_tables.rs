@@ -7,7 +7,7 @@
 use super::compare::ComparisonTable;
 use super::data::Measure;
 use super::document::Report;
-use super::format::{human, size, times};
+use super::format::{capitalised, human, size, times};
 use super::short_labels::ShortLabels;
 use crate::results::{PlacementKind, Statistic};
 
@@ -114,14 +114,6 @@ impl ResultsTable {
 
     pub fn size_headers(&self) -> Vec<String> {
         self.sizes.iter().map(|b| size(*b)).collect()
-    }
-}
-
-fn capitalised(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().chain(c).collect(),
-        None => String::new(),
     }
 }
 

@@ -23,11 +23,11 @@ use crate::report::drift::Drift;
 use crate::report::drift_check::DriftCheck;
 use crate::report::error::ReportError;
 use crate::report::figures::figures;
-use crate::report::format::{human, md_cell, size, times, unix_ns};
+use crate::report::format::{capitalised, human, md_cell, size, times, unix_ns};
 use crate::report::intervals::IntervalNames;
 use crate::report::netpipe_curves::{against, curves};
 use crate::report::predicted::TOLERANCE;
-use crate::report::results_tables::of_report;
+use crate::report::results_tables::{ResultsTable, of_report};
 use crate::results::Statistic;
 use table::table;
 
@@ -56,11 +56,11 @@ impl Exporter for Markdown {
 fn paper(report: &Report, title: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Report: {}\n", md_cell(title));
-    summary(&mut s, report);
+    let (labels, tables) = of_report(report);
+    summary(&mut s, report, &tables);
     for st in &report.studies {
         study::study(&mut s, st);
     }
-    let (labels, tables) = of_report(report);
     paper_tables::legend(&mut s, &labels);
     for t in &tables {
         paper_tables::results(&mut s, t);
@@ -106,7 +106,7 @@ fn appendix(report: &Report, title: &str) -> String {
 
 /// The opening: what ran, whether the references hold, what each study's findings say, and
 /// the warnings a reader must see before any figure.
-fn summary(s: &mut String, report: &Report) {
+fn summary(s: &mut String, report: &Report, tables: &[ResultsTable]) {
     s.push_str("## Summary\n\n");
     let configs: std::collections::BTreeSet<String> = report
         .comparison
@@ -133,8 +133,7 @@ fn summary(s: &mut String, report: &Report) {
         report.statistic.as_str()
     );
     // Each table at its heaviest load, the configurations highest first.
-    let (_, tables) = of_report(report);
-    for t in &tables {
+    for t in tables {
         if let Some(h) = t.heaviest() {
             let (pairs, bytes) = (h.pairs, h.size_bytes);
             let listed: Vec<String> = h
@@ -451,14 +450,6 @@ fn contests_cells(t: &ComparisonTable, row: &ComparisonRow) -> (String, String) 
         });
     }
     (winners.join("; "), differences.join("; "))
-}
-
-fn capitalised(s: &str) -> String {
-    let mut c = s.chars();
-    match c.next() {
-        Some(f) => f.to_uppercase().chain(c).collect(),
-        None => String::new(),
-    }
 }
 
 /// Latency at the least loaded pair count: a row per configuration, a column per size, so

@@ -47,4 +47,24 @@ pub struct Manifest {
     /// seed. Absent for token-bucket wires and real machines.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub media: BTreeMap<String, serde_json::Value>,
+    /// The Slurm allocations the run's nodes came from, one per attempt (a resumed run may
+    /// run in another allocation); empty unless `[cluster] kind = "slurm"`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub slurm_jobs: Vec<SlurmJob>,
+}
+
+/// A Slurm allocation as `salloc` or `sbatch` described it to the run, so that a reader can
+/// find the job in the cluster's accounting.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub struct SlurmJob {
+    /// `SLURM_JOB_ID`.
+    pub job_id: String,
+    /// `SLURM_JOB_NODELIST`, as Slurm wrote it (`cn[003-018]`).
+    pub nodelist: String,
+    /// `SLURM_CLUSTER_NAME`, where Slurm set it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<String>,
+    /// `SLURM_JOB_PARTITION`, where Slurm set it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
 }

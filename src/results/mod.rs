@@ -60,7 +60,7 @@ mod store;
 
 pub use crate::spec::experiment::Statistic;
 pub use error::ResultsError;
-pub use manifest::{Manifest, ToolInfo};
+pub use manifest::{Manifest, SlurmJob, ToolInfo};
 pub use media::{HostRow, HostStats, MediaContext, MediaRow, MediaTotal, SegmentStats};
 pub use run_dir::RunDir;
 pub use schema::{BondDriver, PlacementKind, PointRow, PointStatus, RecordRow};

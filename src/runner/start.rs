@@ -10,7 +10,7 @@ use crate::plan::experiment::Cluster;
 use crate::plan::{self, Experiment, Plan};
 use crate::remote::slurm::Allocation;
 use crate::results::run_dir::{RunDir, RunWriter, trust};
-use crate::results::{Manifest, ToolInfo};
+use crate::results::{Manifest, SlurmJob, ToolInfo};
 use crate::spec::SpecErrors;
 
 /// A run directory ready to take points.
@@ -76,6 +76,12 @@ impl OpenRun {
             .collect::<std::collections::BTreeSet<_>>()
             .into_iter()
             .collect();
+        if let Cluster::Slurm { .. } = &e.cluster
+            && let Some(job) = slurm_job_from_env()
+            && !m.slurm_jobs.contains(&job)
+        {
+            m.slurm_jobs.push(job);
+        }
         m
     }
 }
@@ -123,6 +129,18 @@ fn load(path: &Path) -> anyhow::Result<Experiment> {
         }
     }
     Ok(experiment)
+}
+
+/// The Slurm job this process runs in, from the variables `salloc` and `sbatch` set; `None`
+/// outside an allocation.
+fn slurm_job_from_env() -> Option<SlurmJob> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    Some(SlurmJob {
+        job_id: var("SLURM_JOB_ID")?,
+        nodelist: var(crate::remote::slurm::NODELIST_VAR)?,
+        cluster: var("SLURM_CLUSTER_NAME"),
+        partition: var("SLURM_JOB_PARTITION"),
+    })
 }
 
 fn git_commit() -> Option<String> {

@@ -37,13 +37,15 @@ pub enum Need {
     Sudo,
     /// util-linux `script`, for a pseudo-terminal.
     Pty,
+    /// Debian's Slurm and munge: `slurmctld`, `slurmd`, `salloc`, `sinfo`, `munged`.
+    Slurm,
     /// The kernel's own bonding driver.
     KernelBonding,
 }
 
 impl Need {
     /// Every need, in the order their words lead a test's name.
-    pub const ALL: [Need; 10] = [
+    pub const ALL: [Need; 11] = [
         Need::Docker,
         Need::Netns,
         Need::Tun,
@@ -53,6 +55,7 @@ impl Need {
         Need::Iperf3,
         Need::Sudo,
         Need::Pty,
+        Need::Slurm,
         Need::KernelBonding,
     ];
 
@@ -68,6 +71,7 @@ impl Need {
             Need::Iperf3 => "iperf3",
             Need::Sudo => "sudo",
             Need::Pty => "pty",
+            Need::Slurm => "slurm",
             Need::KernelBonding => "kernel_bonding",
         }
     }
@@ -159,6 +163,25 @@ impl Need {
                 Need::Pty => {
                     if !runs("script", &["--version"]) {
                         return Err("no util-linux `script` (a pseudo-terminal)".into());
+                    }
+                }
+                Need::Slurm => {
+                    // Daemons in /usr/sbin, which a user's PATH may lack.
+                    let missing: Vec<&str> = [
+                        "/usr/sbin/slurmctld",
+                        "/usr/sbin/slurmd",
+                        "/usr/bin/salloc",
+                        "/usr/bin/sinfo",
+                        "/usr/sbin/munged",
+                    ]
+                    .into_iter()
+                    .filter(|p| !std::path::Path::new(p).exists())
+                    .collect();
+                    if !missing.is_empty() {
+                        return Err(format!(
+                            "no Slurm and munge (missing {})",
+                            missing.join(", ")
+                        ));
                     }
                 }
                 Need::KernelBonding => {

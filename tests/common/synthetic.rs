@@ -347,6 +347,7 @@ pub fn manifest(spec: &SynthSpec) -> Manifest {
             .collect(),
         topologies,
         media: Default::default(),
+        slurm_jobs: Vec::new(),
     }
 }
 

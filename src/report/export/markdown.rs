@@ -293,6 +293,16 @@ fn run_facts(s: &mut String, run: &RunInfo) {
             .collect();
         facts.push(("topologies".into(), list.join(", ")));
     }
+    for job in &m.slurm_jobs {
+        let mut v = format!("job {} on {}", job.job_id, job.nodelist);
+        if let Some(p) = &job.partition {
+            let _ = write!(v, ", partition {p}");
+        }
+        if let Some(c) = &job.cluster {
+            let _ = write!(v, ", cluster {c}");
+        }
+        facts.push(("Slurm".into(), v));
+    }
     facts.push(("records".into(), run.records.to_string()));
     facts.push(("point attempts".into(), run.point_attempts.to_string()));
     // A list, not a table: a value such as the topologies runs long.

@@ -213,5 +213,11 @@ fn node_source(
             source: e.path.clone(),
             kind: vcluster::Kind::Netns,
         }),
+        plan::experiment::Cluster::Vm => Box::new(VirtualClusters {
+            state_dir,
+            keep,
+            source: e.path.clone(),
+            kind: vcluster::Kind::Vm,
+        }),
     }
 }

@@ -164,6 +164,17 @@ fn steps(node: &Node) -> Vec<Step> {
     steps
 }
 
+/// Deletes a kernel bond; when the apply found the bonding module absent (the ledger says
+/// `absent`; ledgers before this record say nothing) and no bond is left, unloads it too, so
+/// that the node's kernel is as the run found it.
+const KERNEL_BOND_DELETE: &str = r#"del_bond() {
+    ip link del "$1" || return 1
+    if [ "$2" = absent ] && [ -z "$(cat /sys/class/net/bonding_masters 2>/dev/null)" ]; then
+        modprobe -r bonding 2>/dev/null || true
+    fi
+}
+"#;
+
 /// Renders `node`'s apply and teardown scripts for `topology`.
 pub fn render(topology: &Topology, node: &Node) -> NodeScripts {
     let steps = steps(node);
@@ -449,6 +460,9 @@ link_is_up() {{ ip -o link show dev "$1" | grep -q '[<,]UP[,>]'; }}
 release_slave() {{ ip link set dev "$1" nomaster && ip link set dev "$1" "$2"; }}
 "#
     );
+    if steps.iter().any(|x| matches!(x, Step::AddBond { .. })) {
+        s += KERNEL_BOND_DELETE;
+    }
     if steps
         .iter()
         .any(|x| matches!(x, Step::StartUserspaceBond { .. }))

@@ -198,7 +198,12 @@ impl Step {
                 if let Some(x) = bond.xmit_hash_policy {
                     cmd += &format!(" xmit_hash_policy {}", q(x.as_str()));
                 }
-                format!("{cmd}; recorded {n}")
+                // Whether the bonding module was there before: the kernel loads it for the
+                // first bond, and the teardown unloads it only if this step did.
+                format!(
+                    "if [ -d /sys/module/bonding ]; then was=loaded; else was=absent; fi; \
+                     {cmd}; recorded {n} \"$was\""
+                )
             }
             Step::StartUserspaceBond { bond } => {
                 // `start_bond` gives the worker the bond's name and stats file itself.
@@ -306,7 +311,9 @@ impl Step {
     pub fn undo(&self, n: usize) -> String {
         match self {
             Step::LinkUp { dev } => format!("undo {n} ip link set dev {} down", q(dev)),
-            Step::AddBond { bond } => format!("undo {n} ip link del {}", q(&bond.name)),
+            Step::AddBond { bond } => {
+                format!("undo {n} del_bond {} \"$(value_of {n})\"", q(&bond.name))
+            }
             Step::StartUserspaceBond { bond } => {
                 format!("undo {n} stop_bond \"$(value_of {n})\" {}", q(&bond.name))
             }

@@ -19,6 +19,10 @@ pub enum ClusterKind {
     /// this machine's programs (no image, no docker engine). Segments must be carried by the
     /// medium emulator (no `emulation = "rate"`).
     Netns,
+    /// The netns cluster with a QEMU guest in every node, booting Debian's kernel: a kernel
+    /// of each node's own, for the kernel's bonding driver (`driver = "kernel"`). Needs
+    /// qemu-system-x86 and busybox-static; without KVM, slow to boot (TCG).
+    Vm,
 }
 
 impl ClusterKind {
@@ -29,6 +33,7 @@ impl ClusterKind {
             Self::Inventory => "inventory",
             Self::Slurm => "slurm",
             Self::Netns => "netns",
+            Self::Vm => "vm",
         }
     }
 }

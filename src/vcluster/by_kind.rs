@@ -19,7 +19,7 @@ use super::wires::{Wiring, find_ifbs, remove_ifbs, veth};
 pub fn up(wiring: &Wiring, opts: &UpOptions) -> Result<UpReport> {
     match opts.kind {
         Kind::Docker => docker_up::up(wiring, opts),
-        Kind::Netns => netns::up::up(wiring, opts),
+        Kind::Netns | Kind::Vm => netns::up::up(wiring, opts),
     }
 }
 
@@ -27,7 +27,7 @@ pub fn up(wiring: &Wiring, opts: &UpOptions) -> Result<UpReport> {
 /// runtime directory is marked so or something named like its namespaces or bridge exists.
 fn is_netns(name: &ClusterName, state: Option<&State>) -> bool {
     match state {
-        Some(s) => s.kind == Kind::Netns,
+        Some(s) => s.kind.is_netns(),
         None => is_netns_cluster(name.as_str()) || netns::down::has_traces(name),
     }
 }
@@ -52,7 +52,7 @@ pub fn down(name: &ClusterName, state_dir: &Path) -> Result<DownReport> {
 pub fn status(name: &ClusterName, state_dir: &Path) -> Result<Status> {
     let dir = ClusterDir::new(state_dir, name);
     match State::load(&dir.state_file())? {
-        Some(state) if state.kind == Kind::Netns => netns::status::status(name, &dir, &state),
+        Some(state) if state.kind.is_netns() => netns::status::status(name, &dir, &state),
         _ => docker_status::status(name, state_dir),
     }
 }

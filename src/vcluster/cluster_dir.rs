@@ -159,6 +159,10 @@ impl ClusterDir {
         for n in nodes {
             f.push(self.host_key(n));
             f.push(with_pub(&self.host_key(n)));
+            // A VM node's guest: its init script, console and QEMU's log.
+            for file in ["init.sh", "console.log", "qemu.log"] {
+                f.push(self.node_dir(n).join(file));
+            }
         }
         // Last: while it exists, a half-removed cluster can still be found.
         f.push(self.state_file());

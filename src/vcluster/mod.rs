@@ -57,6 +57,7 @@ mod state;
 mod status;
 mod up;
 mod verify;
+mod vm;
 mod wires;
 
 pub use by_kind::{DownAll, down, down_all, status, up};

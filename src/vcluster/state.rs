@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::error::{Error, Result};
 use super::names::ClusterName;
 use super::netns::record::NetnsRecord;
+use super::vm::record::VmRecord;
 use super::wires::{Wiring, veth};
 
 /// What a cluster's nodes are.
@@ -20,6 +21,10 @@ pub enum Kind {
     /// Network namespaces on this host, each with its own sshd, hostname and private /run,
     /// /tmp and /var/tmp, running this host's programs: no image, no docker engine.
     Netns,
+    /// QEMU guests booting Debian's kernel, one in each namespace of a netns cluster, their
+    /// NICs spliced to its interfaces: a kernel of each node's own (its bonding driver), this
+    /// host's programs read-only.
+    Vm,
 }
 
 impl Kind {
@@ -27,7 +32,13 @@ impl Kind {
         match self {
             Kind::Docker => "docker",
             Kind::Netns => "netns",
+            Kind::Vm => "vm",
         }
+    }
+
+    /// Whether the nodes are namespaces of this host (a VM cluster's guests run in them).
+    pub fn is_netns(self) -> bool {
+        matches!(self, Kind::Netns | Kind::Vm)
     }
 }
 
@@ -61,6 +72,9 @@ pub struct State {
     /// A netns cluster's namespaces, management network and sshd processes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub netns: Option<NetnsRecord>,
+    /// A VM cluster's kernel and guests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vm: Option<VmRecord>,
 }
 
 impl State {
@@ -88,6 +102,7 @@ impl State {
             medium_pid: None,
             wiring: wiring.clone(),
             netns: None,
+            vm: None,
         }
     }
 
@@ -143,6 +158,7 @@ mod tests {
             wires: vec!["oc12345w0".into(), "oc12345x0".into()],
             wiring: mesh(true),
             netns: None,
+            vm: None,
         };
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("state.toml");

@@ -39,13 +39,15 @@ pub enum Need {
     Pty,
     /// Debian's Slurm and munge: `slurmctld`, `slurmd`, `salloc`, `sinfo`, `munged`.
     Slurm,
+    /// QEMU for x86-64 guests and a static busybox (their initramfs): VM nodes.
+    Qemu,
     /// The kernel's own bonding driver.
     KernelBonding,
 }
 
 impl Need {
     /// Every need, in the order their words lead a test's name.
-    pub const ALL: [Need; 11] = [
+    pub const ALL: [Need; 12] = [
         Need::Docker,
         Need::Netns,
         Need::Tun,
@@ -56,6 +58,7 @@ impl Need {
         Need::Sudo,
         Need::Pty,
         Need::Slurm,
+        Need::Qemu,
         Need::KernelBonding,
     ];
 
@@ -72,6 +75,7 @@ impl Need {
             Need::Sudo => "sudo",
             Need::Pty => "pty",
             Need::Slurm => "slurm",
+            Need::Qemu => "qemu",
             Need::KernelBonding => "kernel_bonding",
         }
     }
@@ -182,6 +186,17 @@ impl Need {
                             "no Slurm and munge (missing {})",
                             missing.join(", ")
                         ));
+                    }
+                }
+                Need::Qemu => {
+                    if !runs("qemu-system-x86_64", &["--version"]) {
+                        return Err("no qemu-system-x86_64 (Debian's qemu-system-x86)".into());
+                    }
+                    // `ldd` fails on a static program ("not a dynamic executable").
+                    let is_static = std::path::Path::new("/bin/busybox").exists()
+                        && !runs("ldd", &["/bin/busybox"]);
+                    if !is_static {
+                        return Err("no static /bin/busybox (Debian's busybox-static)".into());
                     }
                 }
                 Need::KernelBonding => {

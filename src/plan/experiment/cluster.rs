@@ -21,6 +21,8 @@ pub enum Cluster {
     Docker,
     /// The virtual cluster of network namespaces.
     Netns,
+    /// The virtual cluster of network namespaces with a QEMU guest in every node.
+    Vm,
     Inventory {
         path: PathBuf,
         /// Where the experiment names it, for messages about what it lacks.
@@ -54,6 +56,11 @@ pub(super) fn cluster(spec: &ClusterSpec, dir: &Path, errors: &mut ErrorList) ->
         (ClusterKind::Netns, Some(inv)) => {
             errors.push(inv.span(), "`inventory` needs `kind = \"inventory\"`");
             Cluster::Netns
+        }
+        (ClusterKind::Vm, None) => Cluster::Vm,
+        (ClusterKind::Vm, Some(inv)) => {
+            errors.push(inv.span(), "`inventory` needs `kind = \"inventory\"`");
+            Cluster::Vm
         }
         (ClusterKind::Inventory, Some(inv)) => Cluster::Inventory {
             path: dir.join(inv.get_ref()),

@@ -29,7 +29,7 @@ mod enter;
 mod mgmt;
 mod namespaces;
 pub mod record;
-mod sshd;
+pub mod sshd;
 pub mod status;
 mod subnet;
 pub mod up;

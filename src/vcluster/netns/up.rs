@@ -33,6 +33,7 @@ use super::namespaces;
 use super::record::{NetnsRecord, Role, plan};
 use super::sshd;
 use super::{mgmt, subnet};
+use crate::vcluster::vm::guest::{Guest, SharedFiles};
 
 /// Nodes set up at once (an `ip` in each namespace, a thread entering it): each costs the
 /// host a few milliseconds of CPU, so more only queue.
@@ -176,7 +177,63 @@ fn bring_up(
         ssh::wait_ready(&first, Duration::from_secs(30))?;
     }
     step("ssh");
+    if opts.kind == Kind::Vm {
+        boot_guests(wiring, opts, &record, &worker, &mut state)?;
+        step("guests");
+    }
     Ok(state.medium_pid)
+}
+
+/// A VM cluster's guests, one in each node's namespace (see `vm/`), booted once the
+/// namespaces are up; their sshds take over the nodes' addresses and host keys, so the
+/// inventory and known_hosts stay as written.
+fn boot_guests(
+    wiring: &Wiring,
+    opts: &UpOptions,
+    record: &NetnsRecord,
+    worker: &SharedWorker,
+    state: &mut State,
+) -> Result<()> {
+    // The guests read their files by this host's absolute paths.
+    let state_dir = std::fs::canonicalize(&opts.state_dir)
+        .map_err(|e| Error::io("resolving", &opts.state_dir, e))?;
+    let dir = ClusterDir::new(&state_dir, &opts.name);
+    let (guests, files): (Vec<Guest>, Vec<SharedFiles>) = record
+        .nodes()
+        .map(|m| {
+            let ports = wiring
+                .nodes
+                .iter()
+                .find(|n| n.name == m.name)
+                .map(|n| n.ports.iter().map(|p| p.interface.clone()).collect())
+                .unwrap_or_default();
+            let guest = Guest {
+                node: m.name.clone(),
+                namespace: m.namespace.clone(),
+                mgmt_lines: mgmt::inside_lines(record, &m.name),
+                mgmt_mac: m.mac.clone().unwrap_or_default(),
+                ports,
+                sysctls: sysctls(wiring, &m.name, Role::Node),
+                dir: dir.node_dir(&m.name),
+            };
+            let files = SharedFiles {
+                sshd_config: dir.sshd_config(),
+                host_key: dir.host_key(&m.name),
+                authorized_keys: dir.authorized_keys(),
+                worker_dir: worker.dir.clone(),
+                installed_worker: worker.installed_name.clone(),
+            };
+            (guest, files)
+        })
+        .unzip();
+    crate::vcluster::vm::boot::boot(&guests, &files, &dir, state)?;
+    if let Some(first) = crate::remote::Inventory::load(&dir.inventory())
+        .ok()
+        .and_then(|inv| inv.hosts.into_values().next())
+    {
+        ssh::wait_ready(&first, Duration::from_secs(60))?;
+    }
+    Ok(())
 }
 
 /// The state file, first: every namespace, link and wire named before any is made, and the
@@ -204,7 +261,7 @@ fn record_state(
         netns: Some(plan(c, wiring, subnet)?),
         ..State::planned(
             c,
-            Kind::Netns,
+            opts.kind,
             "none (netns)".into(),
             opts.source.clone(),
             wiring,

@@ -402,3 +402,39 @@ fn a_drift_check_without_samples_is_said_not_left_out() {
         "{drift}"
     );
 }
+
+#[test]
+fn a_run_with_both_bond_drivers_compares_them_cell_by_cell_in_report_md() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = SynthSpec::study(11);
+    let mut kernel = spec.configs[0].clone();
+    kernel.topology = "bond4-kernel".into();
+    kernel.bond_driver = Some(orchestrate::results::BondDriver::Kernel);
+    // The kernel's driver a third faster per message than the stand-in.
+    kernel.latency_us = 120.0;
+    let mut userspace = spec.configs[0].clone();
+    userspace.topology = "bond4-userspace".into();
+    spec.configs = vec![kernel, userspace];
+    spec.baseline = Some("bond4-kernel".into());
+    write_run(dir.path(), &spec).unwrap();
+    report_run(dir.path(), &ReportOptions::default()).unwrap();
+    let md = std::fs::read_to_string(dir.path().join("report.md")).unwrap();
+    let part = section(&md, "## The userspace bond against the kernel's driver");
+    assert!(
+        part.contains("(bond4-kernel)") && part.contains("(bond4-userspace)"),
+        "{part}"
+    );
+    let rows: Vec<&str> = part.lines().filter(|l| l.starts_with("| token")).collect();
+    assert_eq!(
+        rows.len(),
+        spec.pairs.len() * spec.sizes.len(),
+        "one row per cell measured with both:\n{part}"
+    );
+    assert!(
+        part.lines()
+            .all(|l| l.chars().count() <= 100 || !l.starts_with('|')),
+        "{part}"
+    );
+    // Slower per message, so below 1 where the hosts decide: said with the cause TCP shows.
+    assert!(part.contains("the userspace bond gives 0."), "{part}");
+}

@@ -21,6 +21,9 @@ pub struct Nodes {
     pub medium: Option<MediumFiles>,
     /// Whether obtaining them created them, so that releasing them takes them away.
     pub created: bool,
+    /// What the nodes run on, where the source knows better than the nodes can tell (VM
+    /// nodes: QEMU with KVM or TCG, the guest kernel, memory): recorded in the manifest.
+    pub platform: Option<String>,
 }
 
 impl Nodes {
@@ -31,6 +34,7 @@ impl Nodes {
             owner: None,
             medium: None,
             created: false,
+            platform: None,
         }
     }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::compare::{self, BaselineRule};
 use super::document::Report;
+use super::drivers;
 use super::emulator_stats::MediaReport;
 use super::error::ReportError;
 use super::export;
@@ -82,6 +83,7 @@ fn build_with(
     } else {
         one.info.manifest.topologies.clone()
     };
+    let drivers = drivers::compare_drivers(&one.cells, statistic);
     Ok(Report {
         topology_drawings: topology::drawings(opts.topology, &topologies),
         runs: vec![one.info],
@@ -98,6 +100,7 @@ fn build_with(
         progress: one.progress,
         drift: one.drift,
         drift_check: one.drift_check,
+        drivers,
     })
 }
 
@@ -199,6 +202,7 @@ pub fn compare(
         &SamePaths::default(),
     );
     let findings = findings(&comparison, &failures, statistic);
+    let drivers = drivers::compare_drivers(&cells, statistic);
     let report = Report {
         runs,
         statistic,
@@ -216,6 +220,7 @@ pub fn compare(
         progress: None,
         drift: None,
         drift_check: None,
+        drivers,
     };
     export::write_all(out, &report, &exporters)
 }
@@ -268,6 +273,7 @@ fn measured(one: LoadedRun, opts: &ReportOptions<'_>) -> Report {
         progress: None,
         drift: None,
         drift_check: None,
+        drivers: Vec::new(),
     }
 }
 

@@ -42,6 +42,9 @@ pub struct Report {
     /// The first configuration's reference cell measured again at the end of the run
     /// ([`super::drift_check`]); one run only, and only where its plan had one.
     pub drift_check: Option<super::drift_check::DriftCheck>,
+    /// Every cell measured with both the kernel's bonding driver and the userspace bond
+    /// ([`super::drivers`]).
+    pub drivers: Vec<super::drivers::DriverRow>,
 }
 
 /// What the report says about a run's setup.

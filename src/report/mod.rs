@@ -40,6 +40,7 @@ mod data;
 mod document;
 mod drift;
 mod drift_check;
+mod drivers;
 mod emulator_stats;
 mod error;
 mod exclusion;

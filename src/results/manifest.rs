@@ -51,6 +51,10 @@ pub struct Manifest {
     /// run in another allocation); empty unless `[cluster] kind = "slurm"`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub slurm_jobs: Vec<SlurmJob>,
+    /// Per topology, what its nodes ran on where the node source knows (VM nodes: KVM or
+    /// TCG, the guest kernel).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub platforms: BTreeMap<String, String>,
 }
 
 /// A Slurm allocation as `salloc` or `sbatch` described it to the run, so that a reader can

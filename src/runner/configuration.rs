@@ -90,6 +90,9 @@ impl ConfigurationRun<'_> {
         for (n, p) in &prepared.probes {
             m.nodes.insert(n.to_string(), p.clone());
         }
+        if let Some(platform) = &self.nodes.platform {
+            m.platforms.insert(t.name.to_string(), platform.clone());
+        }
         if let Some(medium) = self
             .nodes
             .medium

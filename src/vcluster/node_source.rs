@@ -18,6 +18,21 @@ use super::status::list_clusters;
 use super::up::{DEFAULT_MEDIUM_SEED, UpOptions};
 use super::wires::Wiring;
 
+/// What a VM cluster's nodes run on, from its state file; `None` for other kinds.
+fn platform(dir: &ClusterDir) -> Option<String> {
+    let vm = super::state::State::load(&dir.state_file()).ok()??.vm?;
+    Some(format!(
+        "VM nodes: QEMU with {} ({}), Debian kernel {}, {} MiB per guest",
+        vm.accel.as_str().to_uppercase(),
+        match vm.accel {
+            super::vm::guest::Accel::Kvm => "the host's CPU",
+            super::vm::guest::Accel::Tcg => "emulated CPU, no KVM",
+        },
+        vm.kernel,
+        vm.memory_mib
+    ))
+}
+
 /// Virtual clusters under one state directory.
 pub struct VirtualClusters {
     /// Root of the clusters' directories.
@@ -41,6 +56,7 @@ impl VirtualClusters {
                 config: dir.medium_config(),
             }),
             created,
+            platform: platform(dir),
         }
     }
 

@@ -348,6 +348,7 @@ pub fn manifest(spec: &SynthSpec) -> Manifest {
         topologies,
         media: Default::default(),
         slurm_jobs: Vec::new(),
+        platforms: Default::default(),
     }
 }
 

@@ -5,6 +5,7 @@
 //! checks behind it: every finding, the full tables with each cell's interval and winner, the
 //! model, the medium, drift, latency, failed points and the environment.
 
+mod drivers;
 mod environment;
 mod medium;
 mod model;
@@ -65,6 +66,7 @@ fn paper(report: &Report, title: &str) -> String {
     for t in &tables {
         paper_tables::results(&mut s, t);
     }
+    drivers::drivers(&mut s, &report.drivers, report.statistic);
     references::references(&mut s, &report.references, report.statistic);
     figures_section(&mut s, report);
     method(
@@ -292,6 +294,9 @@ fn run_facts(s: &mut String, run: &RunInfo) {
             })
             .collect();
         facts.push(("topologies".into(), list.join(", ")));
+    }
+    for (topology, platform) in &m.platforms {
+        facts.push((format!("platform of {topology}"), platform.clone()));
     }
     for job in &m.slurm_jobs {
         let mut v = format!("job {} on {}", job.job_id, job.nodelist);

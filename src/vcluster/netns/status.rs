@@ -1,5 +1,5 @@
 //! `status` of a netns cluster: its members from the state file, each node running while its
-//! recorded sshd does, each switch while its namespace exists.
+//! recorded sshd does (and a VM node's guest), each switch while its namespace exists.
 
 use crate::vcluster::cluster_dir::ClusterDir;
 use crate::vcluster::error::Result;
@@ -21,11 +21,18 @@ pub fn status(name: &ClusterName, dir: &ClusterDir, state: &State) -> Result<Sta
         .flat_map(|r| {
             r.members.iter().map(|m| {
                 let running = match m.role {
-                    Role::Node => r
-                        .sshd
-                        .iter()
-                        .find(|s| s.node == m.name)
-                        .is_some_and(sshd::is_that),
+                    // A VM node runs while its guest's QEMU does too.
+                    Role::Node => {
+                        r.sshd
+                            .iter()
+                            .find(|s| s.node == m.name)
+                            .is_some_and(sshd::is_that)
+                            && state.vm.as_ref().is_none_or(|vm| {
+                                vm.guests.iter().any(|g| {
+                                    g.node == m.name && crate::vcluster::process::alive(g.pid)
+                                })
+                            })
+                    }
                     Role::Switch => present.contains(&m.namespace),
                 };
                 MemberStatus {

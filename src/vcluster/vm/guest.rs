@@ -188,6 +188,8 @@ impl Guest {
              # The guest kernel's modules where its modprobe looks (bonding among them).\n\
              mkdir -p /lib/modules/{version}\n\
              mount --bind {modules} /lib/modules/{version}\n\
+             # /dev/net/tun for the worker's userspace bond: no udev makes it on demand.\n\
+             modprobe tun || say 'no TUN driver: the userspace bond cannot run here'\n\
              mount -t tmpfs -o mode=0755 tmpfs /run\n\
              mount -t tmpfs -o mode=0700 tmpfs /root\n\
              mount -t tmpfs -o mode=1777 tmpfs /tmp\n\

@@ -22,12 +22,13 @@ use super::wires::Wiring;
 fn platform(dir: &ClusterDir) -> Option<String> {
     let vm = super::state::State::load(&dir.state_file()).ok()??.vm?;
     Some(format!(
-        "VM nodes: QEMU with {} ({}), Debian kernel {}, {} MiB per guest",
+        "VM nodes: QEMU with {} ({}: {}), Debian kernel {}, {} MiB per guest",
         vm.accel.as_str().to_uppercase(),
         match vm.accel {
             super::vm::guest::Accel::Kvm => "the host's CPU",
-            super::vm::guest::Accel::Tcg => "emulated CPU, no KVM",
+            super::vm::guest::Accel::Tcg => "emulated CPU",
         },
+        vm.accel_reason,
         vm.kernel,
         vm.memory_mib
     ))

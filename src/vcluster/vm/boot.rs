@@ -14,7 +14,7 @@ use crate::vcluster::error::{Error, Result};
 use crate::vcluster::state::State;
 use crate::vcluster::wires::{Ns, ip_batch};
 
-use super::guest::{Accel, Guest, MEMORY_MIB, SharedFiles, address_of};
+use super::guest::{Guest, MEMORY_MIB, SharedFiles, address_of};
 use super::kernel::{self, CACHE_DIR};
 use super::record::{GuestProcess, VmRecord};
 
@@ -43,12 +43,15 @@ pub fn boot(
             .into(),
     })?;
     let kernel = kernel::ensure(Path::new(CACHE_DIR), Path::new(BUSYBOX))?;
-    // KVM does not work on every host that has /dev/kvm (some abort or hang after the
-    // BIOS): TCG, which works everywhere, until a probe can tell.
-    let accel = Accel::Tcg;
+    let (accel, why) = super::accel::choose(&qemu, &kernel);
+    tracing::info!(
+        "VM nodes run under {}: {why}",
+        accel.as_str().to_uppercase()
+    );
     state.vm = Some(VmRecord {
         kernel: kernel.version.clone(),
         accel,
+        accel_reason: why,
         memory_mib: MEMORY_MIB,
         guests: Vec::new(),
     });

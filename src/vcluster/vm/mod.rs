@@ -6,6 +6,7 @@
 //! calls [`boot::boot`] once its nodes are up.
 //!
 //! One job per file:
+//! - `accel`: KVM where a probe guest boots under it, TCG otherwise;
 //! - `kernel`: Debian's kernel, fetched and unpacked into a cache every cluster shares;
 //! - `initramfs`: the guest's first root, which mounts this host's root over 9p;
 //! - `guest`: one guest: its taps and splices, its QEMU command line and its init script;
@@ -14,6 +15,7 @@
 //!
 //! Nothing is re-exported here: each file is named by its own path.
 
+pub mod accel;
 pub mod boot;
 pub mod guest;
 pub mod initramfs;

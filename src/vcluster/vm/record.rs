@@ -12,6 +12,9 @@ pub struct VmRecord {
     /// The guest kernel's version (Debian's, `6.1.0-57-amd64`).
     pub kernel: String,
     pub accel: Accel,
+    /// Why that accelerator: what the KVM probe found.
+    #[serde(default)]
+    pub accel_reason: String,
     pub memory_mib: u32,
     #[serde(default)]
     pub guests: Vec<GuestProcess>,

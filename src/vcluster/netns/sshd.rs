@@ -208,6 +208,18 @@ pub fn stop(all: &[Sshd]) -> usize {
 /// Waits until every node's sshd greets on port 22 (its `SSH-2.0-` banner), trying `width`
 /// nodes at once; an error names the nodes that never did.
 pub fn wait_listening(nodes: &[(String, Ipv4Addr)], limit: Duration, width: usize) -> Result<()> {
+    wait_listening_within(nodes, limit, width, Duration::from_secs(2))
+}
+
+/// As [`wait_listening`], each connection waiting up to `banner` for the banner before the
+/// next is tried: a slow node (a VM guest short of CPU) must not be handed a new connection,
+/// and with it a new sshd to start, every few milliseconds.
+pub fn wait_listening_within(
+    nodes: &[(String, Ipv4Addr)],
+    limit: Duration,
+    width: usize,
+    banner: Duration,
+) -> Result<()> {
     let start = Instant::now();
     let silent: Vec<String> = std::thread::scope(|s| {
         let chunks: Vec<&[(String, Ipv4Addr)]> = nodes
@@ -219,7 +231,7 @@ pub fn wait_listening(nodes: &[(String, Ipv4Addr)], limit: Duration, width: usiz
                 s.spawn(move || {
                     chunk
                         .iter()
-                        .filter(|(_, addr)| !greets_within(*addr, start, limit))
+                        .filter(|(_, addr)| !greets_within(*addr, start, limit, banner))
                         .map(|(n, a)| format!("{n} ({a})"))
                         .collect::<Vec<_>>()
                 })
@@ -250,11 +262,11 @@ pub fn wait_listening(nodes: &[(String, Ipv4Addr)], limit: Duration, width: usiz
 
 /// Whether sshd at `addr`:22 sends its banner before `start + limit`; asked at least once,
 /// so that a node probed after a slow one still gets its chance.
-fn greets_within(addr: Ipv4Addr, start: Instant, limit: Duration) -> bool {
+fn greets_within(addr: Ipv4Addr, start: Instant, limit: Duration, banner: Duration) -> bool {
     let to = SocketAddr::from((addr, 22));
     loop {
         if let Ok(stream) = TcpStream::connect_timeout(&to, Duration::from_secs(1)) {
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = stream.set_read_timeout(Some(banner));
             let mut line = String::new();
             if BufReader::new(stream).read_line(&mut line).is_ok() && line.starts_with("SSH-") {
                 return true;

@@ -231,7 +231,7 @@ fn boot_guests(
         .ok()
         .and_then(|inv| inv.hosts.into_values().next())
     {
-        ssh::wait_ready(&first, Duration::from_secs(60))?;
+        ssh::wait_ready(&first, Duration::from_secs(120))?;
     }
     Ok(())
 }

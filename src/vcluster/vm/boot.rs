@@ -29,6 +29,52 @@ fn boot_limit(guests: usize) -> Duration {
     Duration::from_secs(120) + Duration::from_secs(15) * guests as u32
 }
 
+/// What a guest's init prints on its console once its sshd listens.
+const READY: &str = "node-init: ready";
+
+/// Waits until every guest's console says it is ready. Only then are the guests' sshds
+/// probed over the network: a guest starved of CPU (sixteen guests under TCG on two cores
+/// boot in about 90 s of their own time) would otherwise take a probe connection every few
+/// milliseconds, each an sshd of its own to start, until sshd refuses new ones.
+fn wait_ready(guests: &[Guest], limit: Duration) -> Result<()> {
+    let start = std::time::Instant::now();
+    let mut waiting: Vec<&Guest> = guests.iter().collect();
+    while !waiting.is_empty() {
+        waiting.retain(|g| {
+            !std::fs::read_to_string(g.dir.join("console.log")).is_ok_and(|c| c.contains(READY))
+        });
+        if waiting.is_empty() {
+            break;
+        }
+        if start.elapsed() > limit {
+            let g = waiting[0];
+            let console = std::fs::read_to_string(g.dir.join("console.log")).unwrap_or_default();
+            let tail: Vec<&str> = console.lines().rev().take(5).collect();
+            return Err(Error::Host {
+                problem: format!(
+                    "{} guest(s) did not finish booting within {limit:?} ({}); {}'s console \
+                     ends: {}",
+                    waiting.len(),
+                    waiting
+                        .iter()
+                        .take(8)
+                        .map(|g| g.node.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    g.node,
+                    tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+                ),
+                what_to_do: format!(
+                    "see {} and qemu.log beside it",
+                    g.dir.join("console.log").display()
+                ),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    Ok(())
+}
+
 /// Boots every guest (see the module's documentation) and waits for their sshds.
 pub fn boot(
     guests: &[Guest],
@@ -117,17 +163,23 @@ pub fn boot(
         }
         state.save(&dir.state_file())?;
     }
+    wait_ready(guests, boot_limit(guests.len()))?;
     let listening: Vec<(String, std::net::Ipv4Addr)> = guests
         .iter()
         .filter_map(|g| Some((g.node.clone(), address_of(&g.mgmt_lines)?)))
         .collect();
-    crate::vcluster::netns::sshd::wait_listening(&listening, boot_limit(guests.len()), 32).map_err(
-        |e| Error::Host {
-            problem: format!("{e}"),
-            what_to_do: format!(
-                "each guest's console is in {}/<node>/console.log",
-                dir.nodes_dir().display()
-            ),
-        },
+    // One connection at a time per guest, each given a minute for sshd's banner.
+    crate::vcluster::netns::sshd::wait_listening_within(
+        &listening,
+        boot_limit(guests.len()),
+        32,
+        Duration::from_secs(60),
     )
+    .map_err(|e| Error::Host {
+        problem: format!("{e}"),
+        what_to_do: format!(
+            "each guest's console is in {}/<node>/console.log",
+            dir.nodes_dir().display()
+        ),
+    })
 }

@@ -58,9 +58,10 @@ pub fn drivers(s: &mut String, rows: &[DriverRow], statistic: Statistic) {
     let unknown = rows.len() - differs.len() - same;
     let _ = write!(
         s,
-        "{} of {} cells differ beyond their interval; {same} do not",
+        "{} of {} cells differ beyond their interval; {same} {}",
         differs.len(),
-        rows.len()
+        rows.len(),
+        if same == 1 { "does not" } else { "do not" }
     );
     if unknown > 0 {
         let _ = write!(s, "; {unknown} have too few repetitions for an interval");

@@ -169,7 +169,9 @@ fn steps(node: &Node) -> Vec<Step> {
 /// that the node's kernel is as the run found it.
 const KERNEL_BOND_DELETE: &str = r#"del_bond() {
     ip link del "$1" || return 1
-    if [ "$2" = absent ] && [ -z "$(cat /sys/class/net/bonding_masters 2>/dev/null)" ]; then
+    masters=
+    [ -r /sys/class/net/bonding_masters ] && read -r masters </sys/class/net/bonding_masters
+    if [ "$2" = absent ] && [ -z "$masters" ]; then
         modprobe -r bonding 2>/dev/null || true
     fi
 }

@@ -146,7 +146,6 @@ impl Step {
     pub fn tools(&self) -> &'static [&'static str] {
         match self {
             Step::LinkUp { .. }
-            | Step::AddBond { .. }
             | Step::Enslave { .. }
             | Step::AddAddress { .. }
             | Step::AddRoute { .. }
@@ -158,6 +157,8 @@ impl Step {
             // start_bond and stop_bond; the worker itself is checked on its own.
             Step::StartUserspaceBond { .. } => &["nohup", "sleep", "tr"],
             Step::Sysctl { .. } => &["sysctl"],
+            // del_bond unloads the bonding module the apply loaded.
+            Step::AddBond { .. } => &["modprobe"],
         }
     }
 

@@ -83,8 +83,8 @@ pub struct UpArgs {
     /// QEMU guest booting Debian's kernel (fetched with apt on first use into
     /// /var/cache/orchestrate/vm), its NICs spliced to the node's interfaces: a kernel of the
     /// node's own, with its bonding driver; needs qemu-system-x86 and busybox-static; under
-    /// TCG each guest takes about 12 s of a core to boot and 256 MiB. An experiment chooses
-    /// with `[cluster] kind`.
+    /// TCG each guest takes about 12 s of a core to boot, 256 MiB of guest memory and 370 to
+    /// 770 MiB of this machine's. An experiment chooses with `[cluster] kind`.
     #[arg(long, value_enum, default_value_t = vc::Kind::Docker)]
     kind: vc::Kind,
 }

@@ -136,23 +136,6 @@ fn sh(cmd: &str) {
     );
 }
 
-/// The worker binary next to this test's target directory: `cargo test --workspace` and
-/// `scripts/test` build it; a run of this package alone must build it first.
-fn worker_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test knows its own path");
-    let w = exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join("orchestrate-worker");
-    assert!(
-        w.exists(),
-        "{} is missing: build the worker first (cargo build -p orchestrate-worker)",
-        w.display()
-    );
-    w
-}
-
 fn in_netns<T: Send + 'static>(
     ns: &str,
     f: impl FnOnce() -> T + Send + 'static,
@@ -179,7 +162,7 @@ unsafe extern "C" {
 #[test]
 fn netns_tun_userspace_bond_scripts_carry_tcp_and_teardown_restores() {
     require_needs!();
-    let worker = worker_binary();
+    let worker = common::worker_binary();
     let t = userspace(common::topology("bonded-dual-net"));
     let tag = std::process::id() % 10000;
     let names = ["n01", "n02"];

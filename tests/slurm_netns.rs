@@ -76,23 +76,6 @@ fn orchestrate_ok(args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-/// The worker binary next to this test's target directory (`cargo build --workspace` or
-/// `scripts/test` builds it).
-fn worker_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test knows its own path");
-    let w = exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join("orchestrate-worker");
-    assert!(
-        w.exists(),
-        "{} is missing: build the worker first (cargo build -p orchestrate-worker)",
-        w.display()
-    );
-    w
-}
-
 /// A Slurm command against this test's slurm.conf.
 fn slurm(conf: &Path, program: &str, args: &[&str]) -> Output {
     Command::new(program)
@@ -306,7 +289,7 @@ fn netns_sshd_slurm_salloc_runs_an_experiment_on_the_nodes_slurm_allocated() {
         conf: dir.join("slurm.conf"),
     };
     std::fs::write(dir.join("trio.toml"), TOPOLOGY.replace("{name}", &name)).unwrap();
-    let worker = worker_binary();
+    let worker = common::worker_binary();
     let worker = worker.to_str().unwrap();
     orchestrate_ok(&[
         "cluster",

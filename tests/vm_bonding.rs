@@ -60,21 +60,6 @@ fn orchestrate(args: &[&str]) -> Output {
     out
 }
 
-fn worker_binary() -> PathBuf {
-    let exe = std::env::current_exe().expect("the test knows its own path");
-    let w = exe
-        .parent()
-        .and_then(Path::parent)
-        .unwrap()
-        .join("orchestrate-worker");
-    assert!(
-        w.exists(),
-        "{} is missing: build the worker first",
-        w.display()
-    );
-    w
-}
-
 /// A cluster up for the test, down on drop.
 struct Cluster {
     name: String,
@@ -250,7 +235,7 @@ fn netns_tun_qemu_kernel_bonds_on_vm_nodes_balance_and_fail_over_and_leave_them_
             .replace("{mode}", "balance-rr"),
     )
     .unwrap();
-    let worker = worker_binary();
+    let worker = common::worker_binary();
     let up = orchestrate(&[
         "cluster",
         "up",

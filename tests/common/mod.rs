@@ -5,6 +5,23 @@ pub mod sshd;
 
 use std::path::PathBuf;
 
+/// The worker binary next to this test's target directory: `cargo build --workspace` and
+/// `scripts/test` build it; a run of this package alone must build it first.
+pub fn worker_binary() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test knows its own path");
+    let w = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .unwrap()
+        .join("orchestrate-worker");
+    assert!(
+        w.exists(),
+        "{} is missing: build the worker first (cargo build -p orchestrate-worker)",
+        w.display()
+    );
+    w
+}
+
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }

@@ -35,6 +35,7 @@ fn spec(records: u64) -> SynthSpec {
         wire_mbit_s: 10.0,
         wires,
         reps: None,
+        cpu_busy_ms_per_trial: None,
     };
     let mut s = SynthSpec {
         experiment: "bench".into(),

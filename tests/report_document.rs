@@ -414,6 +414,11 @@ fn a_run_with_both_bond_drivers_compares_them_cell_by_cell_in_report_md() {
     kernel.latency_us = 120.0;
     let mut userspace = spec.configs[0].clone();
     userspace.topology = "bond4-userspace".into();
+    // TCP's counters clean on both, and the nodes busier with the stand-in: the report names
+    // the CPU, and only because the records counted it.
+    spec.tcp_retrans = Some(Vec::new());
+    kernel.cpu_busy_ms_per_trial = Some(20.0);
+    userspace.cpu_busy_ms_per_trial = Some(60.0);
     spec.configs = vec![kernel, userspace];
     spec.baseline = Some("bond4-kernel".into());
     write_run(dir.path(), &spec).unwrap();
@@ -435,6 +440,21 @@ fn a_run_with_both_bond_drivers_compares_them_cell_by_cell_in_report_md() {
             .all(|l| l.chars().count() <= 100 || !l.starts_with('|')),
         "{part}"
     );
-    // Slower per message, so below 1 where the hosts decide: said with the cause TCP shows.
+    // Slower per message, so below 1 where the hosts decide: said with the cause measured.
     assert!(part.contains("the userspace bond gives 0."), "{part}");
+    let causes: Vec<&str> = part.lines().filter(|l| l.starts_with("- token")).collect();
+    assert!(!causes.is_empty(), "{part}");
+    for line in causes {
+        assert!(
+            line.contains("the difference is the stand-in's work per frame"),
+            "{line}"
+        );
+    }
+    // The CPU per MB beside each cell, userspace over kernel: three times the busy time per
+    // trial, over no more bytes.
+    for row in part.lines().filter(|l| l.starts_with("| token")) {
+        let cpu = row.trim_end_matches('|').rsplit('|').next().unwrap().trim();
+        let factor: f64 = cpu.trim_end_matches('×').parse().expect("a factor");
+        assert!(factor >= 3.0, "{row}");
+    }
 }

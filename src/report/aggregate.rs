@@ -31,8 +31,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use polars::prelude::*;
 
 use super::data::{
-    CellKey, Config, Failure, FailureReason, Latency, Measure, PointProgress, PointSample,
-    TcpEvidence,
+    CellKey, Config, CpuEvidence, Failure, FailureReason, Latency, Measure, PointProgress,
+    PointSample, TcpEvidence,
 };
 use super::error::ReportError;
 use super::window_progress;
@@ -51,6 +51,8 @@ pub struct Aggregated {
     pub latency: BTreeMap<CellKey, Latency>,
     /// TCP's counters per cell, where records carried them.
     pub tcp: BTreeMap<CellKey, TcpEvidence>,
+    /// The nodes' CPU per cell, where records carried it.
+    pub cpu: BTreeMap<CellKey, CpuEvidence>,
     /// How the pairs of the heaviest point delivered over time, when its records have
     /// progress samples.
     pub progress: Option<PointProgress>,
@@ -115,6 +117,7 @@ pub fn aggregate(
     let cell_ids = cell_ids(&windows);
     let window_frame = window_frame(&windows, &cell_ids)?;
     let tcp = tcp_pass(records.clone())?;
+    let cpu = cpu_pass(records.clone())?;
     for f in &mut failures {
         f.tcp = tcp.get(&(f.point, f.rep)).copied();
     }
@@ -136,7 +139,8 @@ pub fn aggregate(
         samples: samples(&windows, &bytes_in_window),
         failures,
         latency: by_key(latency, &cell_ids),
-        tcp: tcp_by_cell(&tcp, &windows),
+        tcp: by_cell(&tcp, &windows),
+        cpu: by_cell(&cpu, &windows),
         progress,
     })
 }
@@ -475,14 +479,14 @@ fn by_key<T>(per_id: BTreeMap<u32, T>, cell_ids: &BTreeMap<&CellKey, u32>) -> BT
         .collect()
 }
 
-/// TCP's counters per cell over the attempts that count (those with a window).
-fn tcp_by_cell(
-    tcp: &BTreeMap<(u32, u32), TcpEvidence>,
+/// A pass's figures per cell over the attempts that count (those with a window).
+fn by_cell<E: Copy + Default + std::ops::AddAssign>(
+    per_point: &BTreeMap<(u32, u32), E>,
     windows: &[Window<'_>],
-) -> BTreeMap<CellKey, TcpEvidence> {
-    let mut by_cell: BTreeMap<CellKey, TcpEvidence> = BTreeMap::new();
+) -> BTreeMap<CellKey, E> {
+    let mut by_cell: BTreeMap<CellKey, E> = BTreeMap::new();
     for w in windows {
-        if let Some(t) = tcp.get(&(w.point, w.rep)) {
+        if let Some(t) = per_point.get(&(w.point, w.rep)) {
             *by_cell.entry(w.span.key.clone()).or_default() += *t;
         }
     }
@@ -546,6 +550,47 @@ fn tcp_pass(mut records: LazyFrame) -> Result<BTreeMap<(u32, u32), TcpEvidence>,
                     reorderings: reord.get(i).unwrap_or(0),
                     dsack_dups: dsack.get(i).unwrap_or(0),
                     out_of_order: ooo.get(i).unwrap_or(0),
+                },
+            ))
+        })
+        .collect())
+}
+
+/// The nodes' busy CPU per (point, rep), every record of both ends that carries it, with the
+/// payload of those trials counted once (on the side that times the pattern); attempts as in
+/// [`tcp_pass`]. Records from workers that did not read it: nothing, never zeros.
+fn cpu_pass(records: LazyFrame) -> Result<BTreeMap<(u32, u32), CpuEvidence>, ReportError> {
+    let mut records = records;
+    if !records.collect_schema()?.contains(c::NODE_CPU_BUSY_MS) {
+        return Ok(BTreeMap::new());
+    }
+    let df = records
+        .filter(col(c::NODE_CPU_BUSY_MS).is_not_null())
+        .group_by([col(c::POINT), col(c::REP)])
+        .agg([
+            len().cast(DataType::UInt64).alias("trials"),
+            col(c::NODE_CPU_BUSY_MS).sum(),
+            col(c::BYTES)
+                .filter(timing_side())
+                .cast(DataType::UInt64)
+                .sum()
+                .alias(c::BYTES),
+        ])
+        .collect_with_engine(ENGINE)?
+        .unwrap_single();
+    let point = df.column(c::POINT)?.u32()?;
+    let rep = df.column(c::REP)?.u32()?;
+    let trials = df.column("trials")?.u64()?;
+    let busy = df.column(c::NODE_CPU_BUSY_MS)?.f64()?;
+    let bytes = df.column(c::BYTES)?.u64()?;
+    Ok((0..df.height())
+        .filter_map(|i| {
+            Some((
+                (point.get(i)?, rep.get(i)?),
+                CpuEvidence {
+                    trials: trials.get(i)?,
+                    busy_ms: busy.get(i)?,
+                    bytes: bytes.get(i).unwrap_or(0),
                 },
             ))
         })

@@ -45,6 +45,7 @@ pub fn summarize(agg: &Aggregated) -> Vec<CellSummary> {
                 per_pair_min_mbit_s: rates.first().copied(),
                 latency: agg.latency.get(key).copied().unwrap_or(Latency::default()),
                 tcp: agg.tcp.get(key).copied(),
+                cpu: agg.cpu.get(key).copied(),
                 failed_attempts: acc.failed_attempts,
                 failed_trials: acc.failed_trials,
             }

@@ -348,6 +348,7 @@ mod tests {
             per_pair_min_mbit_s: None,
             latency: Default::default(),
             tcp: None,
+            cpu: None,
             failed_attempts: 0,
             failed_trials: 0,
         }

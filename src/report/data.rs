@@ -241,6 +241,36 @@ impl std::ops::AddAssign for TcpEvidence {
     }
 }
 
+/// The nodes' CPU over a cell's counted points: the busy time each trial record's worker read
+/// from its kernel (`node_cpu_busy_ms`, both ends), and the payload those trials delivered.
+/// On VM and real nodes each end's count is its node's own; on container and namespace nodes
+/// every end counts the one host they share.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct CpuEvidence {
+    /// Trial records that carried a count (older workers' do not).
+    pub trials: u64,
+    /// Busy CPU time, ms, summed over those records.
+    pub busy_ms: f64,
+    /// Payload bytes the same trials delivered, counted once per trial (on the side that
+    /// times the pattern).
+    pub bytes: u64,
+}
+
+impl CpuEvidence {
+    /// Busy CPU ms per MB (10⁶ bytes) of payload; `None` without payload.
+    pub fn ms_per_mb(&self) -> Option<f64> {
+        (self.bytes > 0).then(|| self.busy_ms / (self.bytes as f64 / 1e6))
+    }
+}
+
+impl std::ops::AddAssign for CpuEvidence {
+    fn add_assign(&mut self, other: Self) {
+        self.trials += other.trials;
+        self.busy_ms += other.busy_ms;
+        self.bytes += other.bytes;
+    }
+}
+
 /// Everything known about one cell.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellSummary {
@@ -257,6 +287,8 @@ pub struct CellSummary {
     pub latency: Latency,
     /// TCP's counters during the cell's counted points; `None` where no record carried them.
     pub tcp: Option<TcpEvidence>,
+    /// The nodes' CPU during the cell's counted points; `None` where no record carried it.
+    pub cpu: Option<CpuEvidence>,
     pub failed_attempts: usize,
     /// Errored trials in the cell's failed attempts.
     pub failed_trials: u64,

@@ -1,14 +1,19 @@
 //! The userspace bond against the kernel's bonding driver it stands in for: every cell a run
 //! measured with both drivers on an otherwise equal configuration (bonding mode, placement,
 //! pairs, size, measurement), side by side with the ratio's 95% interval and TCP's own
-//! counters from both, so that a reader sees where the stand-in differs, by how much, and
-//! what TCP saw while it did.
+//! counters and the nodes' CPU from both, so that a reader sees where the stand-in differs, by
+//! how much, and what TCP and the nodes' CPUs saw while it did.
 
 use std::collections::BTreeMap;
 
 use super::contrast::{self, RatioEstimate};
-use super::data::{CellSummary, Measure, TcpEvidence};
+use super::data::{CellSummary, CpuEvidence, Measure, TcpEvidence};
 use crate::results::{BondDriver, PlacementKind, Statistic};
+
+/// How much more CPU per byte the userspace bond must cost before a report names it: a fifth
+/// more. The count is good to a 10 ms tick per CPU per trial read, well under a fifth of the
+/// second-long trials' totals; smaller differences are left unexplained rather than guessed.
+pub const MORE_CPU: f64 = 1.2;
 
 /// One cell measured with both drivers.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,6 +35,7 @@ pub struct Side {
     pub topology: String,
     pub value: Option<f64>,
     pub tcp: Option<TcpEvidence>,
+    pub cpu: Option<CpuEvidence>,
 }
 
 impl Side {
@@ -38,6 +44,7 @@ impl Side {
             topology: c.key.config.topology.clone(),
             value: c.value(statistic),
             tcp: c.tcp,
+            cpu: c.cpu,
         }
     }
 }
@@ -49,8 +56,15 @@ pub enum Reading {
     Same,
     /// The userspace bond differs, and TCP saw more reordering or loss with it.
     DiffersWithTcpEvents,
-    /// The userspace bond differs, and TCP's counters do not: the difference is in the hosts'
-    /// work per frame, which this run did not count.
+    /// The userspace bond differs, TCP's counters do not, and the nodes spent at least
+    /// [`MORE_CPU`] times the kernel driver's CPU per byte with it: the difference is the
+    /// stand-in's work per frame.
+    DiffersWithMoreCpu,
+    /// The userspace bond differs, and neither TCP's counters nor the nodes' CPU per byte do:
+    /// the cause is something this run did not measure.
+    DiffersUnexplained,
+    /// The userspace bond differs, and TCP's counters do not; the records carry no CPU count,
+    /// so the nodes' work per frame, the likely difference, was not counted.
     DiffersInTheHosts,
     /// The userspace bond differs, and the records carry no TCP counters to say more.
     DiffersUncounted,
@@ -74,9 +88,20 @@ impl DriverRow {
             // Twice the events per trial, and more than one: TCP saw the stand-in's frames
             // differently.
             (Some(k), Some(u)) if u > 2.0 * k && u >= 1.0 => Reading::DiffersWithTcpEvents,
-            (Some(_), Some(_)) => Reading::DiffersInTheHosts,
+            (Some(_), Some(_)) => match self.cpu_factor() {
+                // More work per byte explains a slower stand-in, never a faster one.
+                Some(f) if f >= MORE_CPU && r.ratio < 1.0 => Reading::DiffersWithMoreCpu,
+                Some(_) => Reading::DiffersUnexplained,
+                None => Reading::DiffersInTheHosts,
+            },
             _ => Reading::DiffersUncounted,
         }
+    }
+
+    /// The userspace bond's CPU per byte over the kernel driver's, where both were counted.
+    pub fn cpu_factor(&self) -> Option<f64> {
+        let per_mb = |s: &Side| s.cpu.and_then(|c| c.ms_per_mb()).filter(|&v| v > 0.0);
+        Some(per_mb(&self.userspace)? / per_mb(&self.kernel)?)
     }
 }
 
@@ -130,6 +155,16 @@ mod tests {
     use crate::report::data::CellKey;
 
     fn cell(driver: BondDriver, topology: &str, reps: &[f64], tcp: TcpEvidence) -> CellSummary {
+        cell_with_cpu(driver, topology, reps, tcp, None)
+    }
+
+    fn cell_with_cpu(
+        driver: BondDriver,
+        topology: &str,
+        reps: &[f64],
+        tcp: TcpEvidence,
+        cpu_ms_per_mb: Option<f64>,
+    ) -> CellSummary {
         let mut key = CellKey::token(topology, 8192);
         key.config.bonding = "balance-rr".into();
         key.config.bond_driver = Some(driver);
@@ -143,6 +178,11 @@ mod tests {
             per_pair_min_mbit_s: None,
             latency: Default::default(),
             tcp: Some(tcp),
+            cpu: cpu_ms_per_mb.map(|ms| CpuEvidence {
+                trials: tcp.trials,
+                busy_ms: ms * 10.0,
+                bytes: 10_000_000,
+            }),
             failed_attempts: 0,
             failed_trials: 0,
         }
@@ -224,6 +264,37 @@ mod tests {
             compare_drivers(&same, Statistic::Median)[0].reading(),
             Reading::Same
         );
+    }
+
+    #[test]
+    fn a_difference_tcp_did_not_see_is_put_down_to_cpu_only_where_the_nodes_spent_more() {
+        let with_cpu = |kernel: f64, userspace: f64| {
+            let cells = [
+                cell_with_cpu(
+                    BondDriver::Kernel,
+                    "k",
+                    &[10.0, 10.1, 9.9, 10.0, 10.2, 9.8],
+                    tcp(12, 1, 2),
+                    Some(kernel),
+                ),
+                cell_with_cpu(
+                    BondDriver::Userspace,
+                    "u",
+                    &[8.0, 8.1, 7.9, 8.0, 8.2, 7.8],
+                    tcp(12, 1, 3),
+                    Some(userspace),
+                ),
+            ];
+            let row = compare_drivers(&cells, Statistic::Median).remove(0);
+            (row.reading(), row.cpu_factor().unwrap())
+        };
+        let (reading, factor) = with_cpu(40.0, 100.0);
+        assert_eq!(reading, Reading::DiffersWithMoreCpu);
+        assert!((factor - 2.5).abs() < 1e-9, "{factor}");
+        // A tenth more is within what the count can tell apart: not named as the cause.
+        assert_eq!(with_cpu(40.0, 44.0).0, Reading::DiffersUnexplained);
+        // Less CPU with the stand-in cannot explain its being slower either.
+        assert_eq!(with_cpu(40.0, 20.0).0, Reading::DiffersUnexplained);
     }
 
     #[test]

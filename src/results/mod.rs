@@ -47,6 +47,7 @@
 //! | `tcp_rtt_us` | u32? | TCP: smoothed round-trip time at the trial's end |
 //! | `tcp_rttvar_us` | u32? | TCP: its mean deviation |
 //! | `tcp_snd_cwnd` | u32? | TCP: congestion window at the trial's end, segments |
+//! | `node_cpu_busy_ms` | f64? | CPU time the kernel under this side spent busy during the trial, ms, all its CPUs (`/proc/stat`, to a 10 ms tick): a VM's or real node's own; on container and namespace nodes the host's, which they share |
 //!
 //! Fields the worker adds later reach Parquet only once [`schema::RecordColumns`] names them; it
 //! destructures the record exhaustively so that the compiler points at the place.

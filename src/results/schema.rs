@@ -114,6 +114,7 @@ pub mod col {
     pub const TCP_REORD_SEEN: &str = "tcp_reord_seen";
     pub const TCP_DSACK_DUPS: &str = "tcp_dsack_dups";
     pub const TCP_RCV_OOOPACK: &str = "tcp_rcv_ooopack";
+    pub const NODE_CPU_BUSY_MS: &str = "node_cpu_busy_ms";
     /// Lists (the record's `progress_*`): not written to records.csv, which has no lists.
     pub const PROGRESS_OFFSET_NS: &str = "progress_offset_ns";
     pub const PROGRESS_BYTES: &str = "progress_bytes";
@@ -169,6 +170,7 @@ pub struct RecordColumns {
     tcp_rtt_us: Vec<Option<u32>>,
     tcp_rttvar_us: Vec<Option<u32>>,
     tcp_snd_cwnd: Vec<Option<u32>>,
+    node_cpu_busy_ms: Vec<Option<f64>>,
     progress_offset_ns: Vec<Option<Vec<u64>>>,
     progress_bytes: Vec<Option<Vec<u64>>>,
 }
@@ -236,6 +238,7 @@ impl RecordColumns {
             tcp_rtt_us,
             tcp_rttvar_us,
             tcp_snd_cwnd,
+            node_cpu_busy_ms,
             progress_offset_ns,
             progress_bytes,
         } = record;
@@ -286,6 +289,7 @@ impl RecordColumns {
         self.tcp_rtt_us.push(tcp_rtt_us);
         self.tcp_rttvar_us.push(tcp_rttvar_us);
         self.tcp_snd_cwnd.push(tcp_snd_cwnd);
+        self.node_cpu_busy_ms.push(node_cpu_busy_ms);
         self.progress_offset_ns.push(progress_offset_ns);
         self.progress_bytes.push(progress_bytes);
     }
@@ -342,6 +346,7 @@ impl RecordColumns {
             Column::new("tcp_rtt_us".into(), c.tcp_rtt_us),
             Column::new("tcp_rttvar_us".into(), c.tcp_rttvar_us),
             Column::new("tcp_snd_cwnd".into(), c.tcp_snd_cwnd),
+            Column::new(col::NODE_CPU_BUSY_MS.into(), c.node_cpu_busy_ms),
             u64_lists(col::PROGRESS_OFFSET_NS, c.progress_offset_ns),
             u64_lists(col::PROGRESS_BYTES, c.progress_bytes),
         ];

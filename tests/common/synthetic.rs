@@ -34,6 +34,9 @@ pub struct SynthConfig {
     pub wires: f64,
     /// Repetitions of this configuration (overrides the spec's when set).
     pub reps: Option<u32>,
+    /// The busy CPU every trial record of this configuration reports for its node, ms
+    /// (`node_cpu_busy_ms`); absent when `None`, as from workers that did not count it.
+    pub cpu_busy_ms_per_trial: Option<f64>,
 }
 
 /// What to generate.
@@ -85,6 +88,7 @@ impl SynthSpec {
                 wire_mbit_s: 10.0,
                 wires,
                 reps,
+                cpu_busy_ms_per_trial: None,
             }
         };
         Self {
@@ -291,6 +295,7 @@ pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointR
                                 tcp_rtt_us: None,
                                 tcp_rttvar_us: None,
                                 tcp_snd_cwnd: None,
+                                node_cpu_busy_ms: c.cpu_busy_ms_per_trial,
                                 progress_offset_ns: None,
                                 progress_bytes: None,
                             },

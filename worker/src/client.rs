@@ -16,6 +16,7 @@ use std::time::Duration;
 use crate::auth::{Nonce, Secret};
 use crate::error::{Result, WorkerError};
 use crate::mptcp::{self, TrialSubflows};
+use crate::node_cpu::TrialCpu;
 use crate::output::ClientOutput;
 use crate::patterns::{self, Measure};
 use crate::protocol::{
@@ -438,6 +439,7 @@ impl Trials<'_> {
         rec.peer_clock_rtt_ns = s.clock.map(|k| k.rtt_ns);
         rec.subflows = m.subflows;
         rec.set_tcp(m.tcp);
+        rec.node_cpu_busy_ms = m.node_cpu_busy_ms;
         rec.set_progress(m.progress.as_ref());
         self.pattern.figures(m, spec, rep, &mut rec);
         rec
@@ -466,6 +468,7 @@ fn one_trial(
     let tcp = (params.protocol == Protocol::Tcp)
         .then(|| TrialTcp::start(&c.stream))
         .flatten();
+    let cpu = TrialCpu::start();
     let mut m = match pat.client(c, params, spec, bufs) {
         Err(e @ WorkerError::PeerGone { .. }) => return Err(with_servers_reason(c, e)),
         other => other?,
@@ -493,6 +496,7 @@ fn one_trial(
     // Counted once the report is in: by then every byte of the trial has been delivered.
     m.subflows = subflows.and_then(|t| t.count(&c.stream));
     m.tcp = tcp.and_then(|t| t.counters(&c.stream));
+    m.node_cpu_busy_ms = cpu.and_then(|t| t.busy_ms());
     if let Some(e) = &rep.error {
         return Err(WorkerError::Remote(e.clone()));
     }
@@ -519,6 +523,7 @@ pub fn server_record(params: &Params, spec: &TrialSpec, rep: &TrialReport) -> Re
     r.gap_max_us = rep.gap_max_ns.map(|ns| ns as f64 / 1e3);
     r.subflows = rep.subflows;
     r.set_tcp(rep.tcp);
+    r.node_cpu_busy_ms = rep.node_cpu_busy_ms;
     r.set_progress(rep.progress.as_ref());
     r
 }

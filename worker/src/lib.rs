@@ -15,6 +15,7 @@ pub mod gate;
 pub mod invocation;
 pub mod mptcp;
 pub mod netpipe;
+pub mod node_cpu;
 pub mod output;
 pub mod patterns;
 pub mod probe;

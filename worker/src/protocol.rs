@@ -221,6 +221,10 @@ pub struct TrialReport {
     /// workers).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp: Option<TcpCounters>,
+    /// Busy CPU time of the server's kernel during the trial, ms (absent from older
+    /// workers, or where the kernel will not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_cpu_busy_ms: Option<f64>,
     /// How the payload arrived over the trial, on the server's side (stream; absent from
     /// older workers).
     #[serde(default, skip_serializing_if = "Option::is_none")]

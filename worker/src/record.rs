@@ -220,6 +220,12 @@ pub struct Record {
     /// Congestion window at the trial's end, segments (tcp).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tcp_snd_cwnd: Option<u32>,
+    /// CPU time the kernel under this side spent busy during the trial, ms, every CPU summed
+    /// (`/proc/stat`, good to a 10 ms tick per CPU): on a VM or a real node the node's own, on
+    /// container and namespace nodes the host's, which they share. Absent from older workers
+    /// or where the kernel will not say.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_cpu_busy_ms: Option<f64>,
     /// How the payload accumulated, on the side that times the pattern (`progress`): ns
     /// after `start_unix_ns` of each sample, ascending, the last at `elapsed_ns`...
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -269,6 +275,7 @@ impl Record {
             tcp_rtt_us: None,
             tcp_rttvar_us: None,
             tcp_snd_cwnd: None,
+            node_cpu_busy_ms: None,
             progress_offset_ns: None,
             progress_bytes: None,
         }

@@ -38,6 +38,7 @@ use crate::client::software;
 use crate::error::{Result, WorkerError};
 use crate::gate::{Admission, Admitted, Gate, GateOptions, Refused};
 use crate::mptcp::{self, TrialSubflows};
+use crate::node_cpu::TrialCpu;
 use crate::output::print_server_record;
 use crate::patterns::{self, Measure};
 use crate::protocol::{self, ErrorMsg, Hello, Kind, Params, TrialReport, TrialSpec, Welcome};
@@ -359,12 +360,14 @@ fn session(a: Admitted, id: u64, shared: &Shared) -> Result<String> {
         let tcp = (p.protocol == Protocol::Tcp)
             .then(|| TrialTcp::start(&c.stream))
             .flatten();
+        let cpu = TrialCpu::start();
         let mut m = match pat.server(&mut c, &p, &spec, &mut bufs) {
             Ok(m) => m,
             Err(e) => return Err(fail(&mut c, e)),
         };
         m.subflows = subflows.and_then(|t| t.count(&c.stream));
         m.tcp = tcp.and_then(|t| t.counters(&c.stream));
+        m.node_cpu_busy_ms = cpu.and_then(|t| t.busy_ms());
         let rep = trial_report(&c, &m);
         c.send(Kind::TrialReport, &rep)?;
         if !spec.warmup {
@@ -434,6 +437,7 @@ fn trial_report(c: &Conn, m: &Measure) -> TrialReport {
         gap_max_ns: m.gap_max_ns,
         subflows: m.subflows,
         tcp: m.tcp,
+        node_cpu_busy_ms: m.node_cpu_busy_ms,
         progress: m.progress.clone(),
     }
 }

@@ -461,6 +461,7 @@ mod tests {
             per_pair_min_mbit_s: None,
             latency: Latency::default(),
             tcp: None,
+            cpu: None,
             failed_attempts: 0,
             failed_trials: 0,
         }

@@ -175,9 +175,7 @@ impl PatternImpl for Load {
             latency: percentiles(&hist),
             until_report: false,
             gap_max_ns: None,
-            subflows: None,
-            tcp: None,
-            progress: None,
+            ..Measure::default()
         })
     }
 

@@ -28,6 +28,9 @@ pub struct Measure {
     /// TCP's counters for the trial's connection (tcp only): read by the session driver
     /// around the pattern, like `subflows`.
     pub tcp: Option<TcpCounters>,
+    /// Busy CPU time of the kernel under this side during the trial, ms (`node_cpu`): read
+    /// by the session driver around the pattern, like `tcp`.
+    pub node_cpu_busy_ms: Option<f64>,
     /// How the payload accumulated over the trial, on the side that times the pattern
     /// (the client of an exchange, the receiver of a stream).
     pub progress: Option<Progress>,

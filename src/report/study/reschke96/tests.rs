@@ -56,6 +56,7 @@ fn cell(
         per_pair_min_mbit_s: None,
         latency: Latency::default(),
         tcp: None,
+        cpu: None,
         failed_attempts: 0,
         failed_trials: 0,
     }

@@ -411,10 +411,12 @@ fn failover_gap(c: &Cluster, d: &Path, worker: &Path, driver: &str) -> f64 {
         gap_us / 1e3,
         r["throughput_mbit_s"].as_f64().unwrap()
     );
-    // Failover within miimon's 100 ms, then TCP's retransmission timer (at least 200 ms) to
-    // resend what the dead bus swallowed: well under a second. A bond that never failed over
-    // would stall for the whole 2 s outage.
-    assert!(gap_us < 1e6, "{driver}: longest pause {gap_us} µs");
+    // Failover within miimon's 100 ms, then TCP's retransmission timer (at least 200 ms,
+    // doubled for each retransmission lost before the failover) resends what the dead bus
+    // swallowed: 135-536 ms in most runs here, 1135 ms once (the userspace bond). A bond that
+    // never failed over stalls for the whole 2 s outage: the stream must resume before the
+    // bus comes back.
+    assert!(gap_us < 2e6, "{driver}: longest pause {gap_us} µs");
     gap_us
 }
 

@@ -6,7 +6,7 @@
 //! difference, the nodes' work per byte is the next suspect (the userspace bond's copies
 //! through TUN and the worker, say); a report may name it only if the run counted it.
 
-/// The kernel's busy and idle time at a trial's start, in its clock ticks.
+/// The kernel's busy time at a trial's start, in its clock ticks.
 pub struct TrialCpu {
     at_start: Ticks,
 }

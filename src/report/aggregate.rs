@@ -559,8 +559,7 @@ fn tcp_pass(mut records: LazyFrame) -> Result<BTreeMap<(u32, u32), TcpEvidence>,
 /// The nodes' busy CPU per (point, rep), every record of both ends that carries it, with the
 /// payload of those trials counted once (on the side that times the pattern); attempts as in
 /// [`tcp_pass`]. Records from workers that did not read it: nothing, never zeros.
-fn cpu_pass(records: LazyFrame) -> Result<BTreeMap<(u32, u32), CpuEvidence>, ReportError> {
-    let mut records = records;
+fn cpu_pass(mut records: LazyFrame) -> Result<BTreeMap<(u32, u32), CpuEvidence>, ReportError> {
     if !records.collect_schema()?.contains(c::NODE_CPU_BUSY_MS) {
         return Ok(BTreeMap::new());
     }

@@ -60,9 +60,9 @@ impl StreamArgs {
 
 /// The receiver reads up to this much per call, whatever the block size: small blocks are then
 /// not timed by the receiver's system-call rate, and a large block's bytes already queued are
-/// taken in one copy instead of one per block. With reads of one block, a 1 MiB stream on
-/// loopback ran at 0.99 of iperf3's rate (which reads one block, `-l`, at a time); with reads of
-/// 4 MiB at 1.2 (2026-12-07, six alternating runs).
+/// taken in one call instead of one per block. With page-aligned buffers and reads of one
+/// block, a 1 MiB stream on loopback ran at 0.94 of iperf3's rate (which reads one block, `-l`,
+/// at a time); with reads of 4 MiB at 1.20 (2026-12-07, medians of six alternating runs).
 const READ: usize = 4 * 1024 * 1024;
 
 impl PatternImpl for Stream {

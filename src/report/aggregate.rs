@@ -175,11 +175,18 @@ fn heaviest<'a, 'b>(windows: &'b [Window<'a>]) -> Option<&'b Window<'a>> {
 /// was measured more than once (an attempt the emulator did not keep time for, measured
 /// again): without that, both attempts' trials would make one window spanning the two.
 /// Records without an `attempt` column (runs from before re-measurement) are all kept.
+///
+/// When every attempt that counts is its point's first (attempt 0), there is nothing to drop: a
+/// point is not measured again once an attempt of it is ok, and an attempt interrupted before
+/// its end leaves no records. The records are then not joined with the attempts at all: the join
+/// is paid again by every pass over them (0.8 s of a 2.5 s pass over 10 million records).
 fn counted_attempts_only(
     mut records: LazyFrame,
     attempts: &Attempts<'_>,
 ) -> Result<LazyFrame, ReportError> {
-    if !records.collect_schema()?.contains(c::ATTEMPT) {
+    if !records.collect_schema()?.contains(c::ATTEMPT)
+        || attempts.ok.values().all(|p| p.attempt == 0)
+    {
         return Ok(records);
     }
     let counted: Vec<(u32, u32, u32)> = attempts

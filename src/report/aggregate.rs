@@ -1,4 +1,4 @@
-//! From records to samples: the Polars part of the report.
+//! From records to samples: windows, the bytes in them, latency percentiles.
 //!
 //! # Aggregate throughput over the common window
 //!
@@ -23,10 +23,12 @@
 //! Only records of the side that times a pattern are used: the receiver (server) for
 //! `stream`, the client for every other pattern, so a pair is not counted twice.
 //!
-//! Polars does the passes over the records; everything after that (one row per pair and
-//! repetition) is small and is done in plain Rust, where ordering is explicit.
+//! Polars reads the records once ([`super::gather`]); everything after that, the windows and
+//! the cut of each trial at its window, is done here in plain Rust, where ordering is explicit.
+//! Every aggregation of a report (the run's cells, its drift check, the attempts it left out)
+//! works on that one pass's output.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use polars::prelude::*;
 
@@ -35,13 +37,10 @@ use super::data::{
     PointSample, TcpEvidence,
 };
 use super::error::ReportError;
+use super::gather::{AttemptId, Gathered, PairGroup, Trial};
 use super::window_progress;
 use crate::results::schema::col as c;
-use crate::results::{BondDriver, Manifest, PointRow, PointStatus};
-
-/// Polars' streaming engine: it decodes the Parquet file in morsels instead of whole
-/// columns, which keeps a 10-million-record report well under 2 GiB.
-const ENGINE: Engine = Engine::Streaming;
+use crate::results::{Manifest, PointRow, PointStatus};
 
 /// Samples, failures and latency of one run.
 #[derive(Debug, Default)]
@@ -58,31 +57,60 @@ pub struct Aggregated {
     pub progress: Option<PointProgress>,
 }
 
-/// The records the aggregation reads: the timing side of each pattern.
-fn timing_side() -> Expr {
-    col(c::ROLE).eq(when(col(c::PATTERN).eq(lit("stream")))
-        .then(lit("server"))
-        .otherwise(lit("client")))
+/// The points whose records an aggregation takes.
+#[derive(Debug, Clone, Copy)]
+pub enum PointSet<'a> {
+    Only(&'a BTreeSet<u32>),
+    AllBut(&'a BTreeSet<u32>),
 }
 
-/// The protocol a record's cell is measured under. Multipath TCP is the TCP its workload asked
-/// for, run by a configuration (`[multipath] modes = ["mptcp"]`): its cells sit beside the
-/// other configurations' TCP cells, while its records still say `mptcp`.
-fn measured_protocol(
-    p: orchestrate_worker::record::Protocol,
-) -> orchestrate_worker::record::Protocol {
-    use orchestrate_worker::record::Protocol;
-    match p {
-        Protocol::Mptcp => Protocol::Tcp,
-        other => other,
+impl PointSet<'_> {
+    fn contains(&self, point: u32) -> bool {
+        match self {
+            PointSet::Only(set) => set.contains(&point),
+            PointSet::AllBut(set) => !set.contains(&point),
+        }
     }
 }
 
-fn trial_ok() -> Expr {
-    col(c::ERROR).is_null()
+/// The gathered attempts an aggregation takes, by the (point, rep) each counts as.
+struct Selection {
+    attempts: BTreeMap<(u32, u32), Vec<AttemptId>>,
 }
 
-/// One pair of one repetition, as the first pass sees it.
+impl Selection {
+    /// The attempts that count of the points in `of` ([`Attempts`]). Of a (point, rep) the
+    /// runner measured more than once, only the attempt that counts: both attempts' trials
+    /// would otherwise make one window spanning the two. Records without attempt numbers (runs
+    /// from before re-measurement) are all taken, as are the attempts of a (point, rep) none of
+    /// which counts: they are shown as its failure.
+    fn counted(gathered: &Gathered, of: PointSet<'_>, attempts: &Attempts<'_>) -> Selection {
+        let mut selected: BTreeMap<(u32, u32), Vec<AttemptId>> = BTreeMap::new();
+        for id in gathered.groups.keys().filter(|id| of.contains(id.point)) {
+            let keep = match attempts.ok.get(&(id.point, id.rep)) {
+                Some(p) if gathered.has_attempts => id.attempt == p.attempt,
+                _ => true,
+            };
+            if keep {
+                selected.entry((id.point, id.rep)).or_default().push(*id);
+            }
+        }
+        Selection { attempts: selected }
+    }
+
+    /// Each of `posing`'s attempts alone, as the (point, rep) it poses as.
+    fn posing(gathered: &Gathered, posing: &[(AttemptId, PointRow)]) -> Selection {
+        Selection {
+            attempts: posing
+                .iter()
+                .filter(|(id, _)| gathered.groups.contains_key(id))
+                .map(|(id, p)| ((p.point, p.rep), vec![*id]))
+                .collect(),
+        }
+    }
+}
+
+/// One pair of one repetition: its trials on the side that times the pattern.
 struct PairSpan {
     pair: u32,
     start: Option<u64>,
@@ -98,68 +126,123 @@ struct PointSpan {
     pairs: Vec<PairSpan>,
 }
 
-/// Runs the aggregation over `records` (a scan of `records.parquet`).
+/// The cell of each (point, rep): from points.jsonl, or from the records where the pass read
+/// it ([`super::gather::KeyColumns`]).
+pub struct CellKeys<'a> {
+    pub manifest: &'a Manifest,
+    pub run_label: Option<&'a str>,
+    /// Cells read from the records of attempts points.jsonl does not list (an interrupted
+    /// run), by (point, rep).
+    pub unlisted: &'a BTreeMap<(u32, u32), CellKey>,
+}
+
+impl CellKeys<'_> {
+    fn of_point(&self, p: &PointRow) -> CellKey {
+        key_of_point(p, self.manifest, self.run_label)
+    }
+
+    /// The cell the records of `(point, rep)` belong to: the one they name when the pass read
+    /// it, else the one points.jsonl names, else the one read for unlisted attempts.
+    fn of_records(
+        &self,
+        recorded: Option<&CellKey>,
+        listed: Option<&PointRow>,
+        (point, rep): (u32, u32),
+    ) -> Result<CellKey, ReportError> {
+        let mut key = match (recorded, listed) {
+            (Some(k), _) => k.clone(),
+            (None, Some(p)) => return Ok(self.of_point(p)),
+            (None, None) => self.unlisted.get(&(point, rep)).cloned().ok_or_else(|| {
+                ReportError::Internal(format!(
+                    "point {point} rep {rep}: records without a cell, and no line in points.jsonl"
+                ))
+            })?,
+        };
+        key.config.run = self.run_label.map(str::to_owned);
+        Ok(key)
+    }
+}
+
+/// Aggregates the attempts that count of the points in `of`, as `points` (their lines in
+/// points.jsonl) say, from what the one pass gathered.
 pub fn aggregate(
-    records: LazyFrame,
+    gathered: &Gathered,
+    of: PointSet<'_>,
     points: &[PointRow],
-    manifest: &Manifest,
-    run_label: Option<&str>,
+    keys: &CellKeys<'_>,
 ) -> Result<Aggregated, ReportError> {
     let attempts = Attempts::from_points(points);
-    let records = counted_attempts_only(records, &attempts)?;
-    let spans = pair_spans(records.clone(), run_label)?;
-    let keys = PointKeys {
-        manifest,
-        run_label,
-    };
-    let mut failures = status_failures(points, &attempts, &spans, &keys);
+    let selection = Selection::counted(gathered, of, &attempts);
+    let spans = point_spans(gathered, &selection, points, keys)?;
+    let mut failures = status_failures(points, &attempts, &spans, keys);
     let windows = common_windows(&spans, &attempts, &mut failures);
     let cell_ids = cell_ids(&windows);
-    let window_frame = window_frame(&windows, &cell_ids)?;
-    let tcp = tcp_pass(records.clone())?;
-    let cpu = cpu_pass(records.clone())?;
+    let (tcp, cpu) = evidence(gathered, &selection);
     for f in &mut failures {
         f.tcp = tcp.get(&(f.point, f.rep)).copied();
     }
-    let progress = heaviest(&windows)
-        .map(|w| {
-            window_progress::point_progress(
-                records.clone().filter(timing_side().and(trial_ok())),
-                w.span.key.clone(),
-                (w.point, w.rep),
-                (w.start, w.end),
-            )
-        })
-        .transpose()?
-        .flatten();
-    let (bytes_in_window, latency) = window_pass(records, window_frame, Latencies::Measure)?;
+    let progress = match (&gathered.sampled, heaviest(&windows)) {
+        (Some(sampled), Some(w)) => window_progress::point_progress(
+            sampled
+                .clone()
+                .lazy()
+                .filter(of_attempts(&selection.attempts[&(w.point, w.rep)])),
+            w.span.key.clone(),
+            (w.point, w.rep),
+            (w.start, w.end),
+        )?,
+        _ => None,
+    };
+    let passed = window_pass(
+        gathered,
+        &selection,
+        &windows,
+        &cell_ids,
+        Latencies::Measure,
+    )?;
     // In the order the runner ran them.
     failures.sort_by(|a, b| (a.point, a.rep, &a.reason).cmp(&(b.point, b.rep, &b.reason)));
     Ok(Aggregated {
-        samples: samples(&windows, &bytes_in_window),
+        samples: samples(&windows, &passed.bytes),
         failures,
-        latency: by_key(latency, &cell_ids),
+        latency: by_key(passed.latency, &cell_ids),
         tcp: by_cell(&tcp, &windows),
         cpu: by_cell(&cpu, &windows),
         progress,
     })
 }
 
-/// Only the samples of `points`' attempts that count: no failures, TCP's counters, latency or
-/// progress, and so two passes over the records instead of four. For a second look at attempts
-/// the cells leave out ([`super::exclusion`]).
+/// Only the samples of `posing`'s attempts, each posing as the (point, rep) of its row: no
+/// failures, TCP's counters, latency or progress. For a second look at attempts the cells
+/// leave out ([`super::exclusion`]).
 pub fn samples_only(
-    records: LazyFrame,
-    points: &[PointRow],
-    run_label: Option<&str>,
+    gathered: &Gathered,
+    posing: &[(AttemptId, PointRow)],
+    keys: &CellKeys<'_>,
 ) -> Result<Vec<PointSample>, ReportError> {
-    let attempts = Attempts::from_points(points);
-    let records = counted_attempts_only(records, &attempts)?;
-    let spans = pair_spans(records.clone(), run_label)?;
+    let points: Vec<PointRow> = posing.iter().map(|(_, p)| p.clone()).collect();
+    let attempts = Attempts::from_points(&points);
+    let selection = Selection::posing(gathered, posing);
+    let spans = point_spans(gathered, &selection, &points, keys)?;
     let windows = common_windows(&spans, &attempts, &mut Vec::new());
-    let window_frame = window_frame(&windows, &cell_ids(&windows))?;
-    let (bytes_in_window, _) = window_pass(records, window_frame, Latencies::Skip)?;
-    Ok(samples(&windows, &bytes_in_window))
+    let passed = window_pass(
+        gathered,
+        &selection,
+        &windows,
+        &cell_ids(&windows),
+        Latencies::Skip,
+    )?;
+    Ok(samples(&windows, &passed.bytes))
+}
+
+/// Rows of the gathered frames that belong to `attempts`.
+fn of_attempts(attempts: &[AttemptId]) -> Expr {
+    attempts.iter().fold(lit(false), |any, id| {
+        any.or(col(c::POINT)
+            .eq(lit(id.point))
+            .and(col(c::REP).eq(lit(id.rep)))
+            .and(col(c::ATTEMPT).eq(lit(id.attempt))))
+    })
 }
 
 /// The window of the point with the most pairs at its largest size, its first repetition
@@ -169,61 +252,6 @@ fn heaviest<'a, 'b>(windows: &'b [Window<'a>]) -> Option<&'b Window<'a>> {
         .iter()
         .rev()
         .max_by_key(|w| (w.span.key.pairs, w.span.key.size_bytes))
-}
-
-/// Drops the records of attempts at a point other than the one that counts, when the point
-/// was measured more than once (an attempt the emulator did not keep time for, measured
-/// again): without that, both attempts' trials would make one window spanning the two.
-/// Records without an `attempt` column (runs from before re-measurement) are all kept.
-///
-/// When every attempt that counts is its point's first (attempt 0), there is nothing to drop: a
-/// point is not measured again once an attempt of it is ok, and an attempt interrupted before
-/// its end leaves no records. The records are then not joined with the attempts at all: the join
-/// is paid again by every pass over them (0.8 s of a 2.5 s pass over 10 million records).
-fn counted_attempts_only(
-    mut records: LazyFrame,
-    attempts: &Attempts<'_>,
-) -> Result<LazyFrame, ReportError> {
-    if !records.collect_schema()?.contains(c::ATTEMPT)
-        || attempts.ok.values().all(|p| p.attempt == 0)
-    {
-        return Ok(records);
-    }
-    let counted: Vec<(u32, u32, u32)> = attempts
-        .ok
-        .iter()
-        .map(|(&(point, rep), p)| (point, rep, p.attempt))
-        .collect();
-    let frame = DataFrame::new(
-        counted.len(),
-        vec![
-            Column::new(
-                c::POINT.into(),
-                counted.iter().map(|k| k.0).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                c::REP.into(),
-                counted.iter().map(|k| k.1).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "counted_attempt".into(),
-                counted.iter().map(|k| k.2).collect::<Vec<_>>(),
-            ),
-        ],
-    )?;
-    Ok(records
-        .join(
-            frame.lazy(),
-            [col(c::POINT), col(c::REP)],
-            [col(c::POINT), col(c::REP)],
-            JoinArgs::new(JoinType::Left),
-        )
-        .filter(
-            col("counted_attempt")
-                .is_null()
-                .or(col(c::ATTEMPT).eq(col("counted_attempt"))),
-        )
-        .drop(by_name(["counted_attempt"], true, false)))
 }
 
 /// Which attempts count. With a points.jsonl, only attempts the runner marked ok; records of
@@ -256,16 +284,95 @@ impl<'a> Attempts<'a> {
     }
 }
 
-/// The cell key of a point from its points.jsonl line, for attempts that left no records.
-struct PointKeys<'a> {
-    manifest: &'a Manifest,
-    run_label: Option<&'a str>,
+/// Per selected (point, rep): its cell and its pairs on the side that times the pattern, the
+/// attempts it is made of merged pair by pair.
+fn point_spans(
+    gathered: &Gathered,
+    selection: &Selection,
+    points: &[PointRow],
+    keys: &CellKeys<'_>,
+) -> Result<BTreeMap<(u32, u32), PointSpan>, ReportError> {
+    let listed: BTreeMap<(u32, u32), &PointRow> =
+        points.iter().map(|p| ((p.point, p.rep), p)).collect();
+    let mut spans = BTreeMap::new();
+    for (&(point, rep), ids) in &selection.attempts {
+        let timing = ids
+            .iter()
+            .flat_map(|id| &gathered.groups[id])
+            .filter(|g| g.timing);
+        let mut pairs: BTreeMap<u32, PairSpan> = BTreeMap::new();
+        let mut recorded: Option<&CellKey> = None;
+        for g in timing {
+            recorded = recorded.or(g.key.as_ref());
+            merge_pair(pairs.entry(g.pair).or_insert_with(|| empty_pair(g.pair)), g);
+        }
+        if pairs.is_empty() {
+            continue;
+        }
+        let key = keys.of_records(recorded, listed.get(&(point, rep)).copied(), (point, rep))?;
+        spans.insert(
+            (point, rep),
+            PointSpan {
+                planned_pairs: key.pairs,
+                key,
+                pairs: pairs.into_values().collect(),
+            },
+        );
+    }
+    Ok(spans)
 }
 
-impl PointKeys<'_> {
-    fn key(&self, p: &PointRow) -> CellKey {
-        key_of_point(p, self.manifest, self.run_label)
+fn empty_pair(pair: u32) -> PairSpan {
+    PairSpan {
+        pair,
+        start: None,
+        end: None,
+        ok_trials: 0,
+        failed_trials: 0,
+        first_error: None,
     }
+}
+
+/// Adds one attempt's records of a pair to the pair's span.
+fn merge_pair(span: &mut PairSpan, g: &PairGroup) {
+    span.start = span.start.into_iter().chain(g.start).min();
+    span.end = span.end.into_iter().chain(g.end).max();
+    span.ok_trials += g.ok_trials;
+    span.failed_trials += g.failed_trials;
+    span.first_error = match (span.first_error.take(), &g.first_error) {
+        (Some(a), Some(b)) => Some(a.min(b.clone())),
+        (a, b) => a.or_else(|| b.clone()),
+    };
+}
+
+/// TCP's counters and the nodes' CPU per selected (point, rep), from both ends of every
+/// connection (each end counts what it sent and received; each node its own CPU); the CPU's
+/// payload counted once, on the side that times the pattern. Records that carried neither
+/// give nothing, never zeros.
+#[allow(clippy::type_complexity)]
+fn evidence(
+    gathered: &Gathered,
+    selection: &Selection,
+) -> (
+    BTreeMap<(u32, u32), TcpEvidence>,
+    BTreeMap<(u32, u32), CpuEvidence>,
+) {
+    let mut tcp: BTreeMap<(u32, u32), TcpEvidence> = BTreeMap::new();
+    let mut cpu: BTreeMap<(u32, u32), CpuEvidence> = BTreeMap::new();
+    for (&slot, ids) in &selection.attempts {
+        for g in ids.iter().flat_map(|id| &gathered.groups[id]) {
+            if let Some(t) = g.tcp {
+                *tcp.entry(slot).or_default() += t;
+            }
+            if let Some(mut u) = g.cpu {
+                if !g.timing {
+                    u.bytes = 0;
+                }
+                *cpu.entry(slot).or_default() += u;
+            }
+        }
+    }
+    (tcp, cpu)
 }
 
 /// Failures points.jsonl tells of: attempts the runner marked failed (in its order), then
@@ -274,7 +381,7 @@ fn status_failures(
     points: &[PointRow],
     attempts: &Attempts<'_>,
     spans: &BTreeMap<(u32, u32), PointSpan>,
-    keys: &PointKeys<'_>,
+    keys: &CellKeys<'_>,
 ) -> Vec<Failure> {
     // An attempt the emulator did not keep time for is a failure only when it is the point's
     // last: one measured again is not (the report counts those apart).
@@ -292,7 +399,7 @@ fn status_failures(
             PointStatus::Ok => false,
         })
         .map(|(_, p)| Failure {
-            key: keys.key(p),
+            key: keys.of_point(p),
             point: p.point,
             rep: p.rep,
             reason: FailureReason::Runner(
@@ -306,7 +413,7 @@ fn status_failures(
     for (&(point, rep), p) in &attempts.ok {
         if !spans.contains_key(&(point, rep)) {
             failures.push(Failure {
-                key: keys.key(p),
+                key: keys.of_point(p),
                 point,
                 rep,
                 reason: FailureReason::NoRecords,
@@ -316,7 +423,6 @@ fn status_failures(
     }
     failures
 }
-
 /// An attempt that counts and the window all its pairs ran in, `[start, end)` in Unix ns.
 struct Window<'a> {
     point: u32,
@@ -409,41 +515,6 @@ fn cell_ids<'a>(windows: &[Window<'a>]) -> BTreeMap<&'a CellKey, u32> {
         .collect()
 }
 
-/// The windows as a frame to join the records with: point, rep, window start and end, cell id.
-fn window_frame(
-    windows: &[Window<'_>],
-    cell_ids: &BTreeMap<&CellKey, u32>,
-) -> Result<DataFrame, ReportError> {
-    Ok(DataFrame::new(
-        windows.len(),
-        vec![
-            Column::new(
-                c::POINT.into(),
-                windows.iter().map(|w| w.point).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                c::REP.into(),
-                windows.iter().map(|w| w.rep).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "w_start".into(),
-                windows.iter().map(|w| w.start).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "w_end".into(),
-                windows.iter().map(|w| w.end).collect::<Vec<_>>(),
-            ),
-            Column::new(
-                "cell".into(),
-                windows
-                    .iter()
-                    .map(|w| cell_ids[&w.span.key])
-                    .collect::<Vec<_>>(),
-            ),
-        ],
-    )?)
-}
-
 /// One sample per window: each measured pair's bytes in the window as Mbit/s, and their sum.
 fn samples(windows: &[Window<'_>], bytes_in_window: &WindowBytes) -> Vec<PointSample> {
     windows
@@ -500,298 +571,14 @@ fn by_cell<E: Copy + Default + std::ops::AddAssign>(
     by_cell
 }
 
-/// TCP's counters per (point, rep), both ends of every connection (each end counts what it
-/// sent and received): of the attempt that counts where one does, else of every attempt
-/// (a failed point's, shown beside its failure). Records from before the worker read them
-/// have no such columns: then nothing, never zeros.
-fn tcp_pass(mut records: LazyFrame) -> Result<BTreeMap<(u32, u32), TcpEvidence>, ReportError> {
-    let counters = [
-        c::TCP_RETRANS,
-        c::TCP_REORD_SEEN,
-        c::TCP_DSACK_DUPS,
-        c::TCP_RCV_OOOPACK,
-    ];
-    let schema = records.collect_schema()?;
-    if !counters.iter().all(|name| schema.contains(name)) {
-        return Ok(BTreeMap::new());
-    }
-    let sum = |name: &str| col(name).cast(DataType::UInt64).sum().alias(name);
-    let df = records
-        .filter(col(c::TCP_RETRANS).is_not_null())
-        .select([
-            col(c::POINT),
-            col(c::REP),
-            col(c::TCP_RETRANS),
-            col(c::TCP_REORD_SEEN),
-            col(c::TCP_DSACK_DUPS),
-            col(c::TCP_RCV_OOOPACK),
-        ])
-        .group_by([col(c::POINT), col(c::REP)])
-        .agg([
-            len().cast(DataType::UInt64).alias("trials"),
-            sum(c::TCP_RETRANS),
-            sum(c::TCP_REORD_SEEN),
-            sum(c::TCP_DSACK_DUPS),
-            sum(c::TCP_RCV_OOOPACK),
-        ])
-        .collect_with_engine(ENGINE)?
-        .unwrap_single();
-    let point = df.column(c::POINT)?.u32()?;
-    let rep = df.column(c::REP)?.u32()?;
-    let trials = df.column("trials")?.u64()?;
-    let [retrans, reord, dsack, ooo] = [
-        c::TCP_RETRANS,
-        c::TCP_REORD_SEEN,
-        c::TCP_DSACK_DUPS,
-        c::TCP_RCV_OOOPACK,
-    ]
-    .map(|name| df.column(name).and_then(|c| c.u64()));
-    let (retrans, reord, dsack, ooo) = (retrans?, reord?, dsack?, ooo?);
-    Ok((0..df.height())
-        .filter_map(|i| {
-            Some((
-                (point.get(i)?, rep.get(i)?),
-                TcpEvidence {
-                    trials: trials.get(i).unwrap_or(0),
-                    retransmissions: retrans.get(i).unwrap_or(0),
-                    reorderings: reord.get(i).unwrap_or(0),
-                    dsack_dups: dsack.get(i).unwrap_or(0),
-                    out_of_order: ooo.get(i).unwrap_or(0),
-                },
-            ))
-        })
-        .collect())
-}
-
-/// The nodes' busy CPU per (point, rep), every record of both ends that carries it, with the
-/// payload of those trials counted once (on the side that times the pattern); attempts as in
-/// [`tcp_pass`]. Records from workers that did not read it: nothing, never zeros.
-fn cpu_pass(mut records: LazyFrame) -> Result<BTreeMap<(u32, u32), CpuEvidence>, ReportError> {
-    if !records.collect_schema()?.contains(c::NODE_CPU_BUSY_MS) {
-        return Ok(BTreeMap::new());
-    }
-    let df = records
-        .filter(col(c::NODE_CPU_BUSY_MS).is_not_null())
-        .group_by([col(c::POINT), col(c::REP)])
-        .agg([
-            len().cast(DataType::UInt64).alias("trials"),
-            col(c::NODE_CPU_BUSY_MS).sum(),
-            col(c::BYTES)
-                .filter(timing_side())
-                .cast(DataType::UInt64)
-                .sum()
-                .alias(c::BYTES),
-        ])
-        .collect_with_engine(ENGINE)?
-        .unwrap_single();
-    let point = df.column(c::POINT)?.u32()?;
-    let rep = df.column(c::REP)?.u32()?;
-    let trials = df.column("trials")?.u64()?;
-    let busy = df.column(c::NODE_CPU_BUSY_MS)?.f64()?;
-    let bytes = df.column(c::BYTES)?.u64()?;
-    Ok((0..df.height())
-        .filter_map(|i| {
-            Some((
-                (point.get(i)?, rep.get(i)?),
-                CpuEvidence {
-                    trials: trials.get(i)?,
-                    busy_ms: busy.get(i)?,
-                    bytes: bytes.get(i).unwrap_or(0),
-                },
-            ))
-        })
-        .collect())
-}
-
-/// First pass: per (point, rep, pair), the cell key and the span of successful trials.
-fn pair_spans(
-    records: LazyFrame,
-    run_label: Option<&str>,
-) -> Result<BTreeMap<(u32, u32), PointSpan>, ReportError> {
-    read_pair_spans(&pair_span_frame(records)?, run_label)
-}
-
-/// The first pass's query: one row per (point, rep, pair) with the cell's columns, the span
-/// of its successful trials and its trial counts.
-fn pair_span_frame(records: LazyFrame) -> Result<DataFrame, ReportError> {
-    Ok(records
-        .filter(timing_side())
-        .group_by([col(c::POINT), col(c::REP), col(c::PAIR)])
-        .agg([
-            col(c::TOPOLOGY).first(),
-            col(c::BONDING).first(),
-            col(c::BOND_DRIVER).first(),
-            col(c::PLACEMENT).first(),
-            col(c::PAIRS).first(),
-            col(c::SIZE_BYTES).first(),
-            col(c::PATTERN).first(),
-            col(c::PROTOCOL).first(),
-            col(c::START_UNIX_NS)
-                .filter(trial_ok())
-                .min()
-                .alias("pair_start"),
-            col(c::END_UNIX_NS)
-                .filter(trial_ok())
-                .max()
-                .alias("pair_end"),
-            trial_ok().cast(DataType::UInt64).sum().alias("ok_trials"),
-            trial_ok()
-                .not()
-                .cast(DataType::UInt64)
-                .sum()
-                .alias("failed_trials"),
-            // The lexically smallest error text, not the "first": the streaming engine does
-            // not promise an order within a group, and reruns must agree.
-            col(c::ERROR).min().alias("first_error"),
-        ])
-        .collect_with_engine(ENGINE)?
-        .unwrap_single())
-}
-
-/// The first pass's rows grouped by attempt, pairs in order.
-fn read_pair_spans(
-    df: &DataFrame,
-    run_label: Option<&str>,
-) -> Result<BTreeMap<(u32, u32), PointSpan>, ReportError> {
-    let point = df.column(c::POINT)?.u32()?;
-    let rep = df.column(c::REP)?.u32()?;
-    let pair = df.column(c::PAIR)?.u32()?;
-    let topology = df.column(c::TOPOLOGY)?.str()?;
-    let bonding = df.column(c::BONDING)?.str()?;
-    let bond_driver = df.column(c::BOND_DRIVER)?.str()?;
-    let placement = df.column(c::PLACEMENT)?.str()?;
-    let pairs = df.column(c::PAIRS)?.u32()?;
-    let size = df.column(c::SIZE_BYTES)?.u64()?;
-    let pattern = df.column(c::PATTERN)?.str()?;
-    let protocol = df.column(c::PROTOCOL)?.str()?;
-    let start = df.column("pair_start")?.u64()?;
-    let end = df.column("pair_end")?.u64()?;
-    let ok_trials = df.column("ok_trials")?.u64()?;
-    let failed_trials = df.column("failed_trials")?.u64()?;
-    let first_error = df.column("first_error")?.str()?;
-
-    let mut spans: BTreeMap<(u32, u32), PointSpan> = BTreeMap::new();
-    for i in 0..df.height() {
-        let (Some(pt), Some(rp), Some(pr)) = (point.get(i), rep.get(i), pair.get(i)) else {
-            continue;
-        };
-        let span = match spans.entry((pt, rp)) {
-            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::btree_map::Entry::Vacant(e) => {
-                let key = CellKey {
-                    measure: Measure {
-                        pattern: parse_enum(pattern.get(i), "pattern")?,
-                        protocol: measured_protocol(parse_enum(protocol.get(i), "protocol")?),
-                    },
-                    config: Config {
-                        run: run_label.map(str::to_owned),
-                        topology: topology.get(i).unwrap_or_default().to_owned(),
-                        bonding: bonding.get(i).unwrap_or("none").to_owned(),
-                        bond_driver: bond_driver
-                            .get(i)
-                            .map(|d| parse_enum::<BondDriver>(Some(d), "bond_driver"))
-                            .transpose()?,
-                        placement: parse_enum(placement.get(i), "placement")?,
-                    },
-                    pairs: pairs.get(i).unwrap_or(0),
-                    size_bytes: size.get(i).unwrap_or(0),
-                };
-                e.insert(PointSpan {
-                    planned_pairs: key.pairs,
-                    key,
-                    pairs: Vec::new(),
-                })
-            }
-        };
-        span.pairs.push(PairSpan {
-            pair: pr,
-            start: start.get(i),
-            end: end.get(i),
-            ok_trials: ok_trials.get(i).unwrap_or(0),
-            failed_trials: failed_trials.get(i).unwrap_or(0),
-            first_error: first_error.get(i).map(str::to_owned),
-        });
-    }
-    for span in spans.values_mut() {
-        span.pairs.sort_by_key(|p| p.pair);
-    }
-    Ok(spans)
-}
-
 type WindowBytes = BTreeMap<(u32, u32, u32), f64>;
 
-/// Second pass: bytes each pair moved inside its point's window, and latency percentiles per
-/// cell over the trials of the attempts that count. A trial with progress samples is counted
-/// from them ([`super::window_progress`]); one without (older workers, patterns that do not
-/// sample) is pro-rated.
-fn window_pass(
-    mut records: LazyFrame,
-    windows: DataFrame,
-    latencies: Latencies,
-) -> Result<(WindowBytes, BTreeMap<u32, Latency>), ReportError> {
-    let sampled = records.collect_schema()?.contains(c::PROGRESS_BYTES);
-    let mut columns = vec![
-        col(c::POINT),
-        col(c::REP),
-        col(c::PAIR),
-        col(c::START_UNIX_NS),
-        col(c::END_UNIX_NS),
-        col(c::BYTES),
-        col(c::LATENCY_US),
-        col(c::LATENCY_MAX_US),
-    ];
-    if sampled {
-        columns.extend([col(c::PROGRESS_OFFSET_NS), col(c::PROGRESS_BYTES)]);
-    }
-    let joined = records
-        .filter(timing_side().and(trial_ok()))
-        .select(columns)
-        .join(
-            windows.lazy(),
-            [col(c::POINT), col(c::REP)],
-            [col(c::POINT), col(c::REP)],
-            JoinArgs::new(JoinType::Inner),
-        )
-        .cache();
-    let (unsampled, samples_q) = if sampled {
-        let has = || col(c::PROGRESS_BYTES).is_not_null();
-        (
-            joined.clone().filter(has().not()),
-            Some(joined.clone().filter(has()).select([
-                col(c::POINT),
-                col(c::REP),
-                col(c::PAIR),
-                col(c::START_UNIX_NS),
-                col("w_start"),
-                col("w_end"),
-                col(c::PROGRESS_OFFSET_NS),
-                col(c::PROGRESS_BYTES),
-            ])),
-        )
-    } else {
-        (joined.clone(), None)
-    };
-    let bytes_q = window_bytes_query(unsampled);
-    let opt = bytes_q.get_current_optimizations();
-    let latency_q = (latencies == Latencies::Measure).then(|| latency_query(joined));
-    let mut plans = vec![bytes_q.logical_plan];
-    plans.extend(samples_q.map(|q| q.logical_plan));
-    plans.extend(latency_q.map(|q| q.logical_plan));
-    let mut frames = LazyFrame::collect_all_with_engine(plans, ENGINE, opt)?.into_iter();
-    let mut next = |what: &str| {
-        frames.next().ok_or_else(|| {
-            ReportError::Internal(format!("collect_all returned no frame for {what}"))
-        })
-    };
-    let mut bytes = read_window_bytes(&next("the bytes")?)?;
-    if sampled {
-        window_progress::add_window_bytes(&next("the progress samples")?, &mut bytes)?;
-    }
-    let latency = match latencies {
-        Latencies::Measure => read_latency(&next("the latencies")?)?,
-        Latencies::Skip => BTreeMap::new(),
-    };
-    Ok((bytes, latency))
+/// What the pass over the gathered trials found.
+struct Passed {
+    /// Per (point, rep, pair): the bytes its trials moved inside the point's window.
+    bytes: WindowBytes,
+    /// Per cell id: latency percentiles over the trials of the attempts that count.
+    latency: BTreeMap<u32, Latency>,
 }
 
 /// Whether the window pass also takes the latency percentiles.
@@ -801,106 +588,153 @@ enum Latencies {
     Skip,
 }
 
-/// Bytes a trial moved inside its point's window (`w_start`, `w_end`), pro-rated by the part
-/// of the trial that lies in it.
-fn bytes_in_window() -> Expr {
-    let start = col(c::START_UNIX_NS).cast(DataType::Int64);
-    let end = col(c::END_UNIX_NS).cast(DataType::Int64);
-    let ws = col("w_start").cast(DataType::Int64);
-    let we = col("w_end").cast(DataType::Int64);
-    let lo = when(start.clone().gt(ws.clone()))
-        .then(start.clone())
-        .otherwise(ws.clone());
-    let hi = when(end.clone().lt(we.clone()))
-        .then(end.clone())
-        .otherwise(we.clone());
-    let overlap = when(hi.clone().gt(lo.clone()))
-        .then(hi - lo)
-        .otherwise(lit(0i64))
-        .cast(DataType::Float64);
-    let duration = (end.clone() - start.clone()).cast(DataType::Float64);
-    let bytes = col(c::BYTES).cast(DataType::Float64);
-    // A zero-length trial cannot be pro-rated: it counts whole if it lies in the window.
-    when(duration.clone().gt(lit(0.0)))
-        .then(bytes.clone() * overlap / duration)
-        .otherwise(
-            when(start.clone().gt_eq(ws).and(end.lt_eq(we)))
-                .then(bytes)
-                .otherwise(lit(0.0)),
-        )
-}
-
-/// Per (point, rep, pair): the bytes its trials moved inside the window.
-fn window_bytes_query(joined: LazyFrame) -> LazyFrame {
-    joined
-        .group_by([col(c::POINT), col(c::REP), col(c::PAIR)])
-        // Rounded to whole bytes (±0.5 byte per trial): integer sums do not depend on the
-        // order the engine adds them in, so reruns agree to the last digit.
-        .agg([(bytes_in_window() + lit(0.5))
-            .cast(DataType::Int64)
-            .sum()
-            .cast(DataType::Float64)
-            .alias("window_bytes")])
-}
-
-/// Per cell id: latency percentiles over the trials, and the largest latency seen.
-fn latency_query(joined: LazyFrame) -> LazyFrame {
-    let q = |p: f64, name: &str| {
-        col(c::LATENCY_US)
-            .quantile(lit(p), QuantileMethod::Nearest)
-            .alias(name)
-    };
-    joined
-        .filter(col(c::LATENCY_US).is_not_null())
-        .group_by([col("cell")])
-        .agg([
-            q(0.5, "p50"),
-            q(0.9, "p90"),
-            q(0.99, "p99"),
-            col(c::LATENCY_MAX_US).max().alias("max_reported"),
-            col(c::LATENCY_US).max().alias("max_mean"),
-        ])
-}
-
-fn read_window_bytes(bytes_df: &DataFrame) -> Result<WindowBytes, ReportError> {
+/// The pass over the gathered trials: bytes each pair moved inside its point's window, and
+/// latency percentiles per cell. A trial with progress samples is counted from them
+/// ([`super::window_progress`]); one without (older workers, patterns that do not sample) is
+/// pro-rated ([`bytes_in_window`]).
+fn window_pass(
+    gathered: &Gathered,
+    selection: &Selection,
+    windows: &[Window<'_>],
+    cell_ids: &BTreeMap<&CellKey, u32>,
+    latencies: Latencies,
+) -> Result<Passed, ReportError> {
+    // Which window each gathered attempt feeds.
+    let mut window_of: HashMap<AttemptId, usize> = HashMap::new();
+    for (i, w) in windows.iter().enumerate() {
+        for id in &selection.attempts[&(w.point, w.rep)] {
+            window_of.insert(*id, i);
+        }
+    }
+    let cell_of: Vec<u32> = windows.iter().map(|w| cell_ids[&w.span.key]).collect();
     let mut bytes = WindowBytes::new();
-    let point = bytes_df.column(c::POINT)?.u32()?;
-    let rep = bytes_df.column(c::REP)?.u32()?;
-    let pair = bytes_df.column(c::PAIR)?.u32()?;
-    let wb = bytes_df.column("window_bytes")?.f64()?;
-    for i in 0..bytes_df.height() {
-        if let (Some(a), Some(b), Some(p), Some(v)) =
-            (point.get(i), rep.get(i), pair.get(i), wb.get(i))
-        {
-            *bytes.entry((a, b, p)).or_insert(0.0) += v;
+    // Trials with progress samples are counted from them, and known again below by their pair
+    // and times.
+    let mut sampled: HashSet<(AttemptId, u32, u64, u64)> = HashSet::new();
+    if let Some(frame) = &gathered.sampled {
+        window_progress::for_each_sampled(frame, |row| {
+            sampled.insert((row.id, row.pair, row.start_unix_ns, row.end_unix_ns));
+            let Some(&i) = window_of.get(&row.id) else {
+                return;
+            };
+            let w = &windows[i];
+            let moved = window_progress::in_window(
+                row.start_unix_ns,
+                w.start,
+                w.end,
+                row.offsets,
+                row.bytes,
+            );
+            *bytes.entry((w.point, w.rep, row.pair)).or_insert(0.0) += (moved + 0.5).floor();
+        })?;
+    }
+    // Whole bytes per trial (±0.5 byte), summed as integers: the sum does not depend on the
+    // order the trials come in, so reruns agree to the last digit.
+    let mut pro_rated: Vec<BTreeMap<u32, i64>> = vec![BTreeMap::new(); windows.len()];
+    let mut latency_values: Vec<Vec<f64>> = vec![Vec::new(); cell_ids.len()];
+    // Trials come attempt by attempt: look the window up once per run of them.
+    let mut last: Option<(AttemptId, Option<usize>)> = None;
+    gathered.trials.for_each(|t: Trial| {
+        let i = match last {
+            Some((id, i)) if id == t.id => i,
+            _ => {
+                let i = window_of.get(&t.id).copied();
+                last = Some((t.id, i));
+                i
+            }
+        };
+        let Some(i) = i else { return };
+        if sampled.is_empty() || !sampled.contains(&(t.id, t.pair, t.start, t.end)) {
+            let w = &windows[i];
+            *pro_rated[i].entry(t.pair).or_default() +=
+                bytes_in_window(t.start, t.end, t.bytes, (w.start, w.end));
+        }
+        if let (Latencies::Measure, Some(l)) = (latencies, t.latency_us) {
+            latency_values[cell_of[i] as usize].push(l);
+        }
+    })?;
+    for (w, pairs) in windows.iter().zip(&pro_rated) {
+        for (&pair, &b) in pairs {
+            *bytes.entry((w.point, w.rep, pair)).or_insert(0.0) += b as f64;
         }
     }
-    Ok(bytes)
+    let latency = match latencies {
+        Latencies::Measure => {
+            latency_per_cell(gathered, selection, windows, &cell_of, latency_values)
+        }
+        Latencies::Skip => BTreeMap::new(),
+    };
+    Ok(Passed { bytes, latency })
 }
 
-fn read_latency(latency_df: &DataFrame) -> Result<BTreeMap<u32, Latency>, ReportError> {
-    let mut latency = BTreeMap::new();
-    let cell = latency_df.column("cell")?.u32()?;
-    let p50 = latency_df.column("p50")?.f64()?;
-    let p90 = latency_df.column("p90")?.f64()?;
-    let p99 = latency_df.column("p99")?.f64()?;
-    let max_reported = latency_df.column("max_reported")?.f64()?;
-    let max_mean = latency_df.column("max_mean")?.f64()?;
-    for i in 0..latency_df.height() {
-        if let Some(id) = cell.get(i) {
-            latency.insert(
-                id,
-                Latency {
-                    p50_us: p50.get(i),
-                    p90_us: p90.get(i),
-                    p99_us: p99.get(i),
-                    // The worker's own maximum when it reported one; else the largest trial mean.
-                    max_us: max_reported.get(i).or(max_mean.get(i)),
-                },
-            );
+/// Bytes a trial moved inside its point's window `[w_start, w_end)`, pro-rated by the part of
+/// the trial that lies in it, rounded to a whole byte.
+fn bytes_in_window(start: u64, end: u64, bytes: u64, (w_start, w_end): (u64, u64)) -> i64 {
+    let (start, end) = (start as i64, end as i64);
+    let (w_start, w_end) = (w_start as i64, w_end as i64);
+    let overlap = (end.min(w_end) - start.max(w_start)).max(0) as f64;
+    let duration = (end - start) as f64;
+    let bytes = bytes as f64;
+    let moved = if duration > 0.0 {
+        bytes * overlap / duration
+    } else if start >= w_start && end <= w_end {
+        // A zero-length trial cannot be pro-rated: it counts whole if it lies in the window.
+        bytes
+    } else {
+        0.0
+    };
+    (moved + 0.5) as i64
+}
+
+/// Latency percentiles per cell id over `values` (each cell's trial latencies), and the largest
+/// latency seen: the worker's own maximum when it reported one, else the largest trial mean.
+fn latency_per_cell(
+    gathered: &Gathered,
+    selection: &Selection,
+    windows: &[Window<'_>],
+    cell_of: &[u32],
+    values: Vec<Vec<f64>>,
+) -> BTreeMap<u32, Latency> {
+    let mut max_reported: BTreeMap<u32, f64> = BTreeMap::new();
+    let mut max_mean: BTreeMap<u32, f64> = BTreeMap::new();
+    for (w, &cell) in windows.iter().zip(cell_of) {
+        let groups = selection.attempts[&(w.point, w.rep)]
+            .iter()
+            .flat_map(|id| &gathered.groups[id])
+            .filter(|g| g.timing);
+        for g in groups {
+            for (into, v) in [
+                (&mut max_reported, g.latency_max_us),
+                (&mut max_mean, g.latency_mean_max_us),
+            ] {
+                if let Some(v) = v {
+                    into.entry(cell).and_modify(|m| *m = m.max(v)).or_insert(v);
+                }
+            }
         }
     }
-    Ok(latency)
+    values
+        .into_iter()
+        .enumerate()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(cell, mut v)| {
+            let cell = cell as u32;
+            let latency = Latency {
+                p50_us: Some(nearest_quantile(&mut v, 0.5)),
+                p90_us: Some(nearest_quantile(&mut v, 0.9)),
+                p99_us: Some(nearest_quantile(&mut v, 0.99)),
+                max_us: max_reported.get(&cell).or(max_mean.get(&cell)).copied(),
+            };
+            (cell, latency)
+        })
+        .collect()
+}
+
+/// The `q` quantile of `values` (not empty), the value nearest rank `q × (n − 1)` in order, as
+/// Polars' `QuantileMethod::Nearest` takes it.
+fn nearest_quantile(values: &mut [f64], q: f64) -> f64 {
+    let rank = ((values.len() - 1) as f64 * q).round() as usize;
+    *values.select_nth_unstable_by(rank, f64::total_cmp).1
 }
 
 /// The cell a point attempt belongs to, from points.jsonl alone.
@@ -928,12 +762,47 @@ pub(super) fn key_of_point(p: &PointRow, manifest: &Manifest, run_label: Option<
     }
 }
 
-/// Parses a lower-case enum name the way serde wrote it.
-fn parse_enum<T: serde::de::DeserializeOwned>(
-    s: Option<&str>,
-    what: &str,
-) -> Result<T, ReportError> {
-    let s = s.unwrap_or_default();
-    serde_json::from_value(serde_json::Value::String(s.to_owned()))
-        .map_err(|_| ReportError::Internal(format!("unknown {what} {s:?} in records")))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_trial_counts_the_part_of_its_bytes_inside_the_window() {
+        // 1000 bytes over [100, 200): the window [150, 300) holds its second half.
+        assert_eq!(bytes_in_window(100, 200, 1000, (150, 300)), 500);
+        assert_eq!(bytes_in_window(100, 200, 1000, (0, 300)), 1000);
+        assert_eq!(bytes_in_window(100, 200, 1000, (200, 300)), 0);
+        // A third of 1000 is 333.3: whole bytes, to the nearest.
+        assert_eq!(bytes_in_window(0, 300, 1000, (0, 100)), 333);
+        assert_eq!(bytes_in_window(0, 300, 1000, (0, 200)), 667);
+        // A zero-length trial counts whole inside the window and not at all outside.
+        assert_eq!(bytes_in_window(150, 150, 64, (100, 200)), 64);
+        assert_eq!(bytes_in_window(250, 250, 64, (100, 200)), 0);
+    }
+
+    #[test]
+    fn quantiles_are_the_ones_polars_takes() {
+        // Polars' own group-by quantile (what the report took before its one pass) on the same
+        // values, at every size from one value to a few hundred, with ties and in any order.
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 1000) as f64 / 8.0
+        };
+        for n in (1..40).chain([99, 100, 101, 257]) {
+            let values: Vec<f64> = (0..n).map(|_| next()).collect();
+            for q in [0.5, 0.9, 0.99] {
+                let series = Series::new("v".into(), &values);
+                let expected = series
+                    .quantile_reduce(q, QuantileMethod::Nearest)
+                    .unwrap()
+                    .value()
+                    .extract::<f64>();
+                let got = nearest_quantile(&mut values.clone(), q);
+                assert_eq!(Some(got), expected, "n = {n}, q = {q}");
+            }
+        }
+    }
 }

@@ -7,13 +7,8 @@
 //! first configuration and the last that the report names; the repetitions of the check count
 //! in no cell.
 
-use std::collections::BTreeSet;
-
-use polars::prelude::{Expr, col, lit};
-
 use super::contrast::{self, RatioEstimate};
 use super::data::{CellKey, PointSample};
-use crate::results::schema::col as c;
 
 /// The reference cell measured where the run first measured it and again at its end.
 #[derive(Debug, Clone, PartialEq)]
@@ -37,13 +32,6 @@ impl DriftCheck {
     pub fn shown(&self) -> bool {
         self.ratio.is_some_and(|r| r.excludes_one())
     }
-}
-
-/// Whether a record belongs to one of the drift check's points.
-pub fn records_of(points: &BTreeSet<u32>) -> Expr {
-    points
-        .iter()
-        .fold(lit(false), |any, &p| any.or(col(c::POINT).eq(lit(p))))
 }
 
 /// Compares the drift check's samples of `cell` (`again`, of `again_points` repetitions) with

@@ -9,19 +9,17 @@
 //! [`super::aggregate`]; set aside the same way when above its wires), and in every cell that
 //! has both, the median of the left-out attempts is set against the median of the counted
 //! ones. All left-out attempts are aggregated at once, each posing as a repetition of its own,
-//! so the check costs one aggregation of samples alone (two passes over the records), not one
-//! full aggregation per attempt number.
+//! so the check costs one aggregation of samples alone over what the report's one pass over the
+//! records gathered ([`super::gather`]), not one full aggregation per attempt number.
 
 use std::collections::BTreeMap;
 
-use polars::prelude::*;
-
-use super::aggregate;
+use super::aggregate::{self, CellKeys};
 use super::data::{CellKey, Failure, PointSample};
 use super::error::ReportError;
+use super::gather::{AttemptId, Gathered};
 use super::stats::{RepStats, rep_stats};
 use super::wire_screen::{self, CellCapacity};
-use crate::results::schema::col as c;
 use crate::results::{PointRow, PointStatus};
 
 /// The left-out attempts against the counted ones, over the cells that have both.
@@ -43,55 +41,44 @@ pub struct Exclusion {
 /// when no attempt was left out, or the records cannot tell attempts apart (runs from before
 /// re-measurement).
 pub fn measure(
-    mut records: LazyFrame,
+    gathered: &Gathered,
     points: &[PointRow],
     counted: &[PointSample],
-    label: Option<&str>,
+    keys: &CellKeys<'_>,
     capacities: &[CellCapacity],
 ) -> Result<Option<Exclusion>, ReportError> {
     let left_out: Vec<&PointRow> = points
         .iter()
         .filter(|p| p.status == PointStatus::Untimed)
         .collect();
-    if left_out.is_empty() || !records.collect_schema()?.contains(c::ATTEMPT) {
+    if left_out.is_empty() || !gathered.has_attempts {
         return Ok(None);
     }
     // The aggregation takes one attempt per (point, rep) as the one that counts. Each left-out
     // attempt poses as a repetition of its own (numbered by its place in `left_out`), so that
-    // one aggregation, one pass over the records, takes them all.
-    let posing: Vec<PointRow> = left_out
+    // one aggregation takes them all.
+    let posing: Vec<(AttemptId, PointRow)> = left_out
         .iter()
         .enumerate()
-        .map(|(i, p)| PointRow {
-            rep: i as u32,
-            status: PointStatus::Ok,
-            ..(*p).clone()
+        .map(|(i, p)| {
+            let id = AttemptId {
+                point: p.point,
+                rep: p.rep,
+                attempt: p.attempt,
+            };
+            let row = PointRow {
+                rep: i as u32,
+                status: PointStatus::Ok,
+                ..(*p).clone()
+            };
+            (id, row)
         })
         .collect();
-    let renumbering = df!(
-        c::POINT => left_out.iter().map(|p| p.point).collect::<Vec<_>>(),
-        c::REP => left_out.iter().map(|p| p.rep).collect::<Vec<_>>(),
-        c::ATTEMPT => left_out.iter().map(|p| p.attempt).collect::<Vec<_>>(),
-        POSING_REP => posing.iter().map(|p| p.rep).collect::<Vec<_>>(),
-    )?;
-    let on = || [col(c::POINT), col(c::REP), col(c::ATTEMPT)];
-    let of_left_out = records
-        .join(
-            renumbering.lazy(),
-            on(),
-            on(),
-            JoinArgs::new(JoinType::Inner),
-        )
-        .with_column(col(POSING_REP).alias(c::REP))
-        .drop(by_name([POSING_REP], true, false));
-    let samples = aggregate::samples_only(of_left_out, &posing, label)?;
+    let samples = aggregate::samples_only(gathered, &posing, keys)?;
     let mut ignored: Vec<Failure> = Vec::new();
     let samples = wire_screen::set_aside(samples, capacities, &mut ignored);
     Ok(compare(counted, &samples))
 }
-
-/// The column a left-out attempt's repetition number takes while it poses as one that counts.
-const POSING_REP: &str = "posing_rep";
 
 /// The comparison itself, per cell and then over cells.
 fn compare(counted: &[PointSample], left_out: &[PointSample]) -> Option<Exclusion> {

@@ -2,11 +2,11 @@
 //! points and records a report's cells come from, the medium's statistics and the
 //! experiment's reference values. Everything after this works on what it returns.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use polars::prelude::{DataType, len};
 
-use super::aggregate::{aggregate, key_of_point};
+use super::aggregate::{CellKeys, PointSet, aggregate, key_of_point};
 use super::cells::summarize;
 use super::data::{CellKey, CellSummary, Failure, PointProgress};
 use super::document::RunInfo;
@@ -15,6 +15,7 @@ use super::drift_check::{self, DriftCheck};
 use super::emulator_stats::{self, MediaReport};
 use super::error::ReportError;
 use super::exclusion;
+use super::gather::{self, KeyColumns, gather};
 use super::netpipe::{self, NetpipeBaseline};
 use super::references;
 use super::wire_screen::{self, CellCapacity};
@@ -58,18 +59,39 @@ pub fn run(
         .get(0)
         .unwrap_or(0);
     let point_attempts = points.len();
-    let (check_points, points): (Vec<_>, Vec<_>) = points.into_iter().partition(|p| p.drift_check);
-    let checked = check_points.iter().map(|p| p.point).collect();
-    let is_check = drift_check::records_of(&checked);
-    // Filtered only where there is a check to leave out: most runs have none.
-    let measured = if check_points.is_empty() {
-        records.clone()
+    // points.jsonl names the cell of every attempt it lists, and the records are not asked for
+    // theirs: except in runs without one, and in runs from before points named the driver of
+    // their bond, whose records name it and whose manifest may not (`as_recorded`).
+    let points_name_cells = !points.is_empty()
+        && points
+            .iter()
+            .all(|p| p.bonding == "none" || p.bond_driver.is_some());
+    let key_columns = if points_name_cells {
+        KeyColumns::Skip
     } else {
-        records.clone().filter(is_check.clone().not())
+        KeyColumns::Read
     };
-    // The same records, for what leaving the untimed attempts out did.
-    let all_attempts = measured.clone();
-    let mut agg = aggregate(measured, &points, &manifest, label)?;
+    let gathered = gather(records.clone(), key_columns)?;
+    let listed: BTreeSet<(u32, u32)> = points.iter().map(|p| (p.point, p.rep)).collect();
+    let unlisted: BTreeSet<(u32, u32)> = if key_columns == KeyColumns::Read {
+        BTreeSet::new()
+    } else {
+        gathered
+            .groups
+            .keys()
+            .map(|id| (id.point, id.rep))
+            .filter(|k| !listed.contains(k))
+            .collect()
+    };
+    let unlisted = gather::cells_of(records, &unlisted)?;
+    let keys = CellKeys {
+        manifest: &manifest,
+        run_label: label,
+        unlisted: &unlisted,
+    };
+    let (check_points, points): (Vec<_>, Vec<_>) = points.into_iter().partition(|p| p.drift_check);
+    let checked: BTreeSet<u32> = check_points.iter().map(|p| p.point).collect();
+    let mut agg = aggregate(&gathered, PointSet::AllBut(&checked), &points, &keys)?;
     agg.samples = wire_screen::set_aside(
         std::mem::take(&mut agg.samples),
         capacities,
@@ -78,11 +100,10 @@ pub fn run(
     let drift_check = if check_points.is_empty() {
         None
     } else {
-        let mut again = aggregate(records.filter(is_check), &check_points, &manifest, label)?;
+        let mut again = aggregate(&gathered, PointSet::Only(&checked), &check_points, &keys)?;
         let samples = wire_screen::set_aside(again.samples, capacities, &mut again.failures);
         // The check's attempts: a repetition measured again counts once.
-        let repetitions: std::collections::BTreeSet<_> =
-            check_points.iter().map(|p| (p.point, p.rep)).collect();
+        let repetitions: BTreeSet<_> = check_points.iter().map(|p| (p.point, p.rep)).collect();
         let cell = as_recorded(
             key_of_point(&check_points[0], &manifest, label),
             agg.samples.iter().chain(&samples).map(|s| &s.key),
@@ -94,7 +115,7 @@ pub fn run(
             repetitions.len(),
         ))
     };
-    let exclusion = exclusion::measure(all_attempts, &points, &agg.samples, label, capacities)?;
+    let exclusion = exclusion::measure(&gathered, &points, &agg.samples, &keys, capacities)?;
     let cells = summarize(&agg);
     let drift = drift::estimate(&agg.samples);
     let default_label = manifest.experiment.clone().unwrap_or_else(|| {

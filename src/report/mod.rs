@@ -48,6 +48,7 @@ mod export;
 mod figures;
 mod findings;
 mod format;
+mod gather;
 mod history;
 mod intervals;
 mod load;

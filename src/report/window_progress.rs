@@ -10,6 +10,7 @@ use polars::prelude::*;
 
 use super::data::{CellKey, PROGRESS_BIN_S, PointProgress};
 use super::error::ReportError;
+use super::gather::AttemptId;
 use crate::results::schema::col as c;
 
 /// Payload delivered by `t_ns` after the trial's start: 0 before it, the total after its last
@@ -45,37 +46,54 @@ pub fn in_window(
     (delivered_by(rel(w_end), offsets, bytes) - delivered_by(rel(w_start), offsets, bytes)).max(0.0)
 }
 
-/// Adds each row's bytes in its window (rounded to whole bytes, as the pro-rated ones are) to
-/// `(point, rep, pair)`. `df` has the point, rep, pair, the trial's start, the window's edges
-/// (`w_start`, `w_end`) and the two progress lists.
-pub fn add_window_bytes(
+/// One trial's progress samples, as [`for_each_sampled`] hands them out.
+pub struct SampledRow<'a> {
+    pub id: AttemptId,
+    pub pair: u32,
+    pub start_unix_ns: u64,
+    pub end_unix_ns: u64,
+    pub offsets: &'a [u64],
+    pub bytes: &'a [u64],
+}
+
+/// Calls `f` with every row of `df`: the gathered trials with progress samples (point, rep,
+/// attempt, pair, the trial's start and end and the two sample lists; [`super::gather`]).
+pub fn for_each_sampled(
     df: &DataFrame,
-    into: &mut std::collections::BTreeMap<(u32, u32, u32), f64>,
+    mut f: impl FnMut(SampledRow<'_>),
 ) -> Result<(), ReportError> {
     let point = df.column(c::POINT)?.u32()?;
     let rep = df.column(c::REP)?.u32()?;
+    let attempt = df.column(c::ATTEMPT)?.u32()?;
     let pair = df.column(c::PAIR)?.u32()?;
     let start = df.column(c::START_UNIX_NS)?.u64()?;
-    let ws = df.column("w_start")?.u64()?;
-    let we = df.column("w_end")?.u64()?;
+    let end = df.column(c::END_UNIX_NS)?.u64()?;
     let offsets = df.column(c::PROGRESS_OFFSET_NS)?.list()?;
     let bytes = df.column(c::PROGRESS_BYTES)?.list()?;
     for i in 0..df.height() {
-        let (Some(pt), Some(rp), Some(pr), Some(s), Some(a), Some(b)) = (
+        let (Some(pt), Some(rp), Some(at), Some(pr), Some(s), Some(e)) = (
             point.get(i),
             rep.get(i),
+            attempt.get(i),
             pair.get(i),
             start.get(i),
-            ws.get(i),
-            we.get(i),
+            end.get(i),
         ) else {
             continue;
         };
         let (Some(o), Some(v)) = (offsets.get_as_series(i), bytes.get_as_series(i)) else {
             continue;
         };
-        let o: Vec<u64> = o.u64()?.into_no_null_iter().collect();
-        let v: Vec<u64> = v.u64()?.into_no_null_iter().collect();
+        let o: Vec<u64> = o
+            .cast(&DataType::UInt64)?
+            .u64()?
+            .into_no_null_iter()
+            .collect();
+        let v: Vec<u64> = v
+            .cast(&DataType::UInt64)?
+            .u64()?
+            .into_no_null_iter()
+            .collect();
         if o.len() != v.len() {
             return Err(ReportError::Internal(format!(
                 "point {pt} rep {rp} pair {pr}: {} progress times but {} byte counts",
@@ -83,7 +101,18 @@ pub fn add_window_bytes(
                 v.len()
             )));
         }
-        *into.entry((pt, rp, pr)).or_insert(0.0) += (in_window(s, a, b, &o, &v) + 0.5).floor();
+        f(SampledRow {
+            id: AttemptId {
+                point: pt,
+                rep: rp,
+                attempt: at,
+            },
+            pair: pr,
+            start_unix_ns: s,
+            end_unix_ns: e,
+            offsets: &o,
+            bytes: &v,
+        });
     }
     Ok(())
 }

@@ -362,7 +362,7 @@ fn failover_gap(c: &Cluster, d: &Path, worker: &Path, driver: &str) -> f64 {
     let experiment = d.join(format!("failover-{driver}.toml"));
     std::fs::write(&experiment, FAILOVER.replace("{topology}", &topology_file)).unwrap();
     let out_dir = d.join(format!("out-{driver}"));
-    let (run, (slave, failed_at)) = std::thread::scope(|s| {
+    let (run, (slave, failed_at, failed_over)) = std::thread::scope(|s| {
         let fault = s.spawn(|| fail_the_active_bus(c));
         let run = orchestrate(&[
             "run",
@@ -406,52 +406,76 @@ fn failover_gap(c: &Cluster, d: &Path, worker: &Path, driver: &str) -> f64 {
     );
     let gap_us = r["gap_max_us"].as_f64().expect("the record has gap_max_us");
     eprintln!(
-        "active-backup ({driver}): {slave}'s bus failed mid-stream; longest pause {:.0} ms, \
-         stream {:.2} Mbit/s",
+        "active-backup ({driver}): {slave}'s bus failed mid-stream; failed over: {failed_over}; \
+         longest pause {:.0} ms, stream {:.2} Mbit/s",
         gap_us / 1e3,
         r["throughput_mbit_s"].as_f64().unwrap()
     );
-    // Failover within miimon's 100 ms, then TCP's retransmission timer (at least 200 ms,
-    // doubled for each retransmission lost before the failover) resends what the dead bus
-    // swallowed: 135-536 ms in most runs here, 1135 ms once (the userspace bond). A bond that
-    // never failed over stalls for the whole 2 s outage: the stream must resume before the
-    // bus comes back.
-    assert!(gap_us < 2e6, "{driver}: longest pause {gap_us} µs");
+    // The stream's pause alone cannot tell a bond that failed over from one that did not:
+    // TCP's retransmission timer (at least 200 ms, doubled for each retransmission the dead
+    // bus swallowed) resends only after the failover, and a stream paused 2.36 s here once
+    // (kernel bond) against a 2 s outage. What the bond says tells them apart.
+    assert!(
+        failed_over,
+        "{driver}: the bond did not fail over from {slave}"
+    );
+    // Failover, then at most four retransmission timers (200 + 400 + 800 + 1600 ms) lost
+    // before it, with room for a slow guest.
+    assert!(gap_us < 5e6, "{driver}: longest pause {gap_us} µs");
     gap_us
+}
+
+/// The bond's active slave on `node` and the bytes it has sent: the kernel bond's from sysfs,
+/// the userspace bond's from its stats file. `None` before either is there.
+fn active_slave(c: &Cluster, node: &str) -> Option<(String, u64)> {
+    let out = c.ssh(
+        node,
+        "a=$(cat /sys/class/net/bond0/bonding/active_slave 2>/dev/null) && [ -n \"$a\" ] \
+         && echo \"$a $(cat /sys/class/net/$a/statistics/tx_bytes)\" \
+         || cat /run/orchestrate/bond-bond0.stats 2>/dev/null",
+        b"",
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(text.trim()) {
+        let active = v["active"].as_str()?;
+        let sent = v["slaves"]
+            .as_array()
+            .and_then(|a| a.iter().find(|x| x["name"] == active))
+            .and_then(|x| x["tx_bytes"].as_u64())
+            .unwrap_or(0);
+        return Some((active.to_owned(), sent));
+    }
+    match text.split_whitespace().collect::<Vec<_>>()[..] {
+        [active, sent] => Some((active.to_owned(), sent.parse().unwrap_or(0))),
+        _ => None,
+    }
+}
+
+/// How many times n01's bond has failed over, where it counts them (the userspace bond's stats
+/// file, rewritten every second); `None` for the kernel's driver, which does not.
+fn failovers(c: &Cluster) -> Option<u64> {
+    let out = c.ssh(
+        "n01",
+        "cat /run/orchestrate/bond-bond0.stats 2>/dev/null",
+        b"",
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    v["counters"]["failovers"].as_u64()
 }
 
 /// Waits for n01's bond to have sent 1.5 MB on its active slave since the bond was first seen,
 /// then takes that slave down on both nodes (its bus lost) and brings it back 2 s later.
-/// Returns the slave and when it went down (ns since the Unix epoch).
-fn fail_the_active_bus(c: &Cluster) -> (String, u64) {
+/// Returns the slave, when it went down (ns since the Unix epoch) and whether n01's bond failed
+/// over: the userspace bond counts its failovers; the kernel's driver, without a primary slave,
+/// keeps the slave it failed over to when the other comes back.
+fn fail_the_active_bus(c: &Cluster) -> (String, u64, bool) {
     let deadline = Instant::now() + std::time::Duration::from_secs(180);
     // A NIC's counters outlive the bonds of earlier steps: count from the first reading.
     let mut first: Option<(String, u64)> = None;
     let slave = loop {
         assert!(Instant::now() < deadline, "the stream never got going");
         std::thread::sleep(std::time::Duration::from_millis(300));
-        // The kernel bond's active slave and its bytes, or the userspace bond's stats file.
-        let out = c.ssh(
-            "n01",
-            "a=$(cat /sys/class/net/bond0/bonding/active_slave 2>/dev/null) && [ -n \"$a\" ] \
-             && echo \"$a $(cat /sys/class/net/$a/statistics/tx_bytes)\" \
-             || cat /run/orchestrate/bond-bond0.stats 2>/dev/null",
-            b"",
-        );
-        let text = String::from_utf8_lossy(&out.stdout);
-        let (active, sent) = if let Ok(v) = serde_json::from_str::<serde_json::Value>(text.trim()) {
-            let Some(active) = v["active"].as_str() else {
-                continue;
-            };
-            let sent = v["slaves"]
-                .as_array()
-                .and_then(|a| a.iter().find(|x| x["name"] == active))
-                .and_then(|x| x["tx_bytes"].as_u64())
-                .unwrap_or(0);
-            (active.to_owned(), sent)
-        } else if let [active, sent] = text.split_whitespace().collect::<Vec<_>>()[..] {
-            (active.to_owned(), sent.parse().unwrap_or(0))
-        } else {
+        let Some((active, sent)) = active_slave(c, "n01") else {
             continue;
         };
         match &first {
@@ -463,6 +487,7 @@ fn fail_the_active_bus(c: &Cluster) -> (String, u64) {
             _ => first = Some((active, sent)),
         }
     };
+    let failovers_before = failovers(c);
     let set_both = |state: &str| {
         std::thread::scope(|s| {
             for n in ["n01", "n02"] {
@@ -478,5 +503,11 @@ fn fail_the_active_bus(c: &Cluster) -> (String, u64) {
     set_both("down");
     std::thread::sleep(std::time::Duration::from_secs(2));
     set_both("up");
-    (slave, at)
+    // Past the userspace bond's next rewrite of its stats file.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let failed_over = match (failovers_before, failovers(c)) {
+        (Some(before), Some(after)) => after > before,
+        _ => active_slave(c, "n01").is_some_and(|(active, _)| active != slave),
+    };
+    (slave, at, failed_over)
 }

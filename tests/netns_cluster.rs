@@ -353,6 +353,25 @@ fn netns_tun_sshd_a_four_node_cluster_serves_a_token_run_and_leaves_the_host_as_
         .filter(|p| p["status"] == "ok")
         .count();
     assert_eq!(ok, 2, "one point, two repetitions: {points}");
+    // Each point line counts its records that carry progress samples (the report reads the
+    // samples only where some point has them): as many as records.jsonl holds.
+    let records = std::fs::read_to_string(runs[0].join("records.jsonl")).unwrap();
+    let records: Vec<serde_json::Value> = records
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for p in points
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+    {
+        let sampled = records
+            .iter()
+            .filter(|r| r["point"] == p["point"] && r["rep"] == p["rep"])
+            .filter(|r| r["progress_bytes"].is_array())
+            .count();
+        assert!(sampled > 0, "a token trial's timing side is sampled: {p}");
+        assert_eq!(p["sampled_records"], sampled, "{p}");
+    }
 
     settle(&cluster, &before);
     assert_eq!(host_snapshot(&cluster), before, "after the run");

@@ -85,6 +85,7 @@ fn point(point: u32, pairs: u32, status: PointStatus) -> PointRow {
         window_end_unix_ns: None,
         skew_ns: None,
         drift_check: false,
+        sampled_records: None,
     }
 }
 
@@ -441,4 +442,39 @@ fn progress_samples_count_what_moved_in_the_window_where_pro_rating_exceeds_the_
     assert!(pro_rated > WIRE_MBIT_S, "the old figure is over the wire");
     assert_eq!(sampled, 10.0);
     assert!(sampled <= WIRE_MBIT_S);
+}
+
+#[test]
+fn the_samples_are_read_when_points_count_some_and_not_when_they_count_none() {
+    // The two unevenly served pairs of the test above, their records sampled, their point
+    // listed in points.jsonl with the number of its records that carry samples.
+    let report_with = |counted: u64| {
+        let dir = tempfile::tempdir().unwrap();
+        let pair = |pair: u32, start_s: u64, first_half: u64, total: u64| {
+            let mut r = row(trial(0, 2, pair, start_s, start_s + 10, total));
+            r.record.progress_offset_ns = Some(vec![5 * S, 10 * S]);
+            r.record.progress_bytes = Some(vec![first_half, total]);
+            r
+        };
+        let mut listed = point(0, 2, PointStatus::Ok);
+        listed.sampled_records = Some(counted);
+        write(
+            dir.path(),
+            vec![
+                pair(0, 0, 6_250_000, 6_875_000),
+                pair(1, 5, 5_625_000, 11_875_000),
+            ],
+            &[listed],
+        );
+        let report = build(&RunDir::new(dir.path()), &ReportOptions::default()).unwrap();
+        (
+            report.cells[0].aggregate.unwrap().best,
+            report.progress.is_some(),
+        )
+    };
+    // Counted: what moved in the window, read off the samples, and the point drawn.
+    assert_eq!(report_with(2), (10.0, true));
+    // Counted as none: the lists are not read (a scan of every record saved), and each
+    // trial is pro-rated by its overlap with the window.
+    assert_eq!(report_with(0), (15.0, false));
 }

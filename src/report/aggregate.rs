@@ -629,30 +629,54 @@ fn window_pass(
         })?;
     }
     // Whole bytes per trial (±0.5 byte), summed as integers: the sum does not depend on the
-    // order the trials come in, so reruns agree to the last digit.
-    let mut pro_rated: Vec<BTreeMap<u32, i64>> = vec![BTreeMap::new(); windows.len()];
-    let mut latency_values: Vec<Vec<f64>> = vec![Vec::new(); cell_ids.len()];
-    // Trials come attempt by attempt: look the window up once per run of them.
-    let mut last: Option<(AttemptId, Option<usize>)> = None;
-    gathered.trials.for_each(|t: Trial| {
-        let i = match last {
-            Some((id, i)) if id == t.id => i,
-            _ => {
-                let i = window_of.get(&t.id).copied();
-                last = Some((t.id, i));
-                i
+    // order the trials come in, so reruns agree to the last digit. Each chunk of trials gives
+    // its own sums and latencies, added up below.
+    let per_chunk = gathered.trials.fold(
+        || WindowChunk {
+            pro_rated: Vec::new(),
+            latencies: Vec::new(),
+            last: None,
+        },
+        |acc, t: Trial| {
+            // Trials come attempt by attempt: look the window up once per run of them.
+            let i = match acc.last {
+                Some((id, i)) if id == t.id => i,
+                _ => {
+                    let i = window_of.get(&t.id).copied();
+                    acc.last = Some((t.id, i));
+                    i
+                }
+            };
+            let Some(i) = i else { return };
+            if sampled.is_empty() || !sampled.contains(&(t.id, t.pair, t.start, t.end)) {
+                let w = &windows[i];
+                let moved = bytes_in_window(t.start, t.end, t.bytes, (w.start, w.end));
+                match acc.pro_rated.last_mut() {
+                    Some((key, sum)) if *key == (i, t.pair) => *sum += moved,
+                    _ => acc.pro_rated.push(((i, t.pair), moved)),
+                }
             }
-        };
-        let Some(i) = i else { return };
-        if sampled.is_empty() || !sampled.contains(&(t.id, t.pair, t.start, t.end)) {
-            let w = &windows[i];
-            *pro_rated[i].entry(t.pair).or_default() +=
-                bytes_in_window(t.start, t.end, t.bytes, (w.start, w.end));
+            if let (Latencies::Measure, Some(l)) = (latencies, t.latency_us) {
+                if acc.latencies.is_empty() {
+                    acc.latencies.resize_with(cell_ids.len(), Vec::new);
+                }
+                acc.latencies[cell_of[i] as usize].push(l);
+            }
+        },
+    )?;
+    let mut pro_rated: Vec<BTreeMap<u32, i64>> = vec![BTreeMap::new(); windows.len()];
+    // Each cell's latencies, in pieces: one per chunk that had some.
+    let mut latency_values: Vec<Vec<Vec<f64>>> = vec![Vec::new(); cell_ids.len()];
+    for chunk in per_chunk {
+        for ((i, pair), b) in chunk.pro_rated {
+            *pro_rated[i].entry(pair).or_default() += b;
         }
-        if let (Latencies::Measure, Some(l)) = (latencies, t.latency_us) {
-            latency_values[cell_of[i] as usize].push(l);
+        for (pieces, values) in latency_values.iter_mut().zip(chunk.latencies) {
+            if !values.is_empty() {
+                pieces.push(values);
+            }
         }
-    })?;
+    }
     for (w, pairs) in windows.iter().zip(&pro_rated) {
         for (&pair, &b) in pairs {
             *bytes.entry((w.point, w.rep, pair)).or_insert(0.0) += b as f64;
@@ -665,6 +689,17 @@ fn window_pass(
         Latencies::Skip => BTreeMap::new(),
     };
     Ok(Passed { bytes, latency })
+}
+
+/// What one chunk of trials gives [`window_pass`].
+struct WindowChunk {
+    /// Whole bytes moved inside the window, per (window, pair): one entry per run of trials of
+    /// one pair, added up once every chunk is in.
+    pro_rated: Vec<((usize, u32), i64)>,
+    /// The trials' latencies, by cell id (empty until the first).
+    latencies: Vec<Vec<f64>>,
+    /// The attempt of the trial before and its window.
+    last: Option<(AttemptId, Option<usize>)>,
 }
 
 /// Bytes a trial moved inside its point's window `[w_start, w_end)`, pro-rated by the part of
@@ -693,8 +728,9 @@ fn latency_per_cell(
     selection: &Selection,
     windows: &[Window<'_>],
     cell_of: &[u32],
-    values: Vec<Vec<f64>>,
+    values: Vec<Vec<Vec<f64>>>,
 ) -> BTreeMap<u32, Latency> {
+    use rayon::prelude::*;
     let mut max_reported: BTreeMap<u32, f64> = BTreeMap::new();
     let mut max_mean: BTreeMap<u32, f64> = BTreeMap::new();
     for (w, &cell) in windows.iter().zip(cell_of) {
@@ -713,11 +749,15 @@ fn latency_per_cell(
             }
         }
     }
+    // Cell by cell, the cores sharing them: each cell's pieces joined and its percentiles
+    // taken.
     values
-        .into_iter()
+        .into_par_iter()
         .enumerate()
-        .filter(|(_, v)| !v.is_empty())
-        .map(|(cell, mut v)| {
+        .filter(|(_, pieces)| !pieces.is_empty())
+        .map(|(cell, pieces)| {
+            let mut v = pieces.concat();
+            drop(pieces);
             let cell = cell as u32;
             let latency = Latency {
                 p50_us: Some(nearest_quantile(&mut v, 0.5)),

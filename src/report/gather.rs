@@ -2,7 +2,8 @@
 //!
 //! Every figure the report takes from the records comes from one scan of the file: Polars'
 //! streaming engine decodes each column the report needs once and feeds two outputs (the few
-//! trials with progress samples are read by a scan of their own, which the rest do not pay for).
+//! trials with progress samples are read by a scan of their own, [`read_samples`], made only
+//! when there may be some).
 //!
 //! - Per attempt, pair and side ([`PairGroup`]): the span of its successful trials, its trial
 //!   counts and first error, TCP's counters and the nodes' CPU. A few rows per point.
@@ -30,7 +31,7 @@ use crate::results::BondDriver;
 use crate::results::schema::col as c;
 
 /// Polars' streaming engine: it decodes the Parquet file in morsels instead of whole
-/// columns, which keeps a 10-million-record report near 1.2 GiB.
+/// columns, which keeps a 10-million-record report near 0.8 GiB (with the store's row groups).
 const ENGINE: Engine = Engine::Streaming;
 
 /// One attempt at one repetition of one point, as its records number it. Records from before
@@ -95,10 +96,73 @@ pub struct Trial {
     pub latency_max_us: Option<f64>,
 }
 
+/// The arrow array a chunk of a Polars column of type `T` is.
+type ArrayOf<T> = <T as PolarsDataType>::Array;
+
+/// One chunk of [`Trials`]: its columns as the engine decoded them.
+struct TrialChunk<'a> {
+    /// Point, rep, attempt, pair.
+    ids: [&'a ArrayOf<UInt32Type>; 4],
+    /// Start, end, bytes.
+    times: [&'a ArrayOf<UInt64Type>; 3],
+    /// Latency, latency maximum.
+    latencies: [&'a ArrayOf<Float64Type>; 2],
+}
+
+impl TrialChunk<'_> {
+    fn for_each(&self, mut f: impl FnMut(Trial)) {
+        let [point, rep, attempt, pair] = self.ids;
+        let [start, end, bytes] = self.times;
+        let [latency, latency_max] = self.latencies;
+        let required = [
+            point.validity(),
+            rep.validity(),
+            attempt.validity(),
+            pair.validity(),
+            start.validity(),
+            end.validity(),
+            bytes.validity(),
+        ];
+        let any_missing = required.iter().any(Option::is_some);
+        let value = |a: &ArrayOf<Float64Type>, i: usize| {
+            a.validity()
+                .is_none_or(|v| v.get_bit(i))
+                .then(|| a.value(i))
+        };
+        for i in 0..point.len() {
+            // Records always carry these; a row without one is not a trial.
+            if any_missing && !required.iter().all(|v| v.is_none_or(|v| v.get_bit(i))) {
+                continue;
+            }
+            f(Trial {
+                id: AttemptId {
+                    point: point.value(i),
+                    rep: rep.value(i),
+                    attempt: attempt.value(i),
+                },
+                pair: pair.value(i),
+                start: start.value(i),
+                end: end.value(i),
+                bytes: bytes.value(i),
+                latency_us: value(latency, i),
+                latency_max_us: value(latency_max, i),
+            });
+        }
+    }
+}
+
 impl Trials {
-    /// Calls `f` with every trial: one call per row, no allocation, the columns read as the
-    /// slices the engine decoded them into (a pass over five million trials takes tens of ms).
-    pub fn for_each(&self, mut f: impl FnMut(Trial)) -> Result<(), ReportError> {
+    /// Folds the trials into one accumulator per chunk of the frame (the engine's batches),
+    /// the chunks spread over the cores, and returns the accumulators in chunk order. `f` is
+    /// called once per row, with no allocation: the columns are read as the slices the engine
+    /// decoded them into. What `f` gathers must not depend on the order of the rows: the
+    /// engine does not promise one.
+    pub fn fold<A: Send>(
+        &self,
+        init: impl Fn() -> A + Sync,
+        f: impl Fn(&mut A, Trial) + Sync,
+    ) -> Result<Vec<A>, ReportError> {
+        use rayon::prelude::*;
         // The engine's batches become the frame's chunks, the same in every column; a frame
         // whose chunks do not line up is copied into one chunk first.
         let aligned;
@@ -110,15 +174,12 @@ impl Trials {
         } else {
             &self.frame
         };
-        let u32_of = |name: &str| -> Result<UInt32Chunked, ReportError> {
-            Ok(frame.column(name)?.u32()?.clone())
-        };
-        let u64_of = |name: &str| -> Result<UInt64Chunked, ReportError> {
-            Ok(frame.column(name)?.u64()?.clone())
-        };
-        let f64_of = |name: &str| -> Result<Float64Chunked, ReportError> {
-            Ok(frame.column(name)?.f64()?.clone())
-        };
+        let u32_of =
+            |name: &str| -> Result<&UInt32Chunked, ReportError> { Ok(frame.column(name)?.u32()?) };
+        let u64_of =
+            |name: &str| -> Result<&UInt64Chunked, ReportError> { Ok(frame.column(name)?.u64()?) };
+        let f64_of =
+            |name: &str| -> Result<&Float64Chunked, ReportError> { Ok(frame.column(name)?.f64()?) };
         let (point, rep, attempt, pair) = (
             u32_of(c::POINT)?,
             u32_of(c::REP)?,
@@ -131,58 +192,37 @@ impl Trials {
             u64_of(c::BYTES)?,
         );
         let (latency, latency_max) = (f64_of(c::LATENCY_US)?, f64_of(c::LATENCY_MAX_US)?);
-        let ids = point
+        let chunks: Vec<TrialChunk<'_>> = point
             .downcast_iter()
             .zip(rep.downcast_iter())
             .zip(attempt.downcast_iter())
-            .zip(pair.downcast_iter());
-        let times = start
-            .downcast_iter()
+            .zip(pair.downcast_iter())
+            .zip(start.downcast_iter())
             .zip(end.downcast_iter())
-            .zip(bytes.downcast_iter());
-        let latencies = latency.downcast_iter().zip(latency_max.downcast_iter());
-        for (((((point, rep), attempt), pair), ((start, end), bytes)), (latency, latency_max)) in
-            ids.zip(times).zip(latencies)
-        {
-            let required = [
-                point.validity(),
-                rep.validity(),
-                attempt.validity(),
-                pair.validity(),
-                start.validity(),
-                end.validity(),
-                bytes.validity(),
-            ];
-            let any_missing = required.iter().any(Option::is_some);
-            for i in 0..point.len() {
-                // Records always carry these; a row without one is not a trial.
-                if any_missing && !required.iter().all(|v| v.is_none_or(|v| v.get_bit(i))) {
-                    continue;
-                }
-                let latency_us = latency
-                    .validity()
-                    .is_none_or(|v| v.get_bit(i))
-                    .then(|| latency.value(i));
-                let latency_max_us = latency_max
-                    .validity()
-                    .is_none_or(|v| v.get_bit(i))
-                    .then(|| latency_max.value(i));
-                f(Trial {
-                    id: AttemptId {
-                        point: point.value(i),
-                        rep: rep.value(i),
-                        attempt: attempt.value(i),
-                    },
-                    pair: pair.value(i),
-                    start: start.value(i),
-                    end: end.value(i),
-                    bytes: bytes.value(i),
-                    latency_us,
-                    latency_max_us,
-                });
-            }
-        }
-        Ok(())
+            .zip(bytes.downcast_iter())
+            .zip(latency.downcast_iter())
+            .zip(latency_max.downcast_iter())
+            .map(
+                |(
+                    (((((((point, rep), attempt), pair), start), end), bytes), latency),
+                    latency_max,
+                )| {
+                    TrialChunk {
+                        ids: [point, rep, attempt, pair],
+                        times: [start, end, bytes],
+                        latencies: [latency, latency_max],
+                    }
+                },
+            )
+            .collect();
+        Ok(chunks
+            .par_iter()
+            .map(|chunk| {
+                let mut acc = init();
+                chunk.for_each(|t| f(&mut acc, t));
+                acc
+            })
+            .collect())
     }
 
     /// Adds the spans of the trials to the groups of their pairs on the timing side: first
@@ -192,46 +232,114 @@ impl Trials {
         &self,
         groups: &mut PlHashMap<(AttemptId, u32, bool), PairGroup>,
     ) -> Result<(), ReportError> {
-        // Trials come attempt by attempt: the group is looked up again only when it changes.
-        let mut current: Option<((AttemptId, u32), PairGroup)> = None;
-        let put_back =
-            |done: ((AttemptId, u32), PairGroup),
-             groups: &mut PlHashMap<(AttemptId, u32, bool), PairGroup>| {
-                let ((id, pair), group) = done;
-                groups.insert((id, pair, true), group);
-            };
-        self.for_each(|t| {
-            let key = (t.id, t.pair);
-            if current.as_ref().is_none_or(|(k, _)| *k != key) {
-                if let Some(done) = current.take() {
-                    put_back(done, groups);
-                }
-                let group = groups
-                    .remove(&(t.id, t.pair, true))
-                    .unwrap_or_else(|| PairGroup {
-                        pair: t.pair,
-                        timing: true,
-                        ..PairGroup::default()
-                    });
-                current = Some((key, group));
+        let per_chunk = self.fold(
+            || Spans {
+                by_pair: PlHashMap::new(),
+                current: None,
+            },
+            |spans, t| spans.add(t),
+        )?;
+        for spans in per_chunk {
+            for (&(id, pair), span) in &spans.finish() {
+                let group = groups.entry((id, pair, true)).or_insert_with(|| PairGroup {
+                    pair,
+                    timing: true,
+                    ..PairGroup::default()
+                });
+                span.merge_into(group);
             }
-            let Some((_, g)) = current.as_mut() else {
-                return;
-            };
-            g.ok_trials += 1;
-            g.start = Some(g.start.map_or(t.start, |s| s.min(t.start)));
-            g.end = Some(g.end.map_or(t.end, |e| e.max(t.end)));
-            if let Some(l) = t.latency_us {
-                g.latency_mean_max_us = Some(g.latency_mean_max_us.map_or(l, |m| m.max(l)));
-                if let Some(m) = t.latency_max_us {
-                    g.latency_max_us = Some(g.latency_max_us.map_or(m, |x| x.max(m)));
-                }
-            }
-        })?;
-        if let Some(done) = current.take() {
-            put_back(done, groups);
         }
         Ok(())
+    }
+}
+
+/// The spans of one chunk's trials, by attempt and pair.
+struct Spans {
+    by_pair: PlHashMap<(AttemptId, u32), Span>,
+    /// The pair of the trial before and its span, not yet in `by_pair`: trials come attempt by
+    /// attempt and pair by pair, so the map is looked up only when the pair changes.
+    current: Option<((AttemptId, u32), Span)>,
+}
+
+impl Spans {
+    fn finish(mut self) -> PlHashMap<(AttemptId, u32), Span> {
+        if let Some((k, span)) = self.current.take() {
+            self.by_pair.entry(k).or_default().merge(&span);
+        }
+        self.by_pair
+    }
+
+    fn add(&mut self, t: Trial) {
+        let key = (t.id, t.pair);
+        match &mut self.current {
+            Some((k, span)) if *k == key => span.add(&t),
+            current => {
+                if let Some((k, span)) = current.take() {
+                    self.by_pair.entry(k).or_default().merge(&span);
+                }
+                let mut span = Span::default();
+                span.add(&t);
+                *current = Some((key, span));
+            }
+        }
+    }
+}
+
+/// First start, last end, count and largest latencies of some trials of one pair.
+#[derive(Debug, Clone, Copy, Default)]
+struct Span {
+    trials: u64,
+    start: Option<u64>,
+    end: Option<u64>,
+    latency_max_us: Option<f64>,
+    latency_mean_max_us: Option<f64>,
+}
+
+impl Span {
+    fn add(&mut self, t: &Trial) {
+        self.merge(&Span {
+            trials: 1,
+            start: Some(t.start),
+            end: Some(t.end),
+            // The worker's maximum counts only with the trial's mean (a trial that measured a
+            // latency).
+            latency_max_us: t.latency_us.and(t.latency_max_us),
+            latency_mean_max_us: t.latency_us,
+        });
+    }
+
+    fn merge(&mut self, other: &Span) {
+        fn keep<T: Copy>(a: Option<T>, b: Option<T>, pick: impl Fn(T, T) -> T) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(pick(a, b)),
+                (a, b) => a.or(b),
+            }
+        }
+        self.trials += other.trials;
+        self.start = keep(self.start, other.start, u64::min);
+        self.end = keep(self.end, other.end, u64::max);
+        self.latency_max_us = keep(self.latency_max_us, other.latency_max_us, f64::max);
+        self.latency_mean_max_us = keep(
+            self.latency_mean_max_us,
+            other.latency_mean_max_us,
+            f64::max,
+        );
+    }
+
+    fn merge_into(&self, g: &mut PairGroup) {
+        let mut span = Span {
+            trials: g.ok_trials,
+            start: g.start,
+            end: g.end,
+            latency_max_us: g.latency_max_us,
+            latency_mean_max_us: g.latency_mean_max_us,
+        };
+        span.merge(self);
+        g.ok_trials = span.trials;
+        g.start = span.start;
+        g.end = span.end;
+        g.latency_max_us = span.latency_max_us;
+        g.latency_mean_max_us = span.latency_mean_max_us;
     }
 }
 
@@ -243,7 +351,9 @@ pub struct Gathered {
     pub groups: BTreeMap<AttemptId, Vec<PairGroup>>,
     pub trials: Trials,
     /// The timing side's successful trials that have progress samples: point, rep, attempt,
-    /// pair, start, end and the two sample lists. `None` when the records have no such columns.
+    /// pair, start, end and the two sample lists. `None` when the records have no such columns
+    /// or points.jsonl says no record has samples: the one pass does not read them; the caller
+    /// does, with [`read_samples`], when there may be some.
     pub sampled: Option<DataFrame>,
 }
 
@@ -259,6 +369,14 @@ fn timing_side() -> Expr {
         .eq(lit("stream"))
         .eq(col(c::ROLE).eq(lit("server")))
 }
+
+/// TCP's counters, which a record carries all or none of.
+const TCP_COUNTERS: [&str; 4] = [
+    c::TCP_RETRANS,
+    c::TCP_REORD_SEEN,
+    c::TCP_DSACK_DUPS,
+    c::TCP_RCV_OOOPACK,
+];
 
 /// The cell's columns ([`KeyColumns::Read`]).
 const KEY_COLUMNS: [&str; 8] = [
@@ -277,16 +395,8 @@ pub fn gather(mut records: LazyFrame, keys: KeyColumns) -> Result<Gathered, Repo
     let schema = records.collect_schema()?;
     let has = |name: &str| schema.contains(name);
     let has_attempts = has(c::ATTEMPT);
-    let has_tcp = [
-        c::TCP_RETRANS,
-        c::TCP_REORD_SEEN,
-        c::TCP_DSACK_DUPS,
-        c::TCP_RCV_OOOPACK,
-    ]
-    .iter()
-    .all(|n| has(n));
+    let has_tcp = TCP_COUNTERS.iter().all(|n| has(n));
     let has_cpu = has(c::NODE_CPU_BUSY_MS);
-    let has_progress = has(c::PROGRESS_BYTES) && has(c::PROGRESS_OFFSET_NS);
 
     let u32_col = |name: &str| col(name).cast(DataType::UInt32);
     let u64_col = |name: &str| col(name).cast(DataType::UInt64);
@@ -316,15 +426,7 @@ pub fn gather(mut records: LazyFrame, keys: KeyColumns) -> Result<Gathered, Repo
         f64_col(c::LATENCY_MAX_US),
     ]);
     if has_tcp {
-        narrow.extend(
-            [
-                c::TCP_RETRANS,
-                c::TCP_REORD_SEEN,
-                c::TCP_DSACK_DUPS,
-                c::TCP_RCV_OOOPACK,
-            ]
-            .map(u64_col),
-        );
+        narrow.extend(TCP_COUNTERS.map(u64_col));
     }
     if has_cpu {
         narrow.push(f64_col(c::NODE_CPU_BUSY_MS));
@@ -370,29 +472,8 @@ pub fn gather(mut records: LazyFrame, keys: KeyColumns) -> Result<Gathered, Repo
         col(c::LATENCY_US),
         col(c::LATENCY_MAX_US),
     ]);
-    // Progress samples are read by a scan of their own: carried through the one above, every
-    // record's lists were decoded and copied only to be dropped. Its one filter is on the lists,
-    // so the reader decodes the other columns only for records that have samples; filtered
-    // here on the side and the error too, it decoded those for every record (0.4 s of 1.5 on 10
-    // million records without samples). The side and the error are checked once it is read.
-    let sampled_q = has_progress.then(|| {
-        let mut columns = trial_id().to_vec();
-        columns.extend([
-            u64_col(c::START_UNIX_NS),
-            u64_col(c::END_UNIX_NS),
-            col(c::PROGRESS_OFFSET_NS),
-            col(c::PROGRESS_BYTES),
-            timing_side().alias(TIMING),
-            col(c::ERROR).is_null().alias(OK),
-        ]);
-        records
-            .clone()
-            .filter(col(c::PROGRESS_BYTES).is_not_null())
-            .select(columns)
-    });
     let opt = groups_q.get_current_optimizations();
-    let mut plans = vec![groups_q.logical_plan, trials_q.logical_plan];
-    plans.extend(sampled_q.map(|q| q.logical_plan));
+    let plans = vec![groups_q.logical_plan, trials_q.logical_plan];
     let mut frames = LazyFrame::collect_all_with_engine(plans, ENGINE, opt)?.into_iter();
     let mut next = |what: &str| {
         frames.next().ok_or_else(|| {
@@ -405,23 +486,54 @@ pub fn gather(mut records: LazyFrame, keys: KeyColumns) -> Result<Gathered, Repo
     };
     trials.add_spans(&mut groups)?;
     let groups = by_attempt(groups);
-    let sampled = if has_progress {
-        let all = next("the progress samples")?;
-        Some(
-            all.lazy()
-                .filter(col(TIMING).and(col(OK)))
-                .drop(by_name([TIMING, OK], true, false))
-                .collect()?,
-        )
-    } else {
-        None
-    };
     Ok(Gathered {
         has_attempts,
         groups,
         trials,
-        sampled,
+        sampled: None,
     })
+}
+
+/// The timing side's successful trials that have progress samples, for [`Gathered::sampled`]:
+/// `None` when the records have no such columns.
+///
+/// A scan of its own, made only for runs that have samples or may have (`super::load`):
+/// carried through the one pass, every record's lists were decoded and copied only to be
+/// dropped, and even a flag of whether a record has samples decodes them (on 10 million records
+/// without samples, 0.2-0.4 s of 1.5). Its one filter is on the lists, so the reader decodes
+/// the other columns only for records that have samples; filtered on the side and the error
+/// too, it decoded those for every record. The side and the error are checked once it is read.
+pub fn read_samples(mut records: LazyFrame) -> Result<Option<DataFrame>, ReportError> {
+    let schema = records.collect_schema()?;
+    if !(schema.contains(c::PROGRESS_BYTES) && schema.contains(c::PROGRESS_OFFSET_NS)) {
+        return Ok(None);
+    }
+    let attempt = if schema.contains(c::ATTEMPT) {
+        col(c::ATTEMPT).cast(DataType::UInt32)
+    } else {
+        lit(0u32).cast(DataType::UInt32).alias(c::ATTEMPT)
+    };
+    let sampled = records
+        .filter(col(c::PROGRESS_BYTES).is_not_null())
+        .select([
+            col(c::POINT).cast(DataType::UInt32),
+            col(c::REP).cast(DataType::UInt32),
+            attempt,
+            col(c::PAIR).cast(DataType::UInt32),
+            col(c::START_UNIX_NS).cast(DataType::UInt64),
+            col(c::END_UNIX_NS).cast(DataType::UInt64),
+            col(c::PROGRESS_OFFSET_NS),
+            col(c::PROGRESS_BYTES),
+            timing_side().alias(TIMING),
+            col(c::ERROR).is_null().alias(OK),
+        ])
+        .collect_with_engine(ENGINE)?
+        .unwrap_single()
+        .lazy()
+        .filter(col(TIMING).and(col(OK)))
+        .drop(by_name([TIMING, OK], true, false))
+        .collect()?;
+    Ok(Some(sampled))
 }
 
 /// Per (attempt, pair, side): what [`PairGroup`] holds that the trials do not tell. Only
@@ -438,12 +550,7 @@ fn group_aggregations(has_tcp: bool, has_cpu: bool, keys: KeyColumns) -> Vec<Exp
         // A record carries all four counters or none; `tcp_retrans` says which.
         let carried = || col(c::TCP_RETRANS).is_not_null();
         aggs.push(count(carried()).alias("tcp_trials"));
-        for name in [
-            c::TCP_RETRANS,
-            c::TCP_REORD_SEEN,
-            c::TCP_DSACK_DUPS,
-            c::TCP_RCV_OOOPACK,
-        ] {
+        for name in TCP_COUNTERS {
             aggs.push(
                 when(carried())
                     .then(col(name))

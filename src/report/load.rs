@@ -71,7 +71,7 @@ pub fn run(
     } else {
         KeyColumns::Read
     };
-    let gathered = gather(records.clone(), key_columns)?;
+    let mut gathered = gather(records.clone(), key_columns)?;
     let listed: BTreeSet<(u32, u32)> = points.iter().map(|p| (p.point, p.rep)).collect();
     let unlisted: BTreeSet<(u32, u32)> = if key_columns == KeyColumns::Read {
         BTreeSet::new()
@@ -83,6 +83,20 @@ pub fn run(
             .filter(|k| !listed.contains(k))
             .collect()
     };
+    // points.jsonl counts each attempt's records with progress samples. The records are read
+    // for the samples unless it counts none for every attempt they hold: where it does not
+    // count them (a run from before it did) or does not list an attempt (an interrupted run).
+    let sampled_records: BTreeMap<(u32, u32, u32), Option<u64>> = points
+        .iter()
+        .map(|p| ((p.point, p.rep, p.attempt), p.sampled_records))
+        .collect();
+    let none_sampled = gathered
+        .groups
+        .keys()
+        .all(|id| sampled_records.get(&(id.point, id.rep, id.attempt)) == Some(&Some(0)));
+    if !none_sampled {
+        gathered.sampled = gather::read_samples(records.clone())?;
+    }
     let unlisted = gather::cells_of(records, &unlisted)?;
     let keys = CellKeys {
         manifest: &manifest,

@@ -87,6 +87,11 @@ pub struct PointRow {
     /// else. Written only where set.
     #[serde(default, skip_serializing_if = "is_false")]
     pub drift_check: bool,
+    /// How many of the attempt's records carry progress samples (`progress_offset_ns` and
+    /// `progress_bytes`): the report reads the samples only when some attempt has them, and
+    /// reads them for runs from before points counted them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampled_records: Option<u64>,
 }
 
 /// Column names used by the queries, so that a typo is a compile error.

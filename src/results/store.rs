@@ -14,8 +14,11 @@ use super::manifest::Manifest;
 use super::run_dir::RunDir;
 use super::schema::{RecordColumns, RecordRow, col as c};
 
-/// Rows per Parquet row group and per CSV batch.
-const BATCH_ROWS: usize = 1 << 20;
+/// Rows per Parquet row group and per CSV batch (Polars' batched writer makes each batch one
+/// row group). Polars' streaming reader decodes whole row groups ahead of the query: with
+/// 1 048 576 rows a report of 10 million records held 1.1-1.2 GiB, with these 0.8-0.9 GiB at
+/// the same speed.
+const BATCH_ROWS: usize = 1 << 18;
 
 /// Streams [`RecordRow`]s into `records.parquet` and, optionally, `records.csv`.
 ///

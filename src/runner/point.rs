@@ -198,6 +198,7 @@ pub async fn run(
         window_end_unix_ns: None,
         skew_ns: None,
         drift_check: ctx.config.repeats.is_some(),
+        sampled_records: None,
     };
     let mut records = Vec::new();
     let result = measure(ctx, point, &mut records, medium).await;
@@ -234,6 +235,11 @@ pub async fn run(
                 .map(|e| format!("{} -> {}: {e}", r.client_node, r.server_node))
         });
     }
+    row.sampled_records = Some(
+        rows.iter()
+            .filter(|r| r.record.progress_bytes.is_some())
+            .count() as u64,
+    );
     let (window, skew) = window_and_skew(&rows, entry, ctx.offsets);
     if row.status == PointStatus::Ok {
         if let Some((start, end)) = window {

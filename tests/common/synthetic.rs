@@ -213,6 +213,7 @@ pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointR
                 window_end_unix_ns: Some(window_start + spec.trials as u64 * spec.trial_ns),
                 skew_ns: Some(40_000),
                 drift_check,
+                sampled_records: Some(0),
             });
             if failed {
                 continue;

@@ -390,6 +390,22 @@ const KEY_COLUMNS: [&str; 8] = [
     c::PROTOCOL,
 ];
 
+/// Point, rep, attempt and pair, as every output of the records keys its rows. Records from
+/// before re-measurement carry no attempt: theirs are all attempt 0.
+fn trial_id(has_attempts: bool) -> [Expr; 4] {
+    let u32_col = |name: &str| col(name).cast(DataType::UInt32);
+    [
+        u32_col(c::POINT),
+        u32_col(c::REP),
+        if has_attempts {
+            u32_col(c::ATTEMPT)
+        } else {
+            lit(0u32).cast(DataType::UInt32).alias(c::ATTEMPT)
+        },
+        u32_col(c::PAIR),
+    ]
+}
+
 /// Reads `records` (a scan of `records.parquet`) once.
 pub fn gather(mut records: LazyFrame, keys: KeyColumns) -> Result<Gathered, ReportError> {
     let schema = records.collect_schema()?;
@@ -398,23 +414,10 @@ pub fn gather(mut records: LazyFrame, keys: KeyColumns) -> Result<Gathered, Repo
     let has_tcp = TCP_COUNTERS.iter().all(|n| has(n));
     let has_cpu = has(c::NODE_CPU_BUSY_MS);
 
-    let u32_col = |name: &str| col(name).cast(DataType::UInt32);
     let u64_col = |name: &str| col(name).cast(DataType::UInt64);
     let f64_col = |name: &str| col(name).cast(DataType::Float64);
-    // Point, rep, attempt and pair, as every output below keys its rows.
-    let trial_id = || {
-        [
-            u32_col(c::POINT),
-            u32_col(c::REP),
-            if has_attempts {
-                u32_col(c::ATTEMPT)
-            } else {
-                lit(0u32).cast(DataType::UInt32).alias(c::ATTEMPT)
-            },
-            u32_col(c::PAIR),
-        ]
-    };
-    let mut narrow = trial_id().to_vec();
+    // Every output below keys its rows by the trial.
+    let mut narrow = trial_id(has_attempts).to_vec();
     narrow.extend([
         timing_side().alias(TIMING),
         col(c::ERROR).is_null().alias(OK),
@@ -508,25 +511,18 @@ pub fn read_samples(mut records: LazyFrame) -> Result<Option<DataFrame>, ReportE
     if !(schema.contains(c::PROGRESS_BYTES) && schema.contains(c::PROGRESS_OFFSET_NS)) {
         return Ok(None);
     }
-    let attempt = if schema.contains(c::ATTEMPT) {
-        col(c::ATTEMPT).cast(DataType::UInt32)
-    } else {
-        lit(0u32).cast(DataType::UInt32).alias(c::ATTEMPT)
-    };
+    let mut columns = trial_id(schema.contains(c::ATTEMPT)).to_vec();
+    columns.extend([
+        col(c::START_UNIX_NS).cast(DataType::UInt64),
+        col(c::END_UNIX_NS).cast(DataType::UInt64),
+        col(c::PROGRESS_OFFSET_NS),
+        col(c::PROGRESS_BYTES),
+        timing_side().alias(TIMING),
+        col(c::ERROR).is_null().alias(OK),
+    ]);
     let sampled = records
         .filter(col(c::PROGRESS_BYTES).is_not_null())
-        .select([
-            col(c::POINT).cast(DataType::UInt32),
-            col(c::REP).cast(DataType::UInt32),
-            attempt,
-            col(c::PAIR).cast(DataType::UInt32),
-            col(c::START_UNIX_NS).cast(DataType::UInt64),
-            col(c::END_UNIX_NS).cast(DataType::UInt64),
-            col(c::PROGRESS_OFFSET_NS),
-            col(c::PROGRESS_BYTES),
-            timing_side().alias(TIMING),
-            col(c::ERROR).is_null().alias(OK),
-        ])
+        .select(columns)
         .collect_with_engine(ENGINE)?
         .unwrap_single()
         .lazy()

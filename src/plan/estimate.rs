@@ -61,6 +61,8 @@ fn per_exchange(t: &Topology, w: &Workload, size: u64, placement: &Placement) ->
     let trips: u32 = match w.pattern {
         Pattern::Token | Pattern::Pingpong | Pattern::Pipeline => 2,
         Pattern::Stream | Pattern::Load | Pattern::Filecopy => 1,
+        // Collectives are not planned as pairs (the spec refuses them as a pair workload).
+        Pattern::Halo | Pattern::Alltoall | Pattern::Allreduce | Pattern::Bcast => 1,
     };
     one_way
         .checked_mul(trips)?

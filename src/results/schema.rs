@@ -123,6 +123,9 @@ pub mod col {
     /// Lists (the record's `progress_*`): not written to records.csv, which has no lists.
     pub const PROGRESS_OFFSET_NS: &str = "progress_offset_ns";
     pub const PROGRESS_BYTES: &str = "progress_bytes";
+    /// A collective's rank (role `rank`) and the algorithm that ran.
+    pub const RANK: &str = "rank";
+    pub const ALGORITHM: &str = "algorithm";
 }
 
 /// Column buffers for a batch of [`RecordRow`]s, turned into one Polars [`DataFrame`].
@@ -178,6 +181,9 @@ pub struct RecordColumns {
     node_cpu_busy_ms: Vec<Option<f64>>,
     progress_offset_ns: Vec<Option<Vec<u64>>>,
     progress_bytes: Vec<Option<Vec<u64>>>,
+    rank: Vec<Option<u32>>,
+    ranks: Vec<Option<u32>>,
+    algorithm: Vec<Option<String>>,
 }
 
 impl RecordColumns {
@@ -246,6 +252,9 @@ impl RecordColumns {
             node_cpu_busy_ms,
             progress_offset_ns,
             progress_bytes,
+            rank,
+            ranks,
+            algorithm,
         } = record;
         self.point.push(point);
         self.topology.push(topology);
@@ -297,6 +306,9 @@ impl RecordColumns {
         self.node_cpu_busy_ms.push(node_cpu_busy_ms);
         self.progress_offset_ns.push(progress_offset_ns);
         self.progress_bytes.push(progress_bytes);
+        self.rank.push(rank);
+        self.ranks.push(ranks);
+        self.algorithm.push(algorithm);
     }
 
     /// Moves the buffered rows into a [`DataFrame`], leaving the buffers empty.
@@ -354,6 +366,9 @@ impl RecordColumns {
             Column::new(col::NODE_CPU_BUSY_MS.into(), c.node_cpu_busy_ms),
             u64_lists(col::PROGRESS_OFFSET_NS, c.progress_offset_ns),
             u64_lists(col::PROGRESS_BYTES, c.progress_bytes),
+            Column::new(col::RANK.into(), c.rank),
+            Column::new("ranks".into(), c.ranks),
+            Column::new(col::ALGORITHM.into(), c.algorithm),
         ];
         DataFrame::new(height, columns)
     }

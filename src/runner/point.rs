@@ -147,6 +147,9 @@ fn client_invocation(
             drop_cache: w.drop_caches,
             protocol,
         }),
+        Pattern::Halo | Pattern::Alltoall | Pattern::Allreduce | Pattern::Bcast => {
+            unreachable!("the plan refuses a collective as a workload of pairs")
+        }
     }
 }
 

@@ -132,7 +132,8 @@ pub type SpannedPair = Spanned<[Spanned<NodeName>; 2]>;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {
-    pub pattern: Pattern,
+    #[schemars(with = "Pattern")]
+    pub pattern: Spanned<Pattern>,
     #[serde(default)]
     pub protocol: Protocol,
     /// Message sizes: a list, `{ from, to, factor }`, or `{ netpipe = true, from, to,
@@ -181,6 +182,13 @@ pub struct WorkloadSpec {
     /// For `filecopy`: drop the page cache before each copy.
     #[serde(default)]
     pub drop_caches: bool,
+}
+
+impl WorkloadSpec {
+    /// The workload's pattern, without where it is written.
+    pub fn pattern(&self) -> Pattern {
+        *self.pattern.get_ref()
+    }
 }
 
 fn no_warmup() -> Spanned<u64> {

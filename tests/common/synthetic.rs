@@ -299,6 +299,9 @@ pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointR
                                 node_cpu_busy_ms: c.cpu_busy_ms_per_trial,
                                 progress_offset_ns: None,
                                 progress_bytes: None,
+                                rank: None,
+                                ranks: None,
+                                algorithm: None,
                             },
                         });
                     }
@@ -315,6 +318,7 @@ fn addrs(pair: u32, role: Role) -> (String, String) {
     match role {
         Role::Client => (client, server),
         Role::Server => (server, client),
+        Role::Rank => unreachable!("synthetic runs are of pairs"),
     }
 }
 

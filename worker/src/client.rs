@@ -180,7 +180,7 @@ fn run_inner<W: Write>(
     barrier(opts, out, &session)?;
     let mut trials = Trials {
         plan: &opts.plan,
-        pattern: patterns::lookup(session.params.pattern),
+        pattern: patterns::lookup(session.params.pattern).expect("validated: not a collective"),
         bufs: Buffers::default(),
         next: 0,
         say: Say(opts.verbose),
@@ -590,7 +590,7 @@ fn barrier<W: Write>(opts: &ClientOptions, out: &mut ClientOutput<W>, s: &Sessio
 }
 
 /// Wait for one line on stdin, at most `timeout`.
-fn wait_stdin_line(timeout: Duration) -> Result<()> {
+pub(crate) fn wait_stdin_line(timeout: Duration) -> Result<()> {
     let mut pfd = libc::pollfd {
         fd: 0,
         events: libc::POLLIN,

@@ -11,7 +11,11 @@
 use clap::{Parser, Subcommand};
 
 use crate::bond::{self, BondArgs};
+use crate::patterns::allreduce::AllreduceArgs;
+use crate::patterns::alltoall::AlltoallArgs;
+use crate::patterns::bcast::BcastArgs;
 use crate::patterns::filecopy::FilecopyArgs;
+use crate::patterns::halo::HaloArgs;
 use crate::patterns::load::LoadArgs;
 use crate::patterns::pingpong::PingpongArgs;
 use crate::patterns::pipeline::PipelineArgs;
@@ -48,6 +52,26 @@ through the agent; by hand, `export ORCHESTRATE_WORKER_SECRET=$(openssl rand -he
 Failures (dead peer, reset, timeout, garbage, version mismatch, wrong secret) end in one record
 with an `error` field and exit status 1.";
 
+const RANKS_ABOUT: &str = "\
+One rank of a collective run by N ranks, one worker process each (as MPI processes are).
+
+Start the same collective once per rank, each with its own --rank and with --peers listing, in
+rank order, where this rank reaches every rank (its own entry is where it listens unless
+--listen says otherwise). The ranks connect all to all, proving the run's secret
+(ORCHESTRATE_WORKER_SECRET) to each other; with `--go stdin` each prints {\"ready\":true,...}
+once connected and starts on a line from stdin.
+
+Per size, as the OSU micro-benchmarks time collectives: --warmup untimed iterations, then the
+timed ones (--iterations N, or --duration SECS, counted by rank 0 from its warm-up's pace and
+shared), each timed on its own with an untimed barrier after it, then one iteration whose
+result every rank checks. Each rank prints one JSON record per size (role \"rank\"): latency_us
+is its mean time per iteration, with percentiles over its iterations; the figure OSU prints
+is the mean of latency_us over the ranks.
+
+Example, four ranks on one machine (one shell each, the same secret exported):
+  orchestrate-worker allreduce --rank 0 --peers 127.0.0.1:7300,127.0.0.1:7301,127.0.0.1:7302,127.0.0.1:7303 --size 1KiB
+  ... --rank 1, 2, 3 with the same --peers";
+
 /// The worker's whole command line: `orchestrate-worker <invocation>`.
 #[derive(Parser, Debug)]
 #[command(name = "orchestrate-worker", version, about = ABOUT, long_about = LONG_ABOUT)]
@@ -73,6 +97,18 @@ pub enum Invocation {
     Load(LoadArgs),
     /// The 1996 study's Disk/Net Balance test: file read, sent, written and fsynced remotely.
     Filecopy(FilecopyArgs),
+    /// Collective, one rank of N: halo exchange with the 4 neighbours on a 2-D process grid.
+    #[command(long_about = RANKS_ABOUT)]
+    Halo(HaloArgs),
+    /// Collective, one rank of N: every rank sends a message to every other.
+    #[command(long_about = RANKS_ABOUT)]
+    Alltoall(AlltoallArgs),
+    /// Collective, one rank of N: the sum of every rank's vector of floats, at every rank.
+    #[command(long_about = RANKS_ABOUT)]
+    Allreduce(AllreduceArgs),
+    /// Collective, one rank of N: one rank's message to every other, down a binomial tree.
+    #[command(long_about = RANKS_ABOUT)]
+    Bcast(BcastArgs),
     /// Print facts about this node as JSON (kernel, interfaces, qdiscs, bonding, netem, tun, ...).
     Probe,
     /// Be driven by the controller over one long-lived channel: JSON requests on stdin (spawn a
@@ -95,6 +131,10 @@ impl Invocation {
             Invocation::Pipeline(a) => a.to_args(),
             Invocation::Load(a) => a.to_args(),
             Invocation::Filecopy(a) => a.to_args(),
+            Invocation::Halo(a) => a.to_args(),
+            Invocation::Alltoall(a) => a.to_args(),
+            Invocation::Allreduce(a) => a.to_args(),
+            Invocation::Bcast(a) => a.to_args(),
             Invocation::Probe => vec!["probe".to_owned()],
             Invocation::Agent => vec!["agent".to_owned()],
             Invocation::Bond(a) => a.to_args(),
@@ -263,6 +303,70 @@ mod tests {
                         protocol,
                     }));
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn every_collective_round_trips() {
+        use crate::patterns::allreduce::AllreduceAlgorithm;
+        use crate::patterns::alltoall::AlltoallAlgorithm;
+        use crate::patterns::halo::Grid;
+        use crate::ranks::RankArgs;
+
+        let peers = vec!["10.111.0.1:7300".to_owned(), "10.112.0.2:7300".to_owned()];
+        let plain = RankArgs {
+            sizes: Sizes::one(8),
+            ..RankArgs::new(0, peers.clone())
+        };
+        let everything = RankArgs {
+            listen: vec!["10.111.0.2:7300".into(), "10.112.0.2:7300".into()],
+            sizes: Sizes {
+                size: None,
+                sizes: Some(vec![8, 1024, 65536]),
+            },
+            iterations: None,
+            duration: Some(2.5),
+            warmup: 3,
+            go: Some(GoArg::Stdin),
+            go_timeout: 12.5,
+            timeout: 0.75,
+            connect_timeout: 2.0,
+            verbose: true,
+            ..RankArgs::new(1, peers)
+        };
+        let counted = RankArgs {
+            iterations: Some(400),
+            ..plain.clone()
+        };
+        for ranks in [plain, everything, counted] {
+            for algorithm in [
+                AllreduceAlgorithm::Ring,
+                AllreduceAlgorithm::RecursiveDoubling,
+            ] {
+                round_trips(Invocation::Allreduce(AllreduceArgs {
+                    ranks: ranks.clone(),
+                    algorithm,
+                }));
+            }
+            for algorithm in [AlltoallAlgorithm::Pairwise, AlltoallAlgorithm::Linear] {
+                round_trips(Invocation::Alltoall(AlltoallArgs {
+                    ranks: ranks.clone(),
+                    algorithm,
+                }));
+            }
+            for root in [0, 1] {
+                round_trips(Invocation::Bcast(BcastArgs {
+                    ranks: ranks.clone(),
+                    root,
+                }));
+            }
+            for (grid, periodic) in [(None, false), (Some(Grid { rows: 2, cols: 1 }), true)] {
+                round_trips(Invocation::Halo(HaloArgs {
+                    ranks: ranks.clone(),
+                    grid,
+                    periodic,
+                }));
             }
         }
     }

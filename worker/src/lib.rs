@@ -21,6 +21,7 @@ pub mod patterns;
 pub mod probe;
 pub mod progress;
 pub mod protocol;
+pub mod ranks;
 pub mod ready;
 pub mod record;
 pub mod serve;

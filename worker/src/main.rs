@@ -8,7 +8,10 @@ use clap::Parser;
 
 use orchestrate_worker::client_command::{self, ClientCommand};
 use orchestrate_worker::invocation::{Cli, Invocation};
-use orchestrate_worker::{agent, bond, probe, serve};
+use orchestrate_worker::patterns::allreduce::Allreduce;
+use orchestrate_worker::patterns::alltoall::Alltoall;
+use orchestrate_worker::patterns::bcast::Bcast;
+use orchestrate_worker::{agent, bond, probe, ranks, serve};
 
 fn main() -> ExitCode {
     let code = match Cli::parse().invocation {
@@ -31,6 +34,25 @@ fn main() -> ExitCode {
         Invocation::Pipeline(a) => client(client_command::pipeline(&a)),
         Invocation::Load(a) => client(client_command::load(&a)),
         Invocation::Filecopy(a) => client(client_command::filecopy(&a)),
+        Invocation::Halo(a) => ranks::run(&a.ranks, &a.collective()),
+        Invocation::Alltoall(a) => ranks::run(
+            &a.ranks,
+            &Alltoall {
+                algorithm: a.algorithm,
+            },
+        ),
+        Invocation::Allreduce(a) => ranks::run(
+            &a.ranks,
+            &Allreduce {
+                algorithm: a.algorithm,
+            },
+        ),
+        Invocation::Bcast(a) => ranks::run(
+            &a.ranks,
+            &Bcast {
+                root: a.root as usize,
+            },
+        ),
     };
     ExitCode::from(code as u8)
 }

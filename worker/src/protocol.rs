@@ -357,6 +357,12 @@ pub fn validate(p: &Params) -> std::result::Result<(), String> {
     } else {
         MAX_SIZE
     };
+    if p.pattern.is_collective() {
+        return Err(format!(
+            "{} is a collective: its ranks connect to each other, not to a server",
+            p.pattern.as_str()
+        ));
+    }
     if p.pattern == Pattern::Filecopy {
         if p.max_size_bytes > MAX_FILE {
             return Err(format!("file size {} exceeds {MAX_FILE}", p.max_size_bytes));

@@ -16,6 +16,11 @@
 //! | pipeline | replies received, payload       | replies × size × 8 / elapsed        | elapsed / replies          |
 //! | load     | messages sent, payload          | sent payload / elapsed; `offered_mbit_s` is the target | percentiles only |
 //! | filecopy | 1 per file, file size           | size × 8 / (first read .. server's fsync done) | — |
+//! | halo, alltoall, allreduce, bcast | timed iterations, payload this rank sent in them | — | this rank's mean time per iteration |
+//!
+//! A collective's ranks each write one record per size (`role: rank`, with `rank`, `ranks`
+//! and `algorithm`): `elapsed_ns` is the sum of its timed iterations (the barriers between
+//! them left out, as the OSU micro-benchmarks do) and the percentiles are of its iterations.
 //!
 //! Server records carry the bytes and messages the server received and its own elapsed time;
 //! their throughput is received payload / server elapsed (for `stream` this is NetPIPE's
@@ -54,6 +59,14 @@ pub enum Pattern {
     Load,
     /// The 1996 study's Disk/Net Balance test: file read, sent, written and synced.
     Filecopy,
+    /// Collective: nearest-neighbour exchange on a 2-D process grid, one message per face.
+    Halo,
+    /// Collective: every rank sends a message to every other.
+    Alltoall,
+    /// Collective: the element-wise sum of every rank's vector, at every rank.
+    Allreduce,
+    /// Collective: one rank's message to every other.
+    Bcast,
 }
 
 impl Pattern {
@@ -66,7 +79,19 @@ impl Pattern {
             Pattern::Pipeline => "pipeline",
             Pattern::Load => "load",
             Pattern::Filecopy => "filecopy",
+            Pattern::Halo => "halo",
+            Pattern::Alltoall => "alltoall",
+            Pattern::Allreduce => "allreduce",
+            Pattern::Bcast => "bcast",
         }
+    }
+
+    /// Whether this is a collective, run by N ranks together rather than client and server.
+    pub fn is_collective(self) -> bool {
+        matches!(
+            self,
+            Pattern::Halo | Pattern::Alltoall | Pattern::Allreduce | Pattern::Bcast
+        )
     }
 }
 
@@ -114,6 +139,8 @@ impl Protocol {
 pub enum Role {
     Client,
     Server,
+    /// One rank of a collective.
+    Rank,
 }
 
 impl Role {
@@ -122,6 +149,7 @@ impl Role {
         match self {
             Role::Client => "client",
             Role::Server => "server",
+            Role::Rank => "rank",
         }
     }
 }
@@ -233,6 +261,15 @@ pub struct Record {
     /// ...and the payload bytes delivered by then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress_bytes: Option<Vec<u64>>,
+    /// Collectives: this rank, from 0...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rank: Option<u32>,
+    /// ...of this many ranks...
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ranks: Option<u32>,
+    /// ...and the algorithm that ran (`ring`, `recursive-doubling`, `pairwise`, ...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub algorithm: Option<String>,
 }
 
 impl Record {
@@ -278,6 +315,9 @@ impl Record {
             node_cpu_busy_ms: None,
             progress_offset_ns: None,
             progress_bytes: None,
+            rank: None,
+            ranks: None,
+            algorithm: None,
         }
     }
 
@@ -307,7 +347,9 @@ mod tests {
     #[test]
     fn names_are_the_serde_names() {
         use Pattern::*;
-        for p in [Pingpong, Stream, Token, Pipeline, Load, Filecopy] {
+        for p in [
+            Pingpong, Stream, Token, Pipeline, Load, Filecopy, Halo, Alltoall, Allreduce, Bcast,
+        ] {
             assert_eq!(serde_json::to_value(p).unwrap(), p.as_str());
         }
         for p in [Protocol::Tcp, Protocol::Udp, Protocol::Mptcp] {
@@ -322,7 +364,16 @@ mod tests {
         let text = |v: schemars::Schema| serde_json::to_string(&v).unwrap();
         let pattern = text(schemars::schema_for!(Pattern));
         for name in [
-            "pingpong", "stream", "token", "pipeline", "load", "filecopy",
+            "pingpong",
+            "stream",
+            "token",
+            "pipeline",
+            "load",
+            "filecopy",
+            "halo",
+            "alltoall",
+            "allreduce",
+            "bcast",
         ] {
             assert!(pattern.contains(&format!("\"{name}\"")), "{pattern}");
         }

@@ -324,7 +324,7 @@ fn session(a: Admitted, id: u64, shared: &Shared) -> Result<String> {
             proof: a.server_proof,
         },
     )?;
-    let pat = patterns::lookup(p.pattern);
+    let pat = patterns::lookup(p.pattern).expect("validated: not a collective");
     let mut bufs = Buffers::default();
     let mut trials = 0u32;
     loop {

@@ -111,6 +111,8 @@ fn check_one(
 fn records_latency(pattern: Pattern) -> bool {
     match pattern {
         Pattern::Pingpong | Pattern::Stream | Pattern::Token | Pattern::Pipeline => true,
+        // A collective's figure is its time per iteration.
+        Pattern::Halo | Pattern::Alltoall | Pattern::Allreduce | Pattern::Bcast => true,
         Pattern::Load | Pattern::Filecopy => false,
     }
 }

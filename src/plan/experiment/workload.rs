@@ -117,7 +117,7 @@ fn workload(w: &WorkloadSpec, topologies: &[Topology], errors: &mut ErrorList) -
     check_pattern_options(w, errors);
     check_size_limits(w, &sizes, errors);
     Workload {
-        pattern: w.pattern,
+        pattern: w.pattern(),
         protocol: w.protocol,
         sizes,
         pairs,
@@ -176,7 +176,7 @@ fn sizes(w: &WorkloadSpec, errors: &mut ErrorList) -> Vec<u64> {
 
 /// The largest message (or file) the worker takes for this workload's pattern and protocol.
 fn size_limit(w: &WorkloadSpec) -> (u64, &'static str) {
-    if w.pattern == Pattern::Filecopy {
+    if w.pattern() == Pattern::Filecopy {
         (MAX_FILE, "the largest file `filecopy` sends")
     } else if w.protocol == Protocol::Udp {
         (MAX_UDP_SIZE, "the largest UDP payload")
@@ -203,7 +203,7 @@ fn check_size_limits(w: &WorkloadSpec, sizes: &[u64], errors: &mut ErrorList) {
         );
     }
     if let Some(d) = &w.depth
-        && w.pattern == Pattern::Pipeline
+        && w.pattern() == Pattern::Pipeline
         && u64::from(*d.get_ref()).saturating_mul(largest) > MAX_PIPELINE_BYTES
     {
         errors.push(
@@ -217,7 +217,7 @@ fn check_size_limits(w: &WorkloadSpec, sizes: &[u64], errors: &mut ErrorList) {
         );
     }
     let smallest = sizes.iter().min().copied().unwrap_or(0);
-    if w.pattern == Pattern::Load && smallest < LOAD_HEADER as u64 {
+    if w.pattern() == Pattern::Load && smallest < LOAD_HEADER as u64 {
         errors.push(
             w.sizes.span(),
             format!("size {smallest} is below {LOAD_HEADER} bytes, the header every load message carries"),
@@ -396,12 +396,12 @@ fn min_duration(w: &WorkloadSpec, errors: &mut ErrorList) -> Option<Duration> {
             d.span(),
             "`min_duration` goes with `exchanges` (a run of a `duration` already lasts that long)",
         );
-    } else if !MIN_DURATION_PATTERNS.contains(&w.pattern) {
+    } else if !MIN_DURATION_PATTERNS.contains(&w.pattern()) {
         errors.push(
             d.span(),
             format!(
                 "`min_duration` applies to patterns \"token\", \"pingpong\" and \"stream\", not \"{}\"",
-                w.pattern.as_str()
+                w.pattern().as_str()
             ),
         );
     } else if length.is_zero() || length > MAX_DURATION {
@@ -475,14 +475,25 @@ fn amount(w: &WorkloadSpec, errors: &mut ErrorList) -> Amount {
 /// Options that belong to one pattern (`depth`, `rate`) appear only with it, "load" has its
 /// rate, and UDP goes only with the patterns that run over it.
 fn check_pattern_options(w: &WorkloadSpec, errors: &mut ErrorList) {
+    if w.pattern().is_collective() {
+        errors.push(
+            w.pattern.span(),
+            format!(
+                "pattern \"{}\" is a collective, which the worker runs \
+                 (`orchestrate-worker {} --help`) but experiments cannot plan yet",
+                w.pattern().as_str(),
+                w.pattern().as_str()
+            ),
+        );
+    }
     if let Some(d) = &w.depth
-        && w.pattern != Pattern::Pipeline
+        && w.pattern() != Pattern::Pipeline
     {
         errors.push(
             d.span(),
             format!(
                 "`depth` applies to pattern \"pipeline\", not \"{}\"",
-                w.pattern.as_str()
+                w.pattern().as_str()
             ),
         );
     }
@@ -507,17 +518,17 @@ fn check_pattern_options(w: &WorkloadSpec, errors: &mut ErrorList) {
         );
     }
     if let Some(r) = &w.rate
-        && w.pattern != Pattern::Load
+        && w.pattern() != Pattern::Load
     {
         errors.push(
             r.span(),
             format!(
                 "`rate` applies to pattern \"load\", not \"{}\"",
-                w.pattern.as_str()
+                w.pattern().as_str()
             ),
         );
     }
-    if w.pattern == Pattern::Load && w.rate.is_none() {
+    if w.pattern() == Pattern::Load && w.rate.is_none() {
         errors.push(
             w.sizes.span(),
             "pattern \"load\" needs an offered `rate`, e.g. rate = \"5mbit\"",
@@ -535,13 +546,13 @@ fn check_pattern_options(w: &WorkloadSpec, errors: &mut ErrorList) {
     }
     if w.protocol == Protocol::Udp
         && !matches!(
-            w.pattern,
+            w.pattern(),
             Pattern::Pingpong | Pattern::Stream | Pattern::Load
         )
     {
         errors.push(
             w.sizes.span(),
-            format!("pattern \"{}\" runs over TCP only", w.pattern.as_str()),
+            format!("pattern \"{}\" runs over TCP only", w.pattern().as_str()),
         );
     }
 }

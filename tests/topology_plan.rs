@@ -831,3 +831,46 @@ fn routing_by_ecmp_gives_a_second_configuration_with_the_same_pairs_and_a_hashed
     assert!(seven.1 < seven.0, "{seven:?}");
     assert!(seven.1 > 0.5 * seven.0, "{seven:?}");
 }
+
+/// A collective's plan says which rank sits on which node, what the model expects per
+/// iteration and what each step sends over which paths: on the routed mesh, the halo's
+/// neighbours share a bus (no forwarding) while the all-to-all's steps are forwarded.
+#[test]
+fn a_collectives_plan_shows_its_ranks_model_and_steps() {
+    let e = orchestrate::plan::load(&common::root().join("experiments/applications.toml"))
+        .expect("the shipped experiment loads");
+    let plan = orchestrate::plan::expand(&e).expect("it plans");
+    let text = orchestrate::plan::render::text(&plan, None);
+    let mesh: String = text
+        .split("\nConfiguration ")
+        .find(|c| c.starts_with("2: routed-mesh-4x4"))
+        .expect("the routed mesh is configuration 2")
+        .to_owned();
+    assert!(
+        mesh.contains("workload 0 halo 4x4 open, 16 ranks placed row-major:")
+            && mesh.contains("step 1: 48 messages; up to 1 hop(s), no forwarding"),
+        "{mesh}"
+    );
+    assert!(
+        mesh.contains(
+            "step 5: each rank to rank + 5; up to 2 hop(s), forwarded by 16 nodes, each x1"
+        ),
+        "{mesh}"
+    );
+    insta::assert_snapshot!("applications-routed-mesh", mesh);
+    // Every collective point is planned to last at least its warm-up and one timed iteration
+    // at the model's pace.
+    for p in plan.points.iter().filter(|p| p.pattern.is_collective()) {
+        let entry = &plan.configurations[p.configuration].placements[p.placement_entry];
+        let model = entry
+            .collective_predictions
+            .iter()
+            .find(|m| m.size_bytes == p.size_bytes)
+            .expect("a prediction per size");
+        let warmup = e.workloads[p.workload].warmup as f64;
+        assert!(
+            p.estimate.as_secs_f64() >= (warmup + 1.0) * model.time_us * 1e-6,
+            "{p:?} {model:?}"
+        );
+    }
+}

@@ -8,9 +8,12 @@ use crate::topology::Topology;
 
 use super::experiment::{Amount, Workload};
 use super::placement::Placement;
+use super::throughput_model::collectives::CollectivePrediction;
 
 /// Starting servers, the barrier and collecting records, per point.
 pub const POINT_OVERHEAD: Duration = Duration::from_millis(500);
+/// The ranks of a collective connecting all to all, per point.
+const RANKS_CONNECT: Duration = Duration::from_millis(500);
 /// Bytes of Ethernet (with preamble and gap), IP and TCP headers per frame.
 const FRAME_OVERHEAD: u64 = 38 + 20 + 32;
 const MSS: u64 = 1448;
@@ -33,6 +36,27 @@ pub fn point(t: &Topology, w: &Workload, size: u64, placement: &Placement) -> Op
         }
     };
     measured.checked_add(POINT_OVERHEAD)
+}
+
+/// Estimated wall time of one run of collective `w` at the size `c` predicts: connecting
+/// the ranks, the warm-up, the timed iterations and the checked one, each followed by a
+/// barrier (taken as a quarter of an iteration, at least a millisecond).
+pub fn collective_point(w: &Workload, c: &CollectivePrediction) -> Option<Duration> {
+    let iteration = Duration::try_from_secs_f64(c.time_us * 1e-6).ok()?;
+    let with_barrier = iteration.checked_add((iteration / 4).max(Duration::from_millis(1)))?;
+    let untimed = with_barrier.checked_mul(u32::try_from(w.warmup).ok()?.checked_add(1)?)?;
+    let timed = match w.amount {
+        Amount::Duration(d) => {
+            // The duration counts the iterations alone; the barriers between them add on.
+            let ratio = with_barrier.as_secs_f64() / iteration.as_secs_f64().max(1e-9);
+            Duration::try_from_secs_f64(d.as_secs_f64() * ratio).ok()?
+        }
+        Amount::Exchanges(n) => with_barrier.checked_mul(u32::try_from(n).ok()?)?,
+    };
+    timed
+        .checked_add(untimed)?
+        .checked_add(RANKS_CONNECT)?
+        .checked_add(POINT_OVERHEAD)
 }
 
 fn per_exchange(t: &Topology, w: &Workload, size: u64, placement: &Placement) -> Option<Duration> {

@@ -6,6 +6,7 @@ pub mod estimate;
 pub mod experiment;
 pub mod inventory;
 pub mod placement;
+pub mod rank_placement;
 pub mod render;
 pub mod sweep;
 pub mod throughput_model;

@@ -23,12 +23,27 @@ pub struct PlannedPair {
     pub path: Path,
 }
 
+/// One rank: its node, and the path to every other rank.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlannedRank {
+    pub node: NodeName,
+    /// Per rank, in rank order, the address this rank reaches it at (none at its own place).
+    pub targets: Vec<Option<std::net::Ipv4Addr>>,
+    /// Per rank, the path there (none at its own place). Left out of the plan's JSON: the
+    /// steps' summary in the rendered plan says what they load.
+    #[serde(skip)]
+    pub paths: Vec<Option<Path>>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Placement {
     pub kind: PlacementKind,
     pub pairs: Vec<PlannedPair>,
     /// Pairs whose traffic crosses the busiest segment.
     pub max_segment_load: usize,
+    /// A collective's ranks, in rank order ([`super::rank_placement`]); empty for pairs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ranks: Vec<PlannedRank>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -57,6 +72,8 @@ pub enum PlacementError {
         server: NodeName,
         why: String,
     },
+    #[error("{topology}: cannot place the ranks: {why}")]
+    Ranks { topology: Name, why: String },
     #[error("{topology}: explicit pair {client} -> {server}: {why}")]
     Explicit {
         topology: Name,
@@ -109,6 +126,7 @@ pub fn place(
                 })
                 .collect(),
             max_segment_load,
+            ranks: Vec::new(),
         }),
         None => Err(PlacementError::TooMany {
             topology: t.name.clone(),
@@ -472,6 +490,7 @@ pub fn to_node_addresses(
         kind: placement.kind,
         pairs,
         max_segment_load: load.values().copied().max().unwrap_or(0),
+        ranks: Vec::new(),
     })
 }
 
@@ -513,5 +532,6 @@ fn place_explicit(
         kind: PlacementKind::Explicit,
         pairs: out,
         max_segment_load: load.values().copied().max().unwrap_or(0),
+        ranks: Vec::new(),
     })
 }

@@ -310,6 +310,10 @@ fn every_or_list(names: &[&str], total: usize, every: &str) -> String {
 /// one, and each pair's path.
 fn placement_entry(s: &mut String, e: &PlacementEntry) {
     let p = &e.placement;
+    if !p.ranks.is_empty() {
+        rank_entry(s, e);
+        return;
+    }
     // Under ECMP a pair may cross any segment of any of its ways, the hash decides which.
     let split = p.pairs.iter().any(|x| !x.path.alternatives.is_empty());
     let _ = writeln!(
@@ -338,6 +342,86 @@ fn placement_entry(s: &mut String, e: &PlacementEntry) {
     }
     for pair in &p.pairs {
         pair_path(s, pair);
+    }
+}
+
+/// A collective's placement: which rank sits on which node, the model's time per iteration
+/// at each size, and what each of its steps sends over which paths.
+fn rank_entry(s: &mut String, e: &PlacementEntry) {
+    let p = &e.placement;
+    let _ = writeln!(
+        s,
+        "  workload {} {}, {} ranks placed {}:",
+        e.workload,
+        e.collective.as_deref().unwrap_or("collective"),
+        p.ranks.len(),
+        p.kind.as_str()
+    );
+    let nodes: Vec<String> = p
+        .ranks
+        .iter()
+        .enumerate()
+        .map(|(r, x)| format!("{r} {}", x.node))
+        .collect();
+    for line in nodes.chunks(8) {
+        let _ = writeln!(s, "    ranks: {}", line.join(", "));
+    }
+    if !e.collective_predictions.is_empty() {
+        let parts: Vec<String> = e
+            .collective_predictions
+            .iter()
+            .map(|x| {
+                format!(
+                    "{} {} ({})",
+                    crate::spec::ByteSize(x.size_bytes),
+                    human_us(x.time_us),
+                    x.limit
+                )
+            })
+            .collect();
+        let _ = writeln!(s, "    model, time per iteration: {}", parts.join(", "));
+    }
+    for (i, step) in e.collective_steps.iter().enumerate() {
+        let via = match step.forwarders.as_slice() {
+            [] => "no forwarding".to_owned(),
+            few if few.len() <= 4 => {
+                let f: Vec<String> = few.iter().map(|(n, k)| format!("{n} x{k}")).collect();
+                format!("forwarded by {}", f.join(", "))
+            }
+            many if many.iter().all(|f| f.1 == many[0].1) => {
+                format!("forwarded by {} nodes, each x{}", many.len(), many[0].1)
+            }
+            // Sorted most first: the first forwards the most.
+            many => format!(
+                "forwarded by {} nodes, {} the most (x{})",
+                many.len(),
+                many[0].0,
+                many[0].1
+            ),
+        };
+        let busiest = step
+            .busiest_segment
+            .as_ref()
+            .map(|(seg, k)| format!("; busiest segment {seg} carries {k} message(s)"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "    step {}: {}; up to {} hop(s), {via}{busiest}",
+            i + 1,
+            step.messages,
+            step.max_hops
+        );
+    }
+}
+
+/// A time in µs as people read it: µs, ms or s.
+fn human_us(us: f64) -> String {
+    if us < 1e3 {
+        format!("{us:.0} µs")
+    } else if us < 1e6 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{:.2} s", us / 1e6)
     }
 }
 

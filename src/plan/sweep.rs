@@ -20,6 +20,10 @@ use crate::topology::Topology;
 use super::estimate;
 use super::experiment::{Experiment, Variant, Workload, variants};
 use super::placement::{self, Placement, PlacementError};
+use super::rank_placement;
+use super::throughput_model::collectives::{
+    CollectivePrediction, CollectiveShape, StepSummary, predict_collective, step_summaries,
+};
 use super::throughput_model::{self, ModelParams, Prediction};
 
 #[derive(Debug, Clone, Serialize)]
@@ -109,6 +113,17 @@ pub struct PlacementEntry {
     /// it is impossible. Token cells carry theirs in [`Self::predictions`].
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bulk_capacity_mbit_s: Option<f64>,
+    /// For a collective, the model's time per iteration at each size
+    /// ([`throughput_model::collectives`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub collective_predictions: Vec<CollectivePrediction>,
+    /// For a collective, what it runs: `alltoall pairwise`, `halo 4x4 open`, ...
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collective: Option<String>,
+    /// For a collective, its steps at the first size: what each sends where, over which
+    /// paths.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub collective_steps: Vec<StepSummary>,
 }
 
 /// One measurement: a workload at one size on one placement, one repetition.
@@ -263,7 +278,7 @@ fn configuration(
     for (wi, w) in e.workloads.iter().enumerate() {
         for &kind in &w.placements {
             for &pairs in &w.pairs {
-                let Some(placement) = place_or_note(&mut config, shortest, w, kind, pairs)
+                let Some(placement) = place_or_note(&mut config, shortest, w, kind, pairs, e.seed)
                     .map_err(|err| {
                         SpecErrors::from(e.source.error(
                             w.spans.pairs.clone(),
@@ -280,8 +295,13 @@ fn configuration(
                     pairs,
                     entry: config.placements.len(),
                 };
+                let collective_predictions = collective_predictions(&config, w, &placement);
+                let collective_steps = collective_shape(w)
+                    .zip(w.sizes.first())
+                    .map(|(shape, &size)| step_summaries(&placement.ranks, &shape, size))
+                    .unwrap_or_default();
                 points.extend(
-                    placement_points(&config, w, &slot, &placement)
+                    placement_points(&config, w, &slot, &placement, &collective_predictions)
                         .ok_or_else(|| SpecErrors::from(estimate_overflow(e, w)))?,
                 );
                 let predictions = predictions(&config, w, &placement);
@@ -292,6 +312,9 @@ fn configuration(
                     placement,
                     predictions,
                     bulk_capacity_mbit_s,
+                    collective_predictions,
+                    collective_steps,
+                    collective: w.collective.as_ref().map(|c| c.label(w.pattern, pairs)),
                 });
             }
         }
@@ -310,7 +333,19 @@ fn place_or_note(
     w: &Workload,
     kind: PlacementKind,
     pairs: u32,
+    seed: u64,
 ) -> Result<Option<Placement>, PlacementError> {
+    if let Some(c) = &w.collective {
+        // Ranks reach each other by the configuration's own routes, ECMP's included.
+        return rank_placement::place_ranks(
+            &config.topology,
+            kind,
+            pairs as usize,
+            seed,
+            &c.rank_nodes,
+        )
+        .map(Some);
+    }
     let placed_on = shortest.unwrap_or(&config.topology);
     match placement::place(placed_on, kind, pairs as usize, &w.explicit_pairs) {
         Ok(p) if shortest.is_some() => placement::to_node_addresses(&config.topology, p).map(Some),
@@ -346,10 +381,14 @@ fn placement_points(
     w: &Workload,
     slot: &Slot,
     placement: &Placement,
+    collective: &[CollectivePrediction],
 ) -> Option<Vec<Point>> {
     let mut points = Vec::new();
-    for &size in &w.sizes {
-        let est = estimate::point(&config.topology, w, size, placement)?;
+    for (i, &size) in w.sizes.iter().enumerate() {
+        let est = match collective.get(i) {
+            Some(c) => estimate::collective_point(w, c)?,
+            None => estimate::point(&config.topology, w, size, placement)?,
+        };
         for rep in 0..w.repetitions {
             points.push(Point {
                 id: 0,
@@ -385,6 +424,41 @@ fn predictions(config: &Configuration, w: &Workload, placement: &Placement) -> V
         .iter()
         .map(|&s| throughput_model::predict_token(&config.topology, placement, s, &params))
         .collect()
+}
+
+/// The model's time per iteration of a collective at each size, barrier included apart; empty
+/// for the other patterns.
+fn collective_predictions(
+    config: &Configuration,
+    w: &Workload,
+    placement: &Placement,
+) -> Vec<CollectivePrediction> {
+    let Some(shape) = collective_shape(w) else {
+        return Vec::new();
+    };
+    w.sizes
+        .iter()
+        .map(|&s| {
+            predict_collective(
+                &config.topology,
+                &placement.ranks,
+                &shape,
+                s,
+                &ModelParams::default(),
+            )
+        })
+        .collect()
+}
+
+/// What collective `w` runs, as the model takes it; `None` for the other patterns.
+fn collective_shape(w: &Workload) -> Option<CollectiveShape<'_>> {
+    w.collective.as_ref().map(|c| CollectiveShape {
+        pattern: w.pattern,
+        algorithm: c.algorithm,
+        grid: c.grid,
+        periodic: c.periodic,
+        root: c.root as usize,
+    })
 }
 
 /// The wires' bound on a one-way TCP pattern's aggregate (stream, file copy, load); `None`

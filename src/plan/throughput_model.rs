@@ -48,6 +48,7 @@ use crate::topology::{HostCosts, Topology};
 
 use super::placement::Placement;
 
+pub mod collectives;
 mod params;
 mod wire_capacity;
 mod wires;

@@ -7,7 +7,6 @@
 //! SSH channels, and is never written down.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -23,6 +22,7 @@ use crate::results::{BondDriver, MediaContext, MediaRow, PointRow, PointStatus};
 use crate::spec::NodeName;
 use crate::topology::Topology;
 
+use super::listen::listen_addresses;
 use super::medium_stats::Sampler;
 use super::node::agent::Agent;
 use super::node::fanout::{listed, on_all};
@@ -295,27 +295,6 @@ async fn start_servers(
         bail!("starting the servers failed:\n  {}", listed(&errors));
     }
     Ok(())
-}
-
-/// `ADDR:PORT` of every experiment address of `node`, where its server listens: clients reach
-/// a server only at those, so it listens nowhere else (not on the control network, not on the
-/// wildcard).
-fn listen_addresses(
-    topology: &Topology,
-    node: &NodeName,
-    port: u16,
-) -> anyhow::Result<Vec<String>> {
-    // Under ECMP clients reach a server at its node address on lo.
-    let Some(addrs) = topology
-        .node(node)
-        .map(|n| n.addresses().into_iter().chain(n.node_address()))
-    else {
-        bail!("{node}: not a node of {}", topology.name);
-    };
-    Ok(addrs
-        .into_iter()
-        .map(|a| SocketAddr::from((a, port)).to_string())
-        .collect())
 }
 
 /// Each node's wall clock minus the controller's, in ns.

@@ -47,8 +47,12 @@ mod apply;
 mod path_proofs;
 // Agents, servers and clock offsets, then each point.
 mod measure;
+// Where a node's workers listen.
+mod listen;
 // One point.
 mod point;
+// A collective point's ranks: each one's command line.
+mod ranks;
 // The medium emulator's statistics around each point.
 mod medium_stats;
 // Every node's teardown script; the ledger keeps what failed.

@@ -25,6 +25,7 @@ use crate::spec::multipath::NodeMultipath;
 
 use super::medium_stats::Sampler;
 use super::node::agent::{Agent, Task};
+use super::ranks;
 
 /// How long a client may take to connect and say it is ready.
 const READY_TIMEOUT: Duration = Duration::from_secs(30);
@@ -153,10 +154,16 @@ fn client_invocation(
     }
 }
 
+/// One worker process of a point under way: a pair's client or a collective's rank.
 struct Running<'a> {
+    /// The pair's index, or the rank.
     pair: usize,
-    client: &'a NodeName,
-    server: &'a NodeName,
+    /// The node it runs on.
+    node: &'a NodeName,
+    /// How messages name it: `n13 -> n14`, `rank 3 on n04`.
+    who: String,
+    /// `client` or `rank`.
+    what: &'static str,
     agent: &'a Agent,
     task: Task,
 }
@@ -212,7 +219,14 @@ pub async fn run(
     let rows: Vec<RecordRow> = records
         .into_iter()
         .map(|(pair, rec)| {
-            let p = &entry.placement.pairs[pair];
+            let (client, server) = match entry.placement.ranks.get(pair) {
+                // A rank's record: its node on both sides.
+                Some(r) if point.pattern.is_collective() => (&r.node, &r.node),
+                _ => {
+                    let p = &entry.placement.pairs[pair];
+                    (&p.client, &p.server)
+                }
+            };
             RecordRow {
                 point: point.id as u32,
                 topology: point.topology.to_string(),
@@ -223,8 +237,8 @@ pub async fn run(
                 pair: pair as u32,
                 rep: point.rep,
                 attempt,
-                client_node: p.client.to_string(),
-                server_node: p.server.to_string(),
+                client_node: client.to_string(),
+                server_node: server.to_string(),
                 record: rec,
             }
         })
@@ -232,10 +246,10 @@ pub async fn run(
     if rows.iter().any(|r| r.record.error.is_some()) && row.status == PointStatus::Ok {
         row.status = PointStatus::Failed;
         row.error = rows.iter().find_map(|r| {
-            r.record
-                .error
-                .as_ref()
-                .map(|e| format!("{} -> {}: {e}", r.client_node, r.server_node))
+            r.record.error.as_ref().map(|e| match r.record.rank {
+                Some(rank) => format!("rank {rank} on {}: {e}", r.client_node),
+                None => format!("{} -> {}: {e}", r.client_node, r.server_node),
+            })
         });
     }
     row.sampled_records = Some(
@@ -255,8 +269,9 @@ pub async fn run(
 }
 
 /// The window in which every pair was measuring, on the controller's clock (each client's
-/// stamps corrected by its node's offset), when every pair has a client record; and the
-/// largest difference between the clock offsets of the nodes involved.
+/// stamps corrected by its node's offset), when every pair has a client record (every rank
+/// its record, for a collective); and the largest difference between the clock offsets of
+/// the nodes involved.
 fn window_and_skew(
     rows: &[RecordRow],
     entry: &PlacementEntry,
@@ -264,7 +279,7 @@ fn window_and_skew(
 ) -> (Option<(u64, u64)>, Option<i64>) {
     let clients: Vec<(u64, u64)> = rows
         .iter()
-        .filter(|r| r.record.role == Role::Client && r.record.error.is_none())
+        .filter(|r| matches!(r.record.role, Role::Client | Role::Rank) && r.record.error.is_none())
         .map(|r| {
             let off = offsets
                 .get(&r.client_node.parse::<NodeName>().expect("valid"))
@@ -276,7 +291,8 @@ fn window_and_skew(
             )
         })
         .collect();
-    let window = (clients.len() == entry.placement.pairs.len()).then(|| {
+    let timed = entry.placement.pairs.len() + entry.placement.ranks.len();
+    let window = (clients.len() == timed).then(|| {
         let start = clients.iter().map(|c| c.0).max().unwrap_or(0);
         let end = clients.iter().map(|c| c.1).min().unwrap_or(0);
         (start, end.max(start))
@@ -286,6 +302,7 @@ fn window_and_skew(
         .pairs
         .iter()
         .flat_map(|p| [&p.client, &p.server])
+        .chain(entry.placement.ranks.iter().map(|r| &r.node))
         .filter_map(|n| offsets.get(n).copied())
         .collect();
     let skew = involved.iter().max().zip(involved.iter().min());
@@ -302,7 +319,11 @@ async fn measure(
     records: &mut Vec<(usize, Record)>,
     mut medium: Option<&mut Sampler>,
 ) -> Result<(), String> {
-    let mut running = spawn_clients(ctx, point).await?;
+    let mut running = if point.pattern.is_collective() {
+        spawn_ranks(ctx, point).await?
+    } else {
+        spawn_clients(ctx, point).await?
+    };
     if let Err(e) = await_ready(&mut running, records).await {
         stop(&running).await;
         return Err(e);
@@ -357,14 +378,52 @@ async fn spawn_clients<'a>(
         {
             Ok(task) => running.push(Running {
                 pair: i,
-                client: &pair.client,
-                server: &pair.server,
+                node: &pair.client,
+                who: format!("{} -> {}", pair.client, pair.server),
+                what: "client",
                 agent,
                 task,
             }),
             Err(e) => {
                 stop(&running).await;
                 return Err(e.to_string());
+            }
+        }
+    }
+    Ok(running)
+}
+
+/// Starts every rank of a collective point through its node's agent, waiting for the go on
+/// stdin.
+async fn spawn_ranks<'a>(
+    ctx: &PointContext<'a>,
+    point: &Point,
+) -> Result<Vec<Running<'a>>, String> {
+    let entry = &ctx.config.placements[point.placement_entry];
+    let w = &ctx.exp.workloads[point.workload];
+    let commands = ranks::commands(
+        &ctx.config.topology,
+        w,
+        &entry.placement.ranks,
+        point.size_bytes,
+        ranks::rank_port(ctx.port)?,
+        point.estimate,
+    )?;
+    let mut running: Vec<Running> = Vec::new();
+    for (i, ((node, args), rank)) in commands.into_iter().zip(&entry.placement.ranks).enumerate() {
+        let agent = &ctx.agents[&node];
+        match agent.spawn(args).await {
+            Ok(task) => running.push(Running {
+                pair: i,
+                node: &rank.node,
+                who: format!("rank {i} on {node}"),
+                what: "rank",
+                agent,
+                task,
+            }),
+            Err(e) => {
+                stop(&running).await;
+                return Err(format!("rank {i} on {node}: {e}"));
             }
         }
     }
@@ -378,9 +437,9 @@ async fn await_ready(
     records: &mut Vec<(usize, Record)>,
 ) -> Result<(), String> {
     for r in running {
-        let who = format!("{} -> {}", r.client, r.server);
+        let who = &r.who;
         loop {
-            match r.task.next(r.client, READY_TIMEOUT).await {
+            match r.task.next(r.node, READY_TIMEOUT).await {
                 Ok(AgentEvent::Line { line, .. }) if line.contains("\"ready\":true") => break,
                 Ok(AgentEvent::Line { line, .. }) => {
                     if let Ok(rec) = serde_json::from_str::<Record>(&line) {
@@ -394,12 +453,13 @@ async fn await_ready(
                 }
                 Ok(AgentEvent::Exit { code, stderr, .. }) => {
                     return Err(format!(
-                        "{who}: the client exited ({code:?}) before it was ready: {}",
+                        "{who}: the {} exited ({code:?}) before it was ready: {}",
+                        r.what,
                         stderr.trim()
                     ));
                 }
                 Ok(AgentEvent::Error { message, .. }) => {
-                    return Err(format!("{}: {message}", r.client));
+                    return Err(format!("{}: {message}", r.node));
                 }
                 Ok(AgentEvent::Time { .. }) => {}
                 Err(e) => return Err(e.to_string()),
@@ -416,10 +476,10 @@ async fn collect(
     records: &mut Vec<(usize, Record)>,
 ) -> Result<(), String> {
     loop {
-        match r.task.next(r.client, limit).await {
+        match r.task.next(r.node, limit).await {
             Ok(AgentEvent::Line { line, .. }) => match serde_json::from_str::<Record>(&line) {
                 Ok(rec) => records.push((r.pair, rec)),
-                Err(_) => tracing::debug!("{}: {line}", r.client),
+                Err(_) => tracing::debug!("{}: {line}", r.node),
             },
             Ok(AgentEvent::Exit { code: Some(0), .. }) => return Ok(()),
             Ok(AgentEvent::Exit { code, stderr, .. }) => {
@@ -427,16 +487,10 @@ async fn collect(
                     .iter()
                     .filter(|(p, _)| *p == r.pair)
                     .map(|(_, rec)| rec);
-                return Err(client_failure(
-                    r.client,
-                    r.server,
-                    code,
-                    &stderr,
-                    pair_records,
-                ));
+                return Err(worker_failure(&r.who, r.what, code, &stderr, pair_records));
             }
             Ok(AgentEvent::Error { message, .. }) => {
-                return Err(format!("{}: {message}", r.client));
+                return Err(format!("{}: {message}", r.node));
             }
             Ok(AgentEvent::Time { .. }) => {}
             Err(e) => return Err(e.to_string()),
@@ -448,12 +502,13 @@ fn last_line(s: &str) -> &str {
     s.trim().lines().last().unwrap_or("")
 }
 
-/// Why a client failed, in its own words: the worker writes a failure into its last record
-/// (`error`) and often nothing on stderr, so the record's error comes first and stderr's last
-/// line after it; a failure that left neither says so rather than ending in an empty colon.
-fn client_failure<'r>(
-    client: &NodeName,
-    server: &NodeName,
+/// Why a client (or rank) failed, in its own words: the worker writes a failure into its last
+/// record (`error`) and often nothing on stderr, so the record's error comes first and
+/// stderr's last line after it; a failure that left neither says so rather than ending in an
+/// empty colon. `who` names it (`n13 -> n14`), `what` says what it is (`client`).
+fn worker_failure<'r>(
+    who: &str,
+    what: &str,
     code: Option<i32>,
     stderr: &str,
     pair_records: impl Iterator<Item = &'r Record>,
@@ -471,7 +526,7 @@ fn client_failure<'r>(
         (None, Some(p)) => p.to_owned(),
         (None, None) => "it left no error in its records and nothing on stderr".to_owned(),
     };
-    format!("{client} -> {server}: the client failed ({status}): {cause}")
+    format!("{who}: the {what} failed ({status}): {cause}")
 }
 
 async fn stop(running: &[Running<'_>]) {
@@ -517,23 +572,29 @@ mod tests {
 
     #[test]
     fn a_failed_client_is_explained_by_its_records_error_when_stderr_is_empty() {
-        let (n13, n14): (NodeName, NodeName) = ("n13".parse().unwrap(), "n14".parse().unwrap());
+        let who = "n13 -> n14";
         let records = [
             failed_trial(None),
             failed_trial(Some("connection reset by peer after 3 of 5 trials")),
         ];
         assert_eq!(
-            client_failure(&n13, &n14, Some(1), "\n", records.iter()),
+            worker_failure(who, "client", Some(1), "\n", records.iter()),
             "n13 -> n14: the client failed (exit status 1): connection reset by peer after 3 \
              of 5 trials"
         );
         assert_eq!(
-            client_failure(&n13, &n14, Some(1), "warning\nbad address", records.iter()),
+            worker_failure(
+                who,
+                "client",
+                Some(1),
+                "warning\nbad address",
+                records.iter()
+            ),
             "n13 -> n14: the client failed (exit status 1): connection reset by peer after 3 \
              of 5 trials (stderr: bad address)"
         );
         assert_eq!(
-            client_failure(&n13, &n14, None, "", [failed_trial(None)].iter()),
+            worker_failure(who, "client", None, "", [failed_trial(None)].iter()),
             "n13 -> n14: the client failed (killed by a signal): it left no error in its \
              records and nothing on stderr"
         );

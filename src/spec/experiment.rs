@@ -182,6 +182,30 @@ pub struct WorkloadSpec {
     /// For `filecopy`: drop the page cache before each copy.
     #[serde(default)]
     pub drop_caches: bool,
+    /// Collectives (`halo`, `alltoall`, `allreduce`, `bcast`): how many ranks, one per node;
+    /// a list, or `{ from, to }`, to sweep. Collectives have ranks in place of `pairs`.
+    #[schemars(with = "Option<Counts>")]
+    pub ranks: Option<Spanned<Counts>>,
+    /// Collectives with `placement = ["explicit"]`: the node of each rank, in rank order.
+    #[schemars(with = "Option<Vec<NodeName>>")]
+    pub rank_nodes: Option<Spanned<Vec<Spanned<NodeName>>>>,
+    /// Collectives: timed iterations per run (or give `duration`; 100 if neither).
+    #[schemars(with = "Option<u64>")]
+    pub iterations: Option<Spanned<u64>>,
+    /// Collectives: the algorithm, as Open MPI names it: allreduce `"ring"` (default) or
+    /// `"recursive-doubling"`; alltoall `"pairwise"` (default) or `"linear"`; bcast
+    /// `"binomial"`.
+    #[schemars(with = "Option<String>")]
+    pub algorithm: Option<Spanned<String>>,
+    /// `halo`: the process grid, `"4x4"`; as square as the ranks allow by default.
+    #[schemars(with = "Option<String>")]
+    pub grid: Option<Spanned<String>>,
+    /// `halo`: wrap the grid's edges into a torus.
+    #[serde(default)]
+    pub periodic: bool,
+    /// `bcast`: the rank whose message everyone receives (0 by default).
+    #[schemars(with = "Option<u32>")]
+    pub root: Option<Spanned<u32>>,
 }
 
 impl WorkloadSpec {

@@ -18,8 +18,14 @@ pub enum PlacementKind {
     LocalWire,
     /// No pair shares a wire: its traffic crosses at least one forwarding node or switch.
     RemoteWire,
-    /// Pairs named one by one in the workload's `explicit_pairs`.
+    /// Pairs named one by one in the workload's `explicit_pairs`; for a collective, its
+    /// ranks' nodes named in `rank_nodes`.
     Explicit,
+    /// A collective's ranks on the topology's nodes in their order: rank r on the r-th node
+    /// (on a 4×4 mesh, a 4×4 process grid lies on the node grid).
+    RowMajor,
+    /// A collective's ranks on the nodes in an order drawn from the experiment's seed.
+    Random,
 }
 
 impl PlacementKind {
@@ -28,6 +34,13 @@ impl PlacementKind {
             PlacementKind::LocalWire => "local-wire",
             PlacementKind::RemoteWire => "remote-wire",
             PlacementKind::Explicit => "explicit",
+            PlacementKind::RowMajor => "row-major",
+            PlacementKind::Random => "random",
         }
+    }
+
+    /// Whether this places a collective's ranks rather than pairs.
+    pub fn places_ranks(self) -> bool {
+        matches!(self, PlacementKind::RowMajor | PlacementKind::Random)
     }
 }

@@ -1,12 +1,15 @@
 //! An experiment resolved: its topologies loaded and every cross-reference checked (baseline,
 //! explicit pairs, pattern options), with sweeps expanded to concrete values.
 
+mod amount;
 mod cluster;
+mod collective;
 mod errors;
 mod references;
 mod workload;
 
 pub use cluster::Cluster;
+pub use collective::CollectiveOptions;
 pub use workload::{Amount, Workload, WorkloadSpans};
 
 use errors::ErrorList;

@@ -21,6 +21,8 @@ use orchestrate_worker::protocol::{
     LOAD_HEADER, MAX_FILE, MAX_PIPELINE_BYTES, MAX_SIZE, MAX_UDP_SIZE,
 };
 
+pub use super::amount::Amount;
+use super::collective::{self, CollectiveOptions};
 use super::errors::ErrorList;
 
 /// One `[[workload]]`, resolved.
@@ -45,6 +47,10 @@ pub struct Workload {
     pub depth: Option<u32>,
     pub rate: Option<Rate>,
     pub drop_caches: bool,
+    /// A collective's own options (its `pairs` are then rank counts); `None` for the other
+    /// patterns.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collective: Option<CollectiveOptions>,
     /// Where the workload's keys are, for problems only the plan finds.
     #[serde(skip)]
     pub spans: WorkloadSpans,
@@ -57,23 +63,6 @@ pub struct WorkloadSpans {
     pub pairs: Range<usize>,
     /// `exchanges` or `duration`, where an estimate too long to represent is reported.
     pub amount: Range<usize>,
-}
-
-/// How much traffic one run carries.
-#[derive(Debug, Clone, Copy, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Amount {
-    Exchanges(u64),
-    Duration(#[serde(with = "humantime_serde_secs")] Duration),
-}
-
-mod humantime_serde_secs {
-    pub fn serialize<S: serde::Serializer>(
-        d: &std::time::Duration,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64())
-    }
 }
 
 /// Every workload, in the order given; there must be at least one.
@@ -104,9 +93,19 @@ pub(super) fn workloads(
 
 fn workload(w: &WorkloadSpec, topologies: &[Topology], errors: &mut ErrorList) -> Workload {
     let sizes = sizes(w, errors);
-    let pairs = pair_counts(w, errors);
-    let (placements, explicit_pairs) = placements(w, &pairs, topologies, errors);
-    let amount = amount(w, errors);
+    let is_collective = w.pattern().is_collective();
+    let (pairs, placements, explicit_pairs, amount, collective_options) = if is_collective {
+        let ranks = collective::rank_counts(w, topologies, errors);
+        let placements = collective::placements(w, errors);
+        let amount = collective::amount(w, errors);
+        let options = collective::options(w, &ranks, topologies, errors);
+        (ranks, placements, Vec::new(), amount, Some(options))
+    } else {
+        collective::refuse_on_pairs(w, errors);
+        let pairs = pair_counts(w, errors);
+        let (placements, explicit_pairs) = placements(w, &pairs, topologies, errors);
+        (pairs, placements, explicit_pairs, amount(w, errors), None)
+    };
     let reps = *w.repetitions.get_ref();
     if !(1..=MAX_REPETITIONS).contains(&reps) {
         errors.push(
@@ -131,12 +130,17 @@ fn workload(w: &WorkloadSpec, topologies: &[Topology], errors: &mut ErrorList) -
         depth: w.depth.as_ref().map(|d| *d.get_ref()),
         rate: w.rate.as_ref().map(|r| *r.get_ref()),
         drop_caches: w.drop_caches,
+        collective: collective_options,
         spans: WorkloadSpans {
-            pairs: w.pairs.span(),
-            amount: match (&w.exchanges, &w.duration) {
-                (Some(e), _) => e.span(),
-                (None, Some(d)) => d.span(),
-                (None, None) => w.sizes.span(),
+            pairs: match &w.ranks {
+                Some(r) if is_collective => r.span(),
+                _ => w.pairs.span(),
+            },
+            amount: match (&w.exchanges, &w.iterations, &w.duration) {
+                (Some(e), _, _) => e.span(),
+                (None, Some(i), _) => i.span(),
+                (None, None, Some(d)) => d.span(),
+                (None, None, None) => w.sizes.span(),
             },
         },
     }
@@ -475,17 +479,6 @@ fn amount(w: &WorkloadSpec, errors: &mut ErrorList) -> Amount {
 /// Options that belong to one pattern (`depth`, `rate`) appear only with it, "load" has its
 /// rate, and UDP goes only with the patterns that run over it.
 fn check_pattern_options(w: &WorkloadSpec, errors: &mut ErrorList) {
-    if w.pattern().is_collective() {
-        errors.push(
-            w.pattern.span(),
-            format!(
-                "pattern \"{}\" is a collective, which the worker runs \
-                 (`orchestrate-worker {} --help`) but experiments cannot plan yet",
-                w.pattern().as_str(),
-                w.pattern().as_str()
-            ),
-        );
-    }
     if let Some(d) = &w.depth
         && w.pattern() != Pattern::Pipeline
     {
@@ -544,7 +537,9 @@ fn check_pattern_options(w: &WorkloadSpec, errors: &mut ErrorList) {
             ),
         );
     }
+    // A collective says so itself (`collective::options`).
     if w.protocol == Protocol::Udp
+        && !w.pattern().is_collective()
         && !matches!(
             w.pattern(),
             Pattern::Pingpong | Pattern::Stream | Pattern::Load

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use super::applications;
 use super::compare::{self, BaselineRule};
 use super::document::Report;
 use super::drivers;
@@ -84,6 +85,17 @@ fn build_with(
         one.info.manifest.topologies.clone()
     };
     let drivers = drivers::compare_drivers(&one.cells, statistic);
+    let collective_model = opts
+        .model
+        .map(|m| m.collective_predictions())
+        .unwrap_or_default();
+    let applications = applications::build(
+        run,
+        &one.collective_points,
+        &collective_model,
+        statistic,
+        one.info.baseline.as_deref(),
+    )?;
     Ok(Report {
         topology_drawings: topology::drawings(opts.topology, &topologies),
         runs: vec![one.info],
@@ -101,6 +113,7 @@ fn build_with(
         drift: one.drift,
         drift_check: one.drift_check,
         drivers,
+        applications,
     })
 }
 
@@ -221,6 +234,7 @@ pub fn compare(
         drift: None,
         drift_check: None,
         drivers,
+        applications: None,
     };
     export::write_all(out, &report, &exporters)
 }
@@ -274,6 +288,7 @@ fn measured(one: LoadedRun, opts: &ReportOptions<'_>) -> Report {
         drift: None,
         drift_check: None,
         drivers: Vec::new(),
+        applications: None,
     }
 }
 

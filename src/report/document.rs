@@ -45,6 +45,9 @@ pub struct Report {
     /// Every cell measured with both the kernel's bonding driver and the userspace bond
     /// ([`super::drivers`]).
     pub drivers: Vec<super::drivers::DriverRow>,
+    /// The collectives' section, where the run measured any ([`super::applications`]); one
+    /// run only.
+    pub applications: Option<super::applications::Applications>,
 }
 
 /// What the report says about a run's setup.

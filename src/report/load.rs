@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use polars::prelude::{DataType, len};
+use orchestrate_worker::record::Role;
+use polars::prelude::{DataType, col, len, lit};
 
 use super::aggregate::{CellKeys, PointSet, aggregate, key_of_point};
 use super::cells::summarize;
@@ -19,7 +20,8 @@ use super::gather::{self, KeyColumns, gather};
 use super::netpipe::{self, NetpipeBaseline};
 use super::references;
 use super::wire_screen::{self, CellCapacity};
-use crate::results::{PointStatus, RunDir};
+use crate::results::schema::col as c;
+use crate::results::{PointRow, PointStatus, RunDir};
 use crate::spec::SourceFile;
 use crate::spec::experiment::{ClusterKind, NetpipeTablesOnly};
 use crate::spec::reference::ReferenceSpec;
@@ -34,6 +36,9 @@ pub struct LoadedRun {
     pub drift_check: Option<DriftCheck>,
     /// The attempts left out for the timing bound against those counted.
     pub exclusion: Option<exclusion::Exclusion>,
+    /// The collectives' point attempts, which the cells above leave to
+    /// [`super::applications`].
+    pub collective_points: Vec<PointRow>,
 }
 
 /// Loads the run in `dir`: its cells, labelled `label` when given (a comparison across runs)
@@ -48,9 +53,17 @@ pub fn run(
     capacities: &[CellCapacity],
 ) -> Result<LoadedRun, ReportError> {
     let manifest = dir.manifest()?;
-    let points = dir.points()?;
-    let records = dir.scan_records()?;
+    // A collective's ranks are no pairs: their points and records are the applications
+    // section's. Runs without any are read as before.
+    let (collective_points, points): (Vec<_>, Vec<_>) = dir
+        .points()?
+        .into_iter()
+        .partition(|p| p.pattern.is_collective());
+    let mut records = dir.scan_records()?;
     let count = records.clone().select([len().alias("n")]).collect()?;
+    if !collective_points.is_empty() {
+        records = records.filter(col(c::ROLE).neq(lit(Role::Rank.as_str())));
+    }
     let n_records = count
         .column("n")?
         .as_materialized_series()
@@ -58,7 +71,7 @@ pub fn run(
         .u64()?
         .get(0)
         .unwrap_or(0);
-    let point_attempts = points.len();
+    let point_attempts = points.len() + collective_points.len();
     // points.jsonl names the cell of every attempt it lists, and the records are not asked for
     // theirs: except in runs without one, and in runs from before points named the driver of
     // their bond, whose records name it and whose manifest may not (`as_recorded`).
@@ -148,6 +161,7 @@ pub fn run(
             records: n_records,
             point_attempts,
         },
+        collective_points,
         cells,
         failures: agg.failures,
         progress: agg.progress,

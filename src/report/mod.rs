@@ -4,6 +4,7 @@
 //! | output | what |
 //! |---|---|
 //! | `summary.csv` | one row per cell (measure × configuration × pairs × size): n, failures, best, median, mean, the median's CI and its coverage, per-pair mean and minimum, latency percentiles |
+//! | `applications.csv` | only for runs of collectives: one row per collective cell (configuration, collective, size) with its time per iteration (mean over ranks), interval, fastest and slowest rank, ratio to the baseline and the model beside it; report.md's "Applications" section and appendix.md's "Applications: every cell" give the same |
 //! | `model.csv` | token-test cells beside the analytic model: measured, predicted, their ratio, what limits the pairs |
 //! | `media.csv` | only for runs on the medium emulator: one row per cell with the medium during its points — collisions per frame, the busiest segment and its utilisation, excess-collision and queue drops, the emulator's lateness p99 and flagged points |
 //! | `summary.json` | the cells of `summary.csv` with typed numbers, the units and the run(s) they come from |
@@ -31,6 +32,7 @@
 //! the `report` subcommand; the terminal text of its checks is in `terminal`.
 
 mod aggregate;
+mod applications;
 mod build;
 mod cells;
 mod cli;
@@ -71,6 +73,7 @@ mod verdict;
 mod window_progress;
 mod wire_screen;
 
+pub use applications::CollectiveCellPrediction;
 pub use build::{Written, build, check_references, compare, report_and_check, report_run};
 pub use cli::{CHECK_FAILED, Outcome, ReportArgs, run as run_command};
 pub use document::Report;

@@ -37,6 +37,11 @@ pub trait PredictThroughput {
     fn capacities(&self) -> Vec<CellCapacity> {
         token_capacities(&self.predictions())
     }
+
+    /// The model's time per iteration of each collective cell.
+    fn collective_predictions(&self) -> Vec<super::applications::CollectiveCellPrediction> {
+        Vec::new()
+    }
 }
 
 /// The token cells' wire capacities, from their predictions.

@@ -89,7 +89,7 @@ impl ShortLabels {
 }
 
 /// `torus-mesh-6x6` → `TM6x6`.
-fn initials(topology: &str) -> String {
+pub(super) fn initials(topology: &str) -> String {
     let mut out = String::new();
     for word in topology.split(['-', '_']).filter(|w| !w.is_empty()) {
         if word.chars().any(|c| c.is_ascii_digit()) {

@@ -5,6 +5,7 @@
 //! checks behind it: every finding, the full tables with each cell's interval and winner, the
 //! model, the medium, drift, latency, failed points and the environment.
 
+mod applications;
 mod drivers;
 mod environment;
 mod medium;
@@ -66,6 +67,9 @@ fn paper(report: &Report, title: &str) -> String {
     for t in &tables {
         paper_tables::results(&mut s, t);
     }
+    if let Some(a) = &report.applications {
+        applications::applications(&mut s, a);
+    }
     drivers::drivers(&mut s, &report.drivers, report.statistic);
     references::references(&mut s, &report.references, report.statistic);
     figures_section(&mut s, report);
@@ -97,6 +101,9 @@ fn appendix(report: &Report, title: &str) -> String {
         comparison(&mut s, t, report.statistic);
     }
     model::against_model(&mut s, report, &report.media);
+    if let Some(a) = &report.applications {
+        applications::against_model(&mut s, a);
+    }
     medium::the_medium(&mut s, report, &report.media);
     drift(&mut s, report);
     latency(&mut s, report);
@@ -115,12 +122,25 @@ fn summary(s: &mut String, report: &Report, tables: &[ResultsTable]) {
         .iter()
         .flat_map(|t| t.configs.iter().map(|c| c.label()))
         .collect();
+    let mut configs = configs;
     let attempts: usize = report.runs.iter().map(|r| r.point_attempts).sum();
-    let measures: Vec<String> = report
+    let mut measures: Vec<String> = report
         .comparison
         .iter()
         .map(|t| t.measure.label())
         .collect();
+    // The collectives count as measures and configurations too (their placements are the
+    // ranks').
+    if let Some(a) = &report.applications {
+        let mut patterns: Vec<&str> = a.cells.iter().map(|c| c.pattern.as_str()).collect();
+        patterns.dedup();
+        measures.extend(patterns.iter().map(|p| format!("{p} (collective)")));
+        configs.extend(
+            a.cells
+                .iter()
+                .map(|c| format!("{} {}", c.config(), c.placement.as_str())),
+        );
+    }
     let _ = writeln!(
         s,
         "- {} over {} configuration(s) (topology, bonding and placement), {} point attempt(s); \

@@ -1,5 +1,6 @@
 //! Output formats: one file per format behind one trait, and a writer for all of them.
 
+mod applications_csv;
 mod comparison_csv;
 mod exporter;
 mod latex;
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 use super::document::Report;
 use super::error::ReportError;
 
+pub use applications_csv::ApplicationsCsv;
 pub use comparison_csv::ComparisonCsv;
 pub use exporter::Exporter;
 pub use latex::Latex;
@@ -31,7 +33,8 @@ pub use summary_csv::SummaryCsv;
 pub use summary_json::SummaryJson;
 pub use svg::Svg;
 
-/// The outputs of a report: CSVs (`media.csv` only when the run has medium statistics),
+/// The outputs of a report: CSVs (`media.csv` only when the run has medium statistics,
+/// `applications.csv` only when it ran collectives),
 /// `summary.json`, Markdown (report.md and appendix.md), the tables as LaTeX, SVG figures and
 /// NetPIPE-format curves, plus PNG copies when asked for.
 pub fn standard(png: bool) -> Result<Vec<Box<dyn Exporter>>, ReportError> {
@@ -42,6 +45,7 @@ pub fn standard(png: bool) -> Result<Vec<Box<dyn Exporter>>, ReportError> {
         Box::new(Markdown),
         Box::new(Latex),
         Box::new(ModelCsv),
+        Box::new(ApplicationsCsv),
         Box::new(MediaCsv),
         Box::new(Svg),
         Box::new(Netpipe),

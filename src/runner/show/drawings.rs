@@ -6,8 +6,8 @@ use std::sync::OnceLock;
 
 use crate::plan::Plan;
 use crate::report::{
-    CellCapacity, CellPrediction, DescribePaths, DrawTopology, PlacementPaths, PredictThroughput,
-    RunWires, token_capacities,
+    CellCapacity, CellPrediction, CollectiveCellPrediction, DescribePaths, DrawTopology,
+    PlacementPaths, PredictThroughput, RunWires, token_capacities,
 };
 use crate::results::RunDir;
 
@@ -154,6 +154,39 @@ impl PredictThroughput for RunModel {
                         placement,
                         pairs: entry.pairs,
                         prediction: p.clone(),
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn collective_predictions(&self) -> Vec<CollectiveCellPrediction> {
+        let Some(plan) = self.plan() else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for c in plan.measured_configurations() {
+            let bonding = c.bonding_label();
+            for entry in &c.placements {
+                // The entry's pattern is its workload's: any of its points says which.
+                let Some(pattern) = plan
+                    .points
+                    .iter()
+                    .find(|p| p.configuration == c.id && p.workload == entry.workload)
+                    .map(|p| p.pattern)
+                else {
+                    continue;
+                };
+                for m in &entry.collective_predictions {
+                    out.push(CollectiveCellPrediction {
+                        topology: c.topology.name.to_string(),
+                        bonding: bonding.clone(),
+                        pattern: pattern.as_str().to_owned(),
+                        ranks: entry.pairs,
+                        size_bytes: m.size_bytes,
+                        time_us: m.time_us,
+                        limit: m.limit.clone(),
                     });
                 }
             }

@@ -869,7 +869,7 @@ fn a_collectives_plan_shows_its_ranks_model_and_steps() {
             .expect("a prediction per size");
         let warmup = e.workloads[p.workload].warmup as f64;
         assert!(
-            p.estimate.as_secs_f64() >= (warmup + 1.0) * model.time_us * 1e-6,
+            p.estimate.as_secs_f64() >= (warmup + 1.0) * model.completion_us * 1e-6,
             "{p:?} {model:?}"
         );
     }

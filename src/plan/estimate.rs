@@ -42,7 +42,7 @@ pub fn point(t: &Topology, w: &Workload, size: u64, placement: &Placement) -> Op
 /// the ranks, the warm-up, the timed iterations and the checked one, each followed by a
 /// barrier (taken as a quarter of an iteration, at least a millisecond).
 pub fn collective_point(w: &Workload, c: &CollectivePrediction) -> Option<Duration> {
-    let iteration = Duration::try_from_secs_f64(c.time_us * 1e-6).ok()?;
+    let iteration = Duration::try_from_secs_f64(c.completion_us * 1e-6).ok()?;
     let with_barrier = iteration.checked_add((iteration / 4).max(Duration::from_millis(1)))?;
     let untimed = with_barrier.checked_mul(u32::try_from(w.warmup).ok()?.checked_add(1)?)?;
     let timed = match w.amount {

@@ -10,7 +10,10 @@
 //!   crossing it, over [`super::bus_efficiency`] when two or more messages contend;
 //! - for each switched port, per direction, the frames through it (a rank sending to many at
 //!   once sends them all through its own port);
-//! - for each node, the CPU its frames cost (sent, received, forwarded).
+//! - for each node, the CPU its frames cost (sent, received, forwarded), each message's last
+//!   ACK included: no reply carries it, as one carries a token's, so it is a frame of its own
+//!   back along the reply's path (on 1996 hosts, a frame costs as much CPU at each end as a
+//!   data frame).
 //!
 //! The broadcast's tree is taken level by level (a rank sends on once it has received), and
 //! the reduction's arithmetic is not counted (microseconds against the wires' milliseconds).
@@ -45,8 +48,11 @@ pub struct CollectiveShape<'a> {
 #[derive(Debug, Clone, Serialize)]
 pub struct CollectivePrediction {
     pub size_bytes: u64,
-    /// Time per iteration, µs.
+    /// Time per iteration, µs, the mean over ranks of when each is done (what the OSU
+    /// micro-benchmarks print, and the report measures)...
     pub time_us: f64,
+    /// ...and when the last rank is done.
+    pub completion_us: f64,
     pub steps: usize,
     /// What bounds most of the time: `latency`, `segment <name>`, `port <node> <segment>` or
     /// `host <node>`.
@@ -235,7 +241,8 @@ fn describe(step: &[Message], n: usize) -> String {
     format!("{} messages", step.len())
 }
 
-/// The model's time of one iteration of `shape` at `size` on the ranks' paths.
+/// The model's time of one iteration of `shape` at `size` on the ranks' paths: the mean
+/// over ranks of when each is done, and when the last is.
 pub fn predict_collective(
     t: &Topology,
     ranks: &[PlannedRank],
@@ -243,13 +250,20 @@ pub fn predict_collective(
     size: u64,
     p: &ModelParams,
 ) -> CollectivePrediction {
-    let steps = schedule(shape, ranks.len(), size);
+    let n = ranks.len();
+    let steps = schedule(shape, n, size);
     let mut total = 0.0;
     let mut limits: BTreeMap<String, f64> = BTreeMap::new();
+    // When each rank is done: at the end of the last step that brings it a message. A rank
+    // only ever sending (a broadcast's root) is done once its sends are written, at once.
+    let mut done = vec![0.0f64; n];
     for step in &steps {
         let (time, limit) = step_time(t, ranks, step, p);
         total += time;
         *limits.entry(limit).or_default() += time;
+        for &(_, to, _) in step {
+            done[to] = total;
+        }
     }
     let limit = limits
         .into_iter()
@@ -258,7 +272,8 @@ pub fn predict_collective(
         .unwrap_or_else(|| "latency".into());
     CollectivePrediction {
         size_bytes: size,
-        time_us: total * 1e6,
+        time_us: done.iter().sum::<f64>() / n.max(1) as f64 * 1e6,
+        completion_us: total * 1e6,
         steps: steps.len(),
         limit,
     }
@@ -284,9 +299,13 @@ fn step_time(
         longest_frame = longest_frame.max(payload.iter().copied().max().unwrap_or(0));
         let mut crossed = std::collections::BTreeSet::new();
         let d = direction(t, &path.hops, &payload, p, &mut demand, &mut crossed);
-        // The ACKs come back on the reply's path: their hosts' and buses' share is counted
-        // in `direction` already (on the request's shared wires).
         slowest = slowest.max(transit(&d, &payload, p) as f64 * 1e-9);
+        // The message's last ACK: a collective's next message on this connection goes the
+        // same way (or is sent before this one arrives), so no reply carries it, and it
+        // costs a pure ACK frame back along the reply's path: the receiver sends it, every
+        // forwarder on the way forwards it, the sender receives it (`direction` counts the
+        // ACKs within a message of several segments, one per two).
+        direction(t, &path.reply, &[0], p, &mut demand, &mut crossed);
         for s in crossed {
             *contenders.entry(s).or_default() += 1;
         }

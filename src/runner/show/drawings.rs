@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use crate::plan::Plan;
+use crate::plan::{Configuration, PlacementEntry, Plan};
 use crate::report::{
     CellCapacity, CellPrediction, CollectiveCellPrediction, DescribePaths, DrawTopology,
     PlacementPaths, PredictThroughput, RunWires, token_capacities,
@@ -169,13 +169,7 @@ impl PredictThroughput for RunModel {
         for c in plan.measured_configurations() {
             let bonding = c.bonding_label();
             for entry in &c.placements {
-                // The entry's pattern is its workload's: any of its points says which.
-                let Some(pattern) = plan
-                    .points
-                    .iter()
-                    .find(|p| p.configuration == c.id && p.workload == entry.workload)
-                    .map(|p| p.pattern)
-                else {
+                let Some(pattern) = entry_pattern(plan, c, entry) else {
                     continue;
                 };
                 for m in &entry.collective_predictions {
@@ -204,13 +198,7 @@ impl PredictThroughput for RunModel {
                 let Some(capacity_mbit_s) = entry.bulk_capacity_mbit_s else {
                     continue;
                 };
-                // The entry's pattern is its workload's: any of its points says which.
-                let Some(pattern) = plan
-                    .points
-                    .iter()
-                    .find(|p| p.configuration == c.id && p.workload == entry.workload)
-                    .map(|p| p.pattern)
-                else {
+                let Some(pattern) = entry_pattern(plan, c, entry) else {
                     continue;
                 };
                 out.push(CellCapacity {
@@ -226,4 +214,17 @@ impl PredictThroughput for RunModel {
         }
         out
     }
+}
+
+/// The pattern of a configuration's placement entry: its workload's, which any of its points
+/// says.
+fn entry_pattern(
+    plan: &Plan,
+    c: &Configuration,
+    entry: &PlacementEntry,
+) -> Option<orchestrate_worker::record::Pattern> {
+    plan.points
+        .iter()
+        .find(|p| p.configuration == c.id && p.workload == entry.workload)
+        .map(|p| p.pattern)
 }

@@ -80,8 +80,15 @@ fn rank_args(
         ),
     };
     // A rank waits at a barrier for the slowest rank's iteration, which may be most of the
-    // point: twice the point's estimate, never less than the worker's default.
-    let doubled = estimate.saturating_mul(2).as_secs_f64().ceil();
+    // point, and the model may be short of it by more than the point's count of iterations
+    // (16 senders on one bus collide, drop and time out): three times the point's estimate
+    // and half a minute, never less than the worker's default, and still inside the
+    // runner's own limit for the point (four times and a minute).
+    let allowed = estimate
+        .saturating_mul(3)
+        .saturating_add(Duration::from_secs(30))
+        .as_secs_f64()
+        .ceil();
     RankArgs {
         listen,
         sizes: Sizes::one(size),
@@ -89,7 +96,7 @@ fn rank_args(
         duration,
         warmup: w.warmup,
         go: Some(GoArg::Stdin),
-        timeout: doubled.max(DEFAULT_TIMEOUT_S),
+        timeout: allowed.max(DEFAULT_TIMEOUT_S),
         ..RankArgs::new(rank, peers)
     }
 }
@@ -172,6 +179,11 @@ mod tests {
                     assert_eq!(peer, &format!("{target}:7172"));
                 }
                 assert!(ranks.listen.contains(&ranks.peers[i]));
+                // A rank outwaits three slowest iterations of the point and more.
+                assert!(
+                    ranks.timeout >= 3.0 * p.estimate.as_secs_f64() + 30.0,
+                    "{ranks:?}"
+                );
                 seen += 1;
             }
         }

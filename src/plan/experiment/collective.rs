@@ -128,6 +128,13 @@ pub(super) fn rank_counts(
 
 /// Where a collective's ranks go: "row-major" unless the workload says.
 pub(super) fn placements(w: &WorkloadSpec, errors: &mut ErrorList) -> Vec<PlacementKind> {
+    if let Some(pairs) = &w.explicit_pairs {
+        errors.push(
+            pairs.span(),
+            "`explicit_pairs` places pairs; name a collective's nodes in rank order with \
+             `rank_nodes`",
+        );
+    }
     if w.placement.span() == (0..0) {
         return vec![PlacementKind::RowMajor];
     }

@@ -384,6 +384,39 @@ fn bad_command_lines_are_refused_before_any_socket() {
             "at least 2",
         ),
         (vec!["bcast", "--rank", "0", "--peers", "a:1,b:1"], "--size"),
+        // Before any socket: these peers do not exist.
+        (
+            vec![
+                "allreduce",
+                "--rank",
+                "0",
+                "--peers",
+                "a:1,b:1",
+                "--sizes",
+                "8,6",
+            ],
+            "6 B is not a positive multiple of 4",
+        ),
+        (
+            vec![
+                "halo",
+                "--rank",
+                "0",
+                "--peers",
+                "a:1,b:1,c:1",
+                "--size",
+                "8",
+                "--grid",
+                "2x2",
+            ],
+            "the 2x2 grid holds 4 ranks, not 3",
+        ),
+        (
+            vec![
+                "bcast", "--rank", "0", "--peers", "a:1,b:1", "--size", "8", "--root", "2",
+            ],
+            "--root 2 is not among the 2 ranks",
+        ),
     ] {
         let out = Command::new(BIN)
             .env(orchestrate_worker::auth::SECRET_ENV, SECRET)

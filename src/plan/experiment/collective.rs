@@ -209,10 +209,19 @@ pub(super) fn amount(w: &WorkloadSpec, errors: &mut ErrorList) -> Amount {
 pub(super) fn options(
     w: &WorkloadSpec,
     ranks: &[u32],
+    sizes: &[u64],
     topologies: &[Topology],
     errors: &mut ErrorList,
 ) -> CollectiveOptions {
     let pattern = w.pattern();
+    if pattern == Pattern::Allreduce
+        && let Some(s) = sizes.iter().find(|&&s| s % 4 != 0)
+    {
+        errors.push(
+            w.sizes.span(),
+            format!("an allreduce sums 4-byte floats: size {s} is not a multiple of 4"),
+        );
+    }
     let known = algorithms(pattern);
     let algorithm = match &w.algorithm {
         None => known[0],

@@ -98,7 +98,7 @@ fn workload(w: &WorkloadSpec, topologies: &[Topology], errors: &mut ErrorList) -
         let ranks = collective::rank_counts(w, topologies, errors);
         let placements = collective::placements(w, errors);
         let amount = collective::amount(w, errors);
-        let options = collective::options(w, &ranks, topologies, errors);
+        let options = collective::options(w, &ranks, &sizes, topologies, errors);
         (ranks, placements, Vec::new(), amount, Some(options))
     } else {
         collective::refuse_on_pairs(w, errors);

@@ -34,6 +34,11 @@ pub fn run(args: &RankArgs, coll: &dyn Collective) -> i32 {
         size: args.peers.len(),
     };
     let sizes = args.size_list().expect("validated");
+    // What the collective cannot run is refused before any socket, as a bad option is.
+    if let Some(why) = sizes.iter().find_map(|&s| coll.refuse(world, s as usize)) {
+        eprintln!("orchestrate-worker {name}: {why}");
+        return 2;
+    }
     let mut at_size = sizes[0];
     match run_sizes(args, coll, world, &sizes, &mut at_size) {
         Ok(()) => 0,
@@ -84,9 +89,6 @@ fn run_sizes(
     }
     for &size in sizes {
         *at_size = size;
-        if let Some(why) = coll.refuse(world, size as usize) {
-            return Err(WorkerError::Usage(why));
-        }
         let rec = run_size(args, coll, &mut comm, size)?;
         print(&rec);
     }

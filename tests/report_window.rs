@@ -86,6 +86,7 @@ fn point(point: u32, pairs: u32, status: PointStatus) -> PointRow {
         skew_ns: None,
         drift_check: false,
         sampled_records: None,
+        implementation: None,
     }
 }
 

@@ -276,6 +276,13 @@ impl Sessions {
         self.sessions.keys()
     }
 
+    /// The control socket of `node`'s master connection: another ssh (`ssh -S SOCKET`, or
+    /// `ControlPath` in a config) reaches the node through it, as logged in already, without
+    /// credentials of its own.
+    pub fn control_socket(&self, node: &NodeName) -> Option<&std::path::Path> {
+        self.sessions.get(node).map(|(s, _)| s.control_socket())
+    }
+
     fn session(&self, node: &NodeName) -> Result<&(Arc<Session>, Host), RemoteError> {
         self.sessions
             .get(node)

@@ -50,6 +50,7 @@
 //! | `node_cpu_busy_ms` | f64? | CPU time the kernel under this side spent busy during the trial, ms, all its CPUs (`/proc/stat`, to a 10 ms tick): a VM's or real node's own; on container and namespace nodes the host's, which they share |
 //! | `rank`, `ranks` | u32? | collectives (role `rank`): this rank, from 0, of how many |
 //! | `algorithm` | str? | collectives: the algorithm that ran (`ring`, `recursive-doubling`, `pairwise`, `linear`, `binomial`, `4x4 open`) |
+//! | `implementation` | str? | collectives run by an MPI library: which (`Open MPI v4.1.4 (mpi4py 3.1.4)`); null for the worker's own |
 //!
 //! Fields the worker adds later reach Parquet only once [`schema::RecordColumns`] names them; it
 //! destructures the record exhaustively so that the compiler points at the place.

@@ -92,6 +92,10 @@ pub struct PointRow {
     /// reads them for runs from before points counted them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampled_records: Option<u64>,
+    /// A collective whose ranks another program ran than the worker: `open-mpi`. Written
+    /// only where set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementation: Option<String>,
 }
 
 /// Column names used by the queries, so that a typo is a compile error.
@@ -126,6 +130,8 @@ pub mod col {
     /// A collective's rank (role `rank`) and the algorithm that ran.
     pub const RANK: &str = "rank";
     pub const ALGORITHM: &str = "algorithm";
+    /// The MPI library that ran a collective's rank; null for the worker's own.
+    pub const IMPLEMENTATION: &str = "implementation";
 }
 
 /// Column buffers for a batch of [`RecordRow`]s, turned into one Polars [`DataFrame`].
@@ -184,6 +190,7 @@ pub struct RecordColumns {
     rank: Vec<Option<u32>>,
     ranks: Vec<Option<u32>>,
     algorithm: Vec<Option<String>>,
+    implementation: Vec<Option<String>>,
 }
 
 impl RecordColumns {
@@ -255,6 +262,7 @@ impl RecordColumns {
             rank,
             ranks,
             algorithm,
+            implementation,
         } = record;
         self.point.push(point);
         self.topology.push(topology);
@@ -309,6 +317,7 @@ impl RecordColumns {
         self.rank.push(rank);
         self.ranks.push(ranks);
         self.algorithm.push(algorithm);
+        self.implementation.push(implementation);
     }
 
     /// Moves the buffered rows into a [`DataFrame`], leaving the buffers empty.
@@ -369,6 +378,7 @@ impl RecordColumns {
             Column::new(col::RANK.into(), c.rank),
             Column::new("ranks".into(), c.ranks),
             Column::new(col::ALGORITHM.into(), c.algorithm),
+            Column::new(col::IMPLEMENTATION.into(), c.implementation),
         ];
         DataFrame::new(height, columns)
     }

@@ -58,7 +58,7 @@ impl ConfigurationRun<'_> {
     ) -> anyhow::Result<()> {
         let began = std::time::Instant::now();
         let prepared = prepare::prepare(cluster, self.config, self.worker).await?;
-        programs::check(cluster, self.config, &prepared).await?;
+        programs::check(cluster, self.exp, self.config, &prepared).await?;
         state.writer.log(&format!(
             "configuration {}: every node prepared (worker checked, probed, programs found) in \
              {:.1} s",

@@ -17,6 +17,7 @@ use orchestrate_worker::invocation::Invocation;
 use orchestrate_worker::ready::ServerReady;
 use orchestrate_worker::serve_args::ServeArgs;
 
+use crate::plan::experiment::Implementation;
 use crate::plan::{Configuration, Experiment, Point};
 use crate::results::{BondDriver, MediaContext, MediaRow, PointRow, PointStatus};
 use crate::spec::NodeName;
@@ -24,6 +25,7 @@ use crate::topology::Topology;
 
 use super::listen::listen_addresses;
 use super::medium_stats::Sampler;
+use super::mpi::MpiLauncher;
 use super::node::agent::Agent;
 use super::node::fanout::{listed, on_all};
 use super::node::worker_install::InstalledWorker;
@@ -67,9 +69,16 @@ impl Measurement<'_> {
             close_all(&agents).await;
             bail!("starting the agents failed:\n  {}", listed(&errors));
         }
+        let mpi = match self.mpi_launcher(cluster, &names) {
+            Ok(m) => m,
+            Err(e) => {
+                close_all(&agents).await;
+                bail!("{e}");
+            }
+        };
         let mut medium = Sampler::open(self.medium_socket);
         let result = self
-            .with_agents(&names, &agents, medium.as_mut(), state)
+            .with_agents(&names, &agents, mpi.as_ref(), medium.as_mut(), state)
             .await;
         // The configuration's totals, before anything is torn down (the emulator goes with
         // the cluster).
@@ -92,10 +101,29 @@ impl Measurement<'_> {
         result
     }
 
+    /// What runs the points of this configuration that Open MPI runs, if it has any.
+    fn mpi_launcher(
+        &self,
+        cluster: &crate::remote::Sessions,
+        names: &[NodeName],
+    ) -> Result<Option<MpiLauncher>, String> {
+        let uses_mpi = self.todo.iter().any(|p| {
+            self.exp.workloads[p.workload]
+                .collective
+                .as_ref()
+                .is_some_and(|c| c.implementation == Implementation::OpenMpi)
+        });
+        if !uses_mpi {
+            return Ok(None);
+        }
+        MpiLauncher::new(cluster, names).map(Some)
+    }
+
     async fn with_agents(
         &self,
         names: &[NodeName],
         agents: &BTreeMap<NodeName, Agent>,
+        mpi: Option<&MpiLauncher>,
         mut medium: Option<&mut Sampler>,
         state: &mut RunState,
     ) -> anyhow::Result<()> {
@@ -108,6 +136,7 @@ impl Measurement<'_> {
             offsets: &offsets,
             port: self.opts.port,
             bond_driver: self.bond_driver,
+            mpi,
         };
         let mut medium_warned = false;
         let prior = state.writer.attempts()?;

@@ -53,6 +53,8 @@ mod listen;
 mod point;
 // A collective point's ranks: each one's command line.
 mod ranks;
+// A collective point run by Open MPI instead: mpirun over the run's own SSH connections.
+mod mpi;
 // The medium emulator's statistics around each point.
 mod medium_stats;
 // Every node's teardown script; the ledger keeps what failed.

@@ -16,7 +16,7 @@ use orchestrate_worker::patterns::stream::{self, StreamArgs};
 use orchestrate_worker::patterns::token::TokenArgs;
 use orchestrate_worker::record::{Pattern, Protocol, Record, Role};
 
-use crate::plan::experiment::{Amount, Workload};
+use crate::plan::experiment::{Amount, Implementation, Workload};
 use crate::plan::sweep::{PlacementEntry, Point};
 use crate::plan::{Configuration, Experiment};
 use crate::results::{BondDriver, PointRow, PointStatus, RecordRow};
@@ -24,6 +24,7 @@ use crate::spec::NodeName;
 use crate::spec::multipath::NodeMultipath;
 
 use super::medium_stats::Sampler;
+use super::mpi::MpiLauncher;
 use super::node::agent::{Agent, Task};
 use super::ranks;
 
@@ -178,6 +179,8 @@ pub struct PointContext<'a> {
     pub offsets: &'a BTreeMap<NodeName, i64>,
     pub port: u16,
     pub bond_driver: Option<BondDriver>,
+    /// Runs the points Open MPI runs; present when the configuration has any.
+    pub mpi: Option<&'a MpiLauncher>,
 }
 
 /// Runs `point`. Never returns an error: a failure is an outcome, with the node and cause.
@@ -209,6 +212,12 @@ pub async fn run(
         skew_ns: None,
         drift_check: ctx.config.repeats.is_some(),
         sampled_records: None,
+        implementation: ctx.exp.workloads[point.workload]
+            .collective
+            .as_ref()
+            .map(|c| c.implementation)
+            .filter(|i| *i != Implementation::Worker)
+            .map(|i| i.as_str().to_owned()),
     };
     let mut records = Vec::new();
     let result = measure(ctx, point, &mut records, medium).await;
@@ -319,6 +328,13 @@ async fn measure(
     records: &mut Vec<(usize, Record)>,
     mut medium: Option<&mut Sampler>,
 ) -> Result<(), String> {
+    let w = &ctx.exp.workloads[point.workload];
+    if w.collective
+        .as_ref()
+        .is_some_and(|c| c.implementation == Implementation::OpenMpi)
+    {
+        return measure_mpi(ctx, point, records, medium).await;
+    }
     let mut running = if point.pattern.is_collective() {
         spawn_ranks(ctx, point).await?
     } else {
@@ -352,6 +368,43 @@ async fn measure(
     if failure.is_some() {
         stop(&running).await;
     }
+    failure.map_or(Ok(()), Err)
+}
+
+/// A collective point Open MPI runs: mpirun from the controller, every rank's record from
+/// rank 0's output, within the limit a worker's point has.
+async fn measure_mpi(
+    ctx: &PointContext<'_>,
+    point: &Point,
+    records: &mut Vec<(usize, Record)>,
+    medium: Option<&mut Sampler>,
+) -> Result<(), String> {
+    let mpi = ctx
+        .mpi
+        .ok_or("no launcher for Open MPI in this configuration")?;
+    let entry = &ctx.config.placements[point.placement_entry];
+    let w = &ctx.exp.workloads[point.workload];
+    let mut medium = medium;
+    if let Some(m) = medium.as_deref_mut() {
+        m.begin().await;
+    }
+    let limit = point.estimate * 4 + Duration::from_secs(60);
+    let (recs, failure) = mpi
+        .run(
+            &ctx.config.topology,
+            w,
+            &entry.placement.ranks,
+            point.size_bytes,
+            limit,
+        )
+        .await;
+    if let Some(m) = medium {
+        m.end().await;
+    }
+    records.extend(
+        recs.into_iter()
+            .filter_map(|r| r.rank.map(|rank| (rank as usize, r))),
+    );
     failure.map_or(Ok(()), Err)
 }
 

@@ -4,19 +4,46 @@
 //! looks on every node at once, before the ledger is written, and names every missing
 //! program of every node.
 
+use std::collections::BTreeSet;
+
 use anyhow::bail;
 
-use crate::plan::Configuration;
+use crate::plan::experiment::Implementation;
+use crate::plan::{Configuration, Experiment};
 use crate::remote::Sessions;
 use crate::spec::NodeName;
 
+use super::mpi::PYTHON;
 use super::node::fanout::{EXEC_TIMEOUT, listed, on_all};
 use super::path_proofs;
 use super::prepare::Prepared;
 
-/// What each node of `config` needs: its scripts' programs, and the path checks' on the
-/// pairs' clients.
-pub fn needed(config: &Configuration, prepared: &Prepared) -> Vec<(NodeName, Vec<&'static str>)> {
+/// What a node holding a rank of a collective Open MPI runs needs: the daemon `mpirun`
+/// starts there, and the Python that has mpi4py.
+pub const MPI_RANK_PROGRAMS: [&str; 2] = ["orted", PYTHON];
+
+/// The nodes of `config` that hold a rank of a collective that Open MPI runs.
+pub fn mpi_rank_nodes(exp: &Experiment, config: &Configuration) -> BTreeSet<NodeName> {
+    config
+        .placements
+        .iter()
+        .filter(|e| {
+            exp.workloads[e.workload]
+                .collective
+                .as_ref()
+                .is_some_and(|c| c.implementation == Implementation::OpenMpi)
+        })
+        .flat_map(|e| e.placement.ranks.iter().map(|r| r.node.clone()))
+        .collect()
+}
+
+/// What each node of `config` needs: its scripts' programs, the path checks' on the pairs'
+/// clients, and Open MPI's on `mpi_nodes`.
+pub fn needed(
+    config: &Configuration,
+    prepared: &Prepared,
+    mpi_nodes: &BTreeSet<NodeName>,
+) -> Vec<(NodeName, Vec<&'static str>)> {
     let checking = path_proofs::checking_nodes(config);
     prepared
         .scripts
@@ -25,6 +52,9 @@ pub fn needed(config: &Configuration, prepared: &Prepared) -> Vec<(NodeName, Vec
             let mut programs = s.tools.clone();
             if checking.contains(n) {
                 programs.extend(path_proofs::PROGRAMS);
+            }
+            if mpi_nodes.contains(n) {
+                programs.extend(MPI_RANK_PROGRAMS);
             }
             programs.sort_unstable();
             programs.dedup();
@@ -41,13 +71,22 @@ pub fn missing_command(programs: &[&str]) -> String {
     )
 }
 
-/// Fails, naming each node and what it lacks, unless every node has every program it needs.
+/// Fails, naming each node and what it lacks, unless every node has every program it needs
+/// (and the controller `mpirun`, where Open MPI runs a collective).
 pub async fn check(
     cluster: &Sessions,
+    exp: &Experiment,
     config: &Configuration,
     prepared: &Prepared,
 ) -> anyhow::Result<()> {
-    let needed = needed(config, prepared);
+    let mpi_nodes = mpi_rank_nodes(exp, config);
+    if !mpi_nodes.is_empty() && !on_controller("mpirun") {
+        bail!(
+            "a collective runs on Open MPI, which is started from here, but this machine has no \
+             `mpirun` (Debian: openmpi-bin, the same version as the nodes'); nothing was changed"
+        );
+    }
+    let needed = needed(config, prepared, &mpi_nodes);
     let nodes: Vec<NodeName> = needed.iter().map(|(n, _)| n.clone()).collect();
     let (_, errors) = on_all(&nodes, |n| {
         let programs = &needed.iter().find(|(m, _)| *m == n).expect("listed").1;
@@ -69,6 +108,14 @@ pub async fn check(
         );
     }
     Ok(())
+}
+
+/// Whether `program` is on the controller's PATH.
+fn on_controller(program: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &missing_command(&[program])])
+        .output()
+        .is_ok_and(|o| o.status.success() && o.stdout.is_empty())
 }
 
 #[cfg(test)]
@@ -106,7 +153,7 @@ mod tests {
         };
         let clients = path_proofs::checking_nodes(config);
         assert!(!clients.is_empty() && clients.len() < config.topology.nodes.len());
-        for (n, programs) in needed(config, &prepared) {
+        for (n, programs) in needed(config, &prepared, &BTreeSet::new()) {
             assert_eq!(programs.contains(&"ping"), clients.contains(&n), "{n}");
             for p in &prepared.scripts[&n].tools {
                 assert!(programs.contains(p), "{n}: {p}");

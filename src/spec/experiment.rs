@@ -206,6 +206,12 @@ pub struct WorkloadSpec {
     /// `bcast`: the rank whose message everyone receives (0 by default).
     #[schemars(with = "Option<u32>")]
     pub root: Option<Spanned<u32>>,
+    /// Collectives: who runs the ranks: `"worker"` (default, the tool's worker) or
+    /// `"open-mpi"` (Open MPI's own collectives through mpi4py, started with `mpirun` over the
+    /// cluster's SSH, on the experiment's wires only, with the same algorithm), to compare the
+    /// two on the same cluster.
+    #[schemars(with = "Option<String>")]
+    pub implementation: Option<Spanned<String>>,
 }
 
 impl WorkloadSpec {

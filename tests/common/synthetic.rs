@@ -214,6 +214,7 @@ pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointR
                 skew_ns: Some(40_000),
                 drift_check,
                 sampled_records: Some(0),
+                implementation: None,
             });
             if failed {
                 continue;
@@ -302,6 +303,7 @@ pub fn generate(spec: &SynthSpec, mut emit: impl FnMut(RecordRow)) -> Vec<PointR
                                 rank: None,
                                 ranks: None,
                                 algorithm: None,
+                                implementation: None,
                             },
                         });
                     }

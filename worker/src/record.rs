@@ -270,6 +270,10 @@ pub struct Record {
     /// ...and the algorithm that ran (`ring`, `recursive-doubling`, `pairwise`, ...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub algorithm: Option<String>,
+    /// Collectives run by an MPI library rather than this worker: the library and its
+    /// binding (`Open MPI v4.1.4 (mpi4py 3.1.4)`); absent for the worker's own records.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementation: Option<String>,
 }
 
 impl Record {
@@ -318,6 +322,7 @@ impl Record {
             rank: None,
             ranks: None,
             algorithm: None,
+            implementation: None,
         }
     }
 

@@ -32,12 +32,44 @@ pub struct CollectiveOptions {
     pub periodic: bool,
     /// `bcast`: the root rank.
     pub root: u32,
+    /// Who runs the ranks.
+    pub implementation: Implementation,
+}
+
+/// Who runs a collective's ranks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Implementation {
+    /// The tool's worker: one process per rank, started through the nodes' agents.
+    Worker,
+    /// Open MPI's own collectives (through mpi4py), started with `mpirun` over the cluster's
+    /// SSH: the peer the worker's figures are checked against.
+    OpenMpi,
+}
+
+impl Implementation {
+    const ALL: [Implementation; 2] = [Implementation::Worker, Implementation::OpenMpi];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Implementation::Worker => "worker",
+            Implementation::OpenMpi => "open-mpi",
+        }
+    }
 }
 
 impl CollectiveOptions {
     /// What runs among `ranks` ranks, as the plan and the report name it: `alltoall
     /// pairwise`, `bcast binomial from 0`, `halo 4x4 open`.
     pub fn label(&self, pattern: Pattern, ranks: u32) -> String {
+        let label = self.algorithm_label(pattern, ranks);
+        match self.implementation {
+            Implementation::Worker => label,
+            other => format!("{label} ({})", other.as_str()),
+        }
+    }
+
+    fn algorithm_label(&self, pattern: Pattern, ranks: u32) -> String {
         match pattern {
             Pattern::Halo => {
                 let grid = self.grid.unwrap_or_else(|| Grid::square(ranks as usize));
@@ -298,6 +330,35 @@ pub(super) fn options(
         grid,
         periodic: w.periodic,
         root,
+        implementation: implementation(w, errors),
+    }
+}
+
+/// `implementation`: the worker unless the workload names Open MPI.
+fn implementation(w: &WorkloadSpec, errors: &mut ErrorList) -> Implementation {
+    let Some(given) = &w.implementation else {
+        return Implementation::Worker;
+    };
+    let names = Implementation::ALL.map(Implementation::as_str);
+    match Implementation::ALL
+        .into_iter()
+        .find(|i| i.as_str() == given.get_ref())
+    {
+        Some(i) => i,
+        None => {
+            let hint = best_match(given.get_ref(), names.iter().copied())
+                .map(|m| format!("did you mean \"{m}\"?"));
+            errors.push_with_help(
+                given.span(),
+                format!(
+                    "a collective runs on {}, not \"{}\"",
+                    quoted(&names),
+                    given.get_ref()
+                ),
+                hint,
+            );
+            Implementation::Worker
+        }
     }
 }
 
@@ -355,6 +416,10 @@ pub(super) fn refuse_on_pairs(w: &WorkloadSpec, errors: &mut ErrorList) {
         ("algorithm", w.algorithm.as_ref().map(|r| r.span())),
         ("grid", w.grid.as_ref().map(|r| r.span())),
         ("root", w.root.as_ref().map(|r| r.span())),
+        (
+            "implementation",
+            w.implementation.as_ref().map(|r| r.span()),
+        ),
     ];
     for (key, span) in spans {
         if let Some(span) = span {

@@ -9,7 +9,7 @@ mod references;
 mod workload;
 
 pub use cluster::Cluster;
-pub use collective::CollectiveOptions;
+pub use collective::{CollectiveOptions, Implementation};
 pub use workload::{Amount, Workload, WorkloadSpans};
 
 use errors::ErrorList;

@@ -32,12 +32,48 @@ pub struct CollectiveCellPrediction {
 pub struct Applications {
     pub statistic: Statistic,
     pub baseline: Option<String>,
-    /// By collective, size, topology and bonding.
+    /// The worker's, by collective, size, topology and bonding.
     pub cells: Vec<AppCell>,
+    /// The same collectives run by an MPI library on the same cluster (`implementation =
+    /// "open-mpi"`), by collective, size, topology and bonding: the worker's check.
+    pub peer_cells: Vec<AppCell>,
     /// Per collective and size: the fastest and slowest configuration.
     pub spreads: Vec<Spread>,
     /// Per collective: how much the network choice matters to it, over its sizes.
     pub sensitivity: Vec<Sensitivity>,
+}
+
+/// How far an MPI library's time may be from the worker's for the two to agree: the bound
+/// the model is held to as well.
+pub const PEER_AGREEMENT: f64 = 0.15;
+
+impl Applications {
+    /// Each cell an MPI library ran, beside the worker's same cell where there is one.
+    pub fn against_peer(&self) -> Vec<(&AppCell, Option<&AppCell>)> {
+        self.peer_cells
+            .iter()
+            .map(|m| {
+                let twin = self.cells.iter().find(|w| {
+                    (
+                        w.pattern,
+                        w.size_bytes,
+                        &w.topology,
+                        &w.bonding,
+                        w.placement,
+                        w.ranks,
+                    ) == (
+                        m.pattern,
+                        m.size_bytes,
+                        &m.topology,
+                        &m.bonding,
+                        m.placement,
+                        m.ranks,
+                    )
+                });
+                (m, twin)
+            })
+            .collect()
+    }
 }
 
 /// One collective at one size on one configuration.
@@ -52,6 +88,10 @@ pub struct AppCell {
     /// where a ring had fewer elements than ranks).
     pub algorithm: String,
     pub size_bytes: u64,
+    /// Who ran the ranks when not the worker (`open-mpi`), and the library its records name
+    /// (`Open MPI v4.1.4 (mpi4py 3.1.4)`).
+    pub implementation: Option<String>,
+    pub library: Option<String>,
     /// Each counted attempt's figure: the mean over ranks of their time per iteration, µs.
     pub repetitions: Vec<f64>,
     /// The report's statistic of them (the best is the shortest).
@@ -83,9 +123,14 @@ impl AppCell {
         }
     }
 
-    /// The collective as the tables name it: `allreduce ring`.
+    /// The collective as the tables name it: `allreduce ring`, and `allreduce ring
+    /// (open-mpi)` where not the worker ran it.
     pub fn collective(&self) -> String {
-        collective_label(self.pattern, &self.algorithm)
+        let label = collective_label(self.pattern, &self.algorithm);
+        match &self.implementation {
+            Some(i) => format!("{label} ({i})"),
+            None => label,
+        }
     }
 }
 
@@ -127,7 +172,15 @@ impl Sensitivity {
     }
 }
 
-type Key = (Pattern, u64, String, String, PlacementKind, u32);
+type Key = (
+    Option<String>,
+    Pattern,
+    u64,
+    String,
+    String,
+    PlacementKind,
+    u32,
+);
 
 /// The section from the collectives' point attempts and their ranks' records.
 pub fn applications(
@@ -147,6 +200,7 @@ pub fn applications(
     let mut cells: BTreeMap<Key, AppCell> = BTreeMap::new();
     for p in points.iter().filter(|p| !p.drift_check) {
         let key: Key = (
+            p.implementation.clone(),
             p.pattern,
             p.size_bytes,
             p.topology.clone(),
@@ -166,6 +220,8 @@ pub fn applications(
             pattern: p.pattern,
             algorithm: String::new(),
             size_bytes: p.size_bytes,
+            implementation: p.implementation.clone(),
+            library: None,
             repetitions: Vec::new(),
             value_us: f64::NAN,
             interval: None,
@@ -200,8 +256,11 @@ pub fn applications(
         if let Some(a) = ranks.iter().find_map(|r| r.algorithm.clone()) {
             cell.algorithm = a;
         }
+        if let Some(l) = ranks.iter().find_map(|r| r.implementation.clone()) {
+            cell.library = Some(l);
+        }
     }
-    let mut cells: Vec<AppCell> = cells
+    let (mut cells, peer_cells): (Vec<AppCell>, Vec<AppCell>) = cells
         .into_values()
         .filter(|c| !c.repetitions.is_empty())
         .map(|mut c| {
@@ -224,7 +283,7 @@ pub fn applications(
                 .map(|m| (m.time_us, m.limit.clone()));
             c
         })
-        .collect();
+        .partition(|c| c.implementation.is_none());
     set_baseline_ratios(&mut cells, baseline);
     let spreads = spreads(&cells);
     let sensitivity = sensitivity(&spreads);
@@ -232,6 +291,7 @@ pub fn applications(
         statistic,
         baseline: baseline.map(str::to_owned),
         cells,
+        peer_cells,
         spreads,
         sensitivity,
     }
@@ -325,6 +385,7 @@ mod tests {
             skew_ns: None,
             drift_check: false,
             sampled_records: None,
+            implementation: None,
         }
     }
 
@@ -338,6 +399,7 @@ mod tests {
             iterations: 10,
             algorithm: Some("ring".into()),
             tcp_retrans: Some(1),
+            implementation: None,
         }
     }
 
@@ -375,5 +437,46 @@ mod tests {
         assert_eq!(a.spreads.len(), 1);
         assert_eq!(a.spreads[0].ratio(), 3.0);
         assert_eq!(a.sensitivity[0].degree(), "strong");
+    }
+
+    /// Cells Open MPI ran stay out of the worker's tables, spreads and baseline, and each is
+    /// paired with the worker's same cell.
+    #[test]
+    fn cells_an_mpi_library_ran_are_kept_apart_and_paired_with_the_workers() {
+        let mut mpi = point(1, "fast", 8, PointStatus::Ok);
+        mpi.implementation = Some("open-mpi".into());
+        let mut mpi_slow = point(3, "slow", 8, PointStatus::Ok);
+        mpi_slow.implementation = Some("open-mpi".into());
+        let points = [
+            point(0, "fast", 8, PointStatus::Ok),
+            mpi,
+            point(2, "slow", 8, PointStatus::Ok),
+            mpi_slow,
+        ];
+        let mut records = vec![
+            rank(0, 0, Some(100.0)),
+            rank(0, 1, Some(100.0)),
+            rank(1, 0, Some(110.0)),
+            rank(1, 1, Some(130.0)),
+            rank(2, 0, Some(400.0)),
+            rank(2, 1, Some(400.0)),
+            rank(3, 0, Some(9000.0)),
+            rank(3, 1, Some(9000.0)),
+        ];
+        for r in records.iter_mut().filter(|r| r.point % 2 == 1) {
+            r.implementation = Some("Open MPI v4.1.4 (mpi4py 3.1.4)".into());
+        }
+        let a = applications(&points, &records, &[], Statistic::Best, Some("fast"));
+        assert_eq!(a.cells.len(), 2);
+        assert!(a.cells.iter().all(|c| c.implementation.is_none()));
+        // The spread is the worker's: 400 over 100, not MPI's 9000.
+        assert_eq!(a.spreads[0].ratio(), 4.0);
+        let pairs = a.against_peer();
+        assert_eq!(pairs.len(), 2);
+        let (m, w) = pairs.iter().find(|(m, _)| m.topology == "fast").unwrap();
+        assert_eq!(m.value_us, 120.0);
+        assert_eq!(m.library.as_deref(), Some("Open MPI v4.1.4 (mpi4py 3.1.4)"));
+        assert_eq!(w.map(|w| w.value_us), Some(100.0));
+        assert_eq!(m.to_baseline, None);
     }
 }

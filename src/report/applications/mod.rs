@@ -11,7 +11,7 @@
 mod cells;
 mod ranks;
 
-pub use cells::{AppCell, Applications, CollectiveCellPrediction, Spread};
+pub use cells::{AppCell, Applications, CollectiveCellPrediction, PEER_AGREEMENT, Spread};
 
 use super::error::ReportError;
 use crate::results::{PointRow, RunDir, Statistic};

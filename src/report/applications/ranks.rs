@@ -18,6 +18,8 @@ pub struct RankRecord {
     pub iterations: u64,
     pub algorithm: Option<String>,
     pub tcp_retrans: Option<u64>,
+    /// The MPI library that ran the rank; `None` for the worker's.
+    pub implementation: Option<String>,
 }
 
 /// Every rank's record in the run.
@@ -39,6 +41,11 @@ pub fn read(dir: &RunDir) -> Result<Vec<RankRecord>, ReportError> {
     } else {
         lit(NULL).cast(DataType::UInt64).alias(c::TCP_RETRANS)
     };
+    let implementation = if has(c::IMPLEMENTATION) {
+        col(c::IMPLEMENTATION)
+    } else {
+        lit(NULL).cast(DataType::String).alias(c::IMPLEMENTATION)
+    };
     let df = scan
         .filter(col(c::ROLE).eq(lit("rank")))
         .select([
@@ -54,6 +61,7 @@ pub fn read(dir: &RunDir) -> Result<Vec<RankRecord>, ReportError> {
             u("messages"),
             col(c::ALGORITHM),
             retrans,
+            implementation,
         ])
         .collect()?;
     let u64_of = |n: &str| -> Result<&UInt64Chunked, ReportError> { Ok(df.column(n)?.u64()?) };
@@ -67,6 +75,7 @@ pub fn read(dir: &RunDir) -> Result<Vec<RankRecord>, ReportError> {
     let retrans = u64_of(c::TCP_RETRANS)?;
     let latency = df.column(c::LATENCY_US)?.f64()?;
     let algorithm = df.column(c::ALGORITHM)?.str()?;
+    let library = df.column(c::IMPLEMENTATION)?.str()?;
     let n32 = |v: Option<u64>| v.unwrap_or(0) as u32;
     Ok((0..df.height())
         .map(|i| RankRecord {
@@ -78,6 +87,7 @@ pub fn read(dir: &RunDir) -> Result<Vec<RankRecord>, ReportError> {
             iterations: iterations.get(i).unwrap_or(0),
             algorithm: algorithm.get(i).map(str::to_owned),
             tcp_retrans: retrans.get(i),
+            implementation: library.get(i).map(str::to_owned),
         })
         .collect())
 }

@@ -1,4 +1,5 @@
-//! `applications.csv`: one row per collective cell (configuration, collective, size): its
+//! `applications.csv`: one row per collective cell (configuration, collective, size, and who
+//! ran it: the worker, or an MPI library on the same cluster): its
 //! time per iteration, the interval, the ranks' spread, the ratio to the baseline and the
 //! model beside it.
 
@@ -17,21 +18,23 @@ impl Exporter for ApplicationsCsv {
             return Ok(Vec::new());
         };
         let mut s = String::from(
-            "topology,bonding,placement,ranks,pattern,algorithm,size_bytes,statistic,time_us,\
+            "topology,bonding,placement,ranks,pattern,algorithm,implementation,library,size_bytes,statistic,time_us,\
              ci_low_us,ci_high_us,ci_coverage,repetitions,not_counted,fastest_rank_us,\
              slowest_rank_us,iterations,tcp_retransmissions,to_baseline,model_us,\
              measured_over_model,model_limit\n",
         );
-        for c in &a.cells {
+        for c in a.cells.iter().chain(&a.peer_cells) {
             let _ = writeln!(
                 s,
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                 csv_field(&c.topology),
                 csv_field(&c.bonding),
                 c.placement.as_str(),
                 c.ranks,
                 c.pattern.as_str(),
                 csv_field(&c.algorithm),
+                csv_field(c.implementation.as_deref().unwrap_or("worker")),
+                csv_field(c.library.as_deref().unwrap_or_default()),
                 c.size_bytes,
                 a.statistic.as_str(),
                 csv_f64(Some(c.value_us)),

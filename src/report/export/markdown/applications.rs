@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::table::table;
-use crate::report::applications::{AppCell, Applications, Spread};
+use crate::report::applications::{AppCell, Applications, PEER_AGREEMENT, Spread};
 use crate::report::format::{human, md_cell, size, times};
 use crate::report::short_labels::initials;
 
@@ -110,6 +110,12 @@ pub fn applications(s: &mut String, a: &Applications) {
         body.push(row);
     }
     table(s, &header, &body, &right);
+    sensitivity(s, a);
+    against_peer(s, a);
+}
+
+/// The answer to the paper's anticipation, collective by collective.
+fn sensitivity(s: &mut String, a: &Applications) {
     if a.sensitivity.is_empty() {
         return;
     }
@@ -136,6 +142,78 @@ pub fn applications(s: &mut String, a: &Applications) {
         );
     }
     s.push('\n');
+}
+
+/// The worker against an MPI library on the same cluster, cell by cell.
+fn against_peer(s: &mut String, a: &Applications) {
+    let pairs = a.against_peer();
+    if pairs.is_empty() {
+        return;
+    }
+    let mut libraries: Vec<&str> = pairs
+        .iter()
+        .filter_map(|(m, _)| m.library.as_deref())
+        .collect();
+    libraries.sort_unstable();
+    libraries.dedup();
+    let _ = writeln!(
+        s,
+        "### The worker against MPI on the same cluster\n\n\
+         The same collectives, algorithms, ranks and wires, run by {} (mpirun over the run's \
+         SSH, TCP on the experiment's subnets only, the algorithm fixed with \
+         `coll_tuned_*_algorithm`) and timed the same way; MPI/worker is the ratio of the two \
+         times, and they agree within ±{:.0}%.\n",
+        if libraries.is_empty() {
+            "an MPI library".to_owned()
+        } else {
+            libraries.join(", ")
+        },
+        PEER_AGREEMENT * 100.0
+    );
+    let header: Vec<String> = [
+        "collective",
+        "size",
+        "config",
+        "worker ms",
+        "MPI ms",
+        "MPI/worker",
+        "agree",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    let right = [false, true, false, true, true, true, false];
+    let mut agree = 0;
+    let mut compared = 0;
+    let body: Vec<Vec<String>> = pairs
+        .iter()
+        .map(|(m, w)| {
+            let (worker, ratio, verdict) = match w {
+                Some(w) => {
+                    let r = m.value_us / w.value_us;
+                    let ok = (r - 1.0).abs() <= PEER_AGREEMENT;
+                    compared += 1;
+                    agree += usize::from(ok);
+                    (ms(w.value_us), times(r), if ok { "yes" } else { "no" })
+                }
+                None => ("—".to_owned(), "—".to_owned(), "—"),
+            };
+            vec![
+                m.collective(),
+                size(m.size_bytes),
+                md_cell(&m.config()),
+                worker,
+                ms(m.value_us),
+                ratio,
+                verdict.to_owned(),
+            ]
+        })
+        .collect();
+    table(s, &header, &body, &right);
+    let _ = writeln!(
+        s,
+        "MPI and the worker agree within ±{:.0}% in {agree} of {compared} cells.\n",
+        PEER_AGREEMENT * 100.0
+    );
 }
 
 /// appendix.md's section: every cell with its interval, ranks and the model.
@@ -170,6 +248,7 @@ pub fn against_model(s: &mut String, a: &Applications) {
     let body: Vec<Vec<String>> = a
         .cells
         .iter()
+        .chain(&a.peer_cells)
         .map(|c| {
             let interval = c.interval.map_or(String::new(), |i| {
                 format!(" [{}, {}]", ms(i.low), ms(i.high))
@@ -210,7 +289,7 @@ pub fn against_model(s: &mut String, a: &Applications) {
             .count();
         let _ = writeln!(
             s,
-            "The model is within ±15% of the measured time in {within} of {} cells.\n",
+            "The model is within ±15% of the worker's measured time in {within} of {} cells.\n",
             modelled.len()
         );
     }

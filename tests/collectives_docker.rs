@@ -1,7 +1,9 @@
 //! A collective experiment end to end on the virtual cluster: every rank of every point
 //! started on its node, released together and recorded, with the algorithm, size and count
-//! the plan asked for, and the report's Applications section and `applications.csv` made of
-//! them. Checks the chain, not timing (`--timing record`). Needs docker and root.
+//! the plan asked for; the same allreduce run by Open MPI (mpirun over the run's SSH), each
+//! rank on its planned node; and the report's Applications section, its comparison of the
+//! two, and `applications.csv` made of them. Checks the chain, not timing (`--timing
+//! record`). Needs docker and root.
 
 #[path = "common/need.rs"]
 mod need;
@@ -32,6 +34,16 @@ pattern = "allreduce"
 algorithm = "ring"
 ranks = [4]
 sizes = [8, "1KiB"]
+iterations = 6
+warmup = 1
+repetitions = 1
+
+[[workload]]
+pattern = "allreduce"
+algorithm = "ring"
+implementation = "open-mpi"
+ranks = [4]
+sizes = ["1KiB"]
 iterations = 6
 warmup = 1
 repetitions = 1
@@ -117,7 +129,7 @@ fn docker_collectives_run_every_rank_and_report_them() {
         .expect("a run directory");
 
     let points = lines(&dir.join("points.jsonl"));
-    assert_eq!(points.len(), 5, "{points:?}");
+    assert_eq!(points.len(), 6, "{points:?}");
     assert!(points.iter().all(|p| p["status"] == "ok"), "{points:?}");
     let records = lines(&dir.join("records.jsonl"));
     // Per point, every rank once, on its own node, without an error.
@@ -130,7 +142,7 @@ fn docker_collectives_run_every_rank_and_report_them() {
             .or_default()
             .push(r);
     }
-    assert_eq!(by_point.len(), 5);
+    assert_eq!(by_point.len(), 6);
     for ranks in by_point.values() {
         let mut seen: Vec<u64> = ranks.iter().map(|r| r["rank"].as_u64().unwrap()).collect();
         seen.sort_unstable();
@@ -143,16 +155,38 @@ fn docker_collectives_run_every_rank_and_report_them() {
     }
     // What the plan asked for reached the ranks: the ring at 1 KiB among 4 ranks sends every
     // block but two per iteration (reduce-scatter and allgather), 6 iterations; a root of 2.
+    let by_mpi = |r: &&&serde_json::Value| r["implementation"].is_string();
     let ring: Vec<&&serde_json::Value> = by_point
         .values()
         .flatten()
         .filter(|r| r["pattern"] == "allreduce" && r["size_bytes"] == 1024)
+        .filter(|r| !by_mpi(r))
         .collect();
     assert_eq!(ring.len(), 4);
     for r in &ring {
         assert_eq!(r["algorithm"], "ring");
         assert_eq!(r["messages"], 6);
         assert_eq!(r["bytes"], 6 * (2 * 1024 - 2 * 256), "{r}");
+    }
+    // Open MPI ran the same ring, each rank on its planned node (its processor name is the
+    // node's host name), the record naming the library.
+    let mpi: Vec<&&serde_json::Value> = by_point.values().flatten().filter(by_mpi).collect();
+    assert_eq!(mpi.len(), 4, "{mpi:?}");
+    for r in &mpi {
+        assert_eq!(
+            (&r["pattern"], &r["algorithm"]),
+            (&"allreduce".into(), &"ring".into())
+        );
+        assert_eq!(r["messages"], 6);
+        assert_eq!(r["local_addr"], r["client_node"], "{r}");
+        assert!(
+            r["implementation"]
+                .as_str()
+                .unwrap()
+                .starts_with("Open MPI"),
+            "{r}"
+        );
+        assert!(r["latency_us"].as_f64().unwrap() > 0.0);
     }
     let small: Vec<&&serde_json::Value> = by_point
         .values()
@@ -189,7 +223,17 @@ fn docker_collectives_run_every_rank_and_report_them() {
     ] {
         assert!(report.contains(c), "{c} in {report}");
     }
+    assert!(
+        report.contains("### The worker against MPI on the same cluster"),
+        "{report}"
+    );
+    assert!(report.contains("allreduce ring (open-mpi)"), "{report}");
     let csv = std::fs::read_to_string(dir.join("applications.csv")).unwrap();
-    // A header and one row per cell: five cells.
-    assert_eq!(csv.lines().count(), 6, "{csv}");
+    // A header and one row per cell: five of the worker's and one of Open MPI's.
+    assert_eq!(csv.lines().count(), 7, "{csv}");
+    assert_eq!(
+        csv.lines().filter(|l| l.contains(",open-mpi,")).count(),
+        1,
+        "{csv}"
+    );
 }

@@ -355,7 +355,7 @@ async fn measure(
         }
     }
     // Collect until every client has exited; a client that hangs fails the point.
-    let limit = point.estimate * 4 + Duration::from_secs(60);
+    let limit = point_limit(point);
     let mut failure: Option<String> = None;
     for r in &mut running {
         if let Err(e) = collect(r, limit, records).await {
@@ -369,6 +369,12 @@ async fn measure(
         stop(&running).await;
     }
     failure.map_or(Ok(()), Err)
+}
+
+/// How long a point's clients (or ranks) may take before they fail it: four times its
+/// estimate and a minute.
+fn point_limit(point: &Point) -> Duration {
+    point.estimate * 4 + Duration::from_secs(60)
 }
 
 /// A collective point Open MPI runs: mpirun from the controller, every rank's record from
@@ -388,22 +394,23 @@ async fn measure_mpi(
     if let Some(m) = medium.as_deref_mut() {
         m.begin().await;
     }
-    let limit = point.estimate * 4 + Duration::from_secs(60);
     let (recs, failure) = mpi
         .run(
             &ctx.config.topology,
             w,
             &entry.placement.ranks,
             point.size_bytes,
-            limit,
+            point_limit(point),
         )
         .await;
     if let Some(m) = medium {
         m.end().await;
     }
+    // Each rank's record under its rank; a rank the point does not have is no record of it.
     records.extend(
         recs.into_iter()
-            .filter_map(|r| r.rank.map(|rank| (rank as usize, r))),
+            .filter_map(|r| r.rank.map(|rank| (rank as usize, r)))
+            .filter(|(rank, _)| *rank < entry.placement.ranks.len()),
     );
     failure.map_or(Ok(()), Err)
 }

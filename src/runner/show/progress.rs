@@ -189,8 +189,14 @@ impl Progress {
 /// A point as the progress shows it: `17 routed-mesh-4x4 token remote-wire 3 pair(s) 8192 B
 /// rep 1`.
 fn describe(p: &Point) -> String {
+    // A collective's counts are ranks.
+    let who = if p.pattern.is_collective() {
+        "rank(s)"
+    } else {
+        "pair(s)"
+    };
     format!(
-        "{} {} {} {} {} pair(s) {} B rep {}",
+        "{} {} {} {} {} {who} {} B rep {}",
         p.id,
         p.topology,
         p.pattern.as_str(),

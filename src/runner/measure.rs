@@ -17,7 +17,6 @@ use orchestrate_worker::invocation::Invocation;
 use orchestrate_worker::ready::ServerReady;
 use orchestrate_worker::serve_args::ServeArgs;
 
-use crate::plan::experiment::Implementation;
 use crate::plan::{Configuration, Experiment, Point};
 use crate::results::{BondDriver, MediaContext, MediaRow, PointRow, PointStatus};
 use crate::spec::NodeName;
@@ -107,12 +106,10 @@ impl Measurement<'_> {
         cluster: &crate::remote::Sessions,
         names: &[NodeName],
     ) -> Result<Option<MpiLauncher>, String> {
-        let uses_mpi = self.todo.iter().any(|p| {
-            self.exp.workloads[p.workload]
-                .collective
-                .as_ref()
-                .is_some_and(|c| c.implementation == Implementation::OpenMpi)
-        });
+        let uses_mpi = self
+            .todo
+            .iter()
+            .any(|p| self.exp.workloads[p.workload].runs_on_open_mpi());
         if !uses_mpi {
             return Ok(None);
         }

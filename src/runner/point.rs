@@ -328,11 +328,7 @@ async fn measure(
     records: &mut Vec<(usize, Record)>,
     mut medium: Option<&mut Sampler>,
 ) -> Result<(), String> {
-    let w = &ctx.exp.workloads[point.workload];
-    if w.collective
-        .as_ref()
-        .is_some_and(|c| c.implementation == Implementation::OpenMpi)
-    {
+    if ctx.exp.workloads[point.workload].runs_on_open_mpi() {
         return measure_mpi(ctx, point, records, medium).await;
     }
     let mut running = if point.pattern.is_collective() {

@@ -8,7 +8,6 @@ use std::collections::BTreeSet;
 
 use anyhow::bail;
 
-use crate::plan::experiment::Implementation;
 use crate::plan::{Configuration, Experiment};
 use crate::remote::Sessions;
 use crate::spec::NodeName;
@@ -27,12 +26,7 @@ pub fn mpi_rank_nodes(exp: &Experiment, config: &Configuration) -> BTreeSet<Node
     config
         .placements
         .iter()
-        .filter(|e| {
-            exp.workloads[e.workload]
-                .collective
-                .as_ref()
-                .is_some_and(|c| c.implementation == Implementation::OpenMpi)
-        })
+        .filter(|e| exp.workloads[e.workload].runs_on_open_mpi())
         .flat_map(|e| e.placement.ranks.iter().map(|r| r.node.clone()))
         .collect()
 }
@@ -154,6 +148,10 @@ mod tests {
         let clients = path_proofs::checking_nodes(config);
         assert!(!clients.is_empty() && clients.len() < config.topology.nodes.len());
         for (n, programs) in needed(config, &prepared, &BTreeSet::new()) {
+            assert!(
+                !programs.contains(&"orted"),
+                "{n}: no collective runs on Open MPI"
+            );
             assert_eq!(programs.contains(&"ping"), clients.contains(&n), "{n}");
             for p in &prepared.scripts[&n].tools {
                 assert!(programs.contains(p), "{n}: {p}");
@@ -179,5 +177,37 @@ mod tests {
             String::from_utf8_lossy(&out.stdout),
             "ping no-such-program "
         );
+    }
+
+    /// Where Open MPI runs a collective, every node holding one of its ranks needs orted and
+    /// the Python that has mpi4py; where only the worker does, none does.
+    #[test]
+    fn ranks_that_open_mpi_runs_need_orted_and_python() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments/mpi-peer.toml");
+        let exp = crate::plan::load(std::path::Path::new(path)).unwrap();
+        let plan = crate::plan::expand(&exp).unwrap();
+        let config = &plan.configurations[0];
+        let mpi_nodes = mpi_rank_nodes(&exp, config);
+        assert_eq!(mpi_nodes.len(), 16);
+        let prepared = Prepared {
+            workers: Default::default(),
+            probes: Default::default(),
+            bond_driver: None,
+            scripts: config
+                .topology
+                .nodes
+                .iter()
+                .map(|n| (n.name.clone(), crate::netconf::render(&config.topology, n)))
+                .collect(),
+        };
+        for (n, programs) in needed(config, &prepared, &mpi_nodes) {
+            for p in MPI_RANK_PROGRAMS {
+                assert!(programs.contains(&p), "{n}: {p}");
+            }
+        }
+        let mut worker_only = exp.clone();
+        worker_only.workloads.retain(|w| !w.runs_on_open_mpi());
+        let plan = crate::plan::expand(&worker_only).unwrap();
+        assert!(mpi_rank_nodes(&worker_only, &plan.configurations[0]).is_empty());
     }
 }

@@ -56,6 +56,15 @@ pub struct Workload {
     pub spans: WorkloadSpans,
 }
 
+impl Workload {
+    /// Whether Open MPI runs this workload's points rather than the worker.
+    pub fn runs_on_open_mpi(&self) -> bool {
+        self.collective
+            .as_ref()
+            .is_some_and(|c| c.implementation == collective::Implementation::OpenMpi)
+    }
+}
+
 /// Where a workload's keys are written.
 #[derive(Debug, Clone, Default)]
 pub struct WorkloadSpans {

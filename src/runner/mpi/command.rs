@@ -36,7 +36,7 @@ pub struct MpiPoint<'a> {
 }
 
 /// Open MPI's number for a collective's algorithm (`ompi_info --param coll tuned --level 9`),
-/// and further settings it needs; `None` for the halo, which is point-to-point only.
+/// and further settings it needs; none for the halo, which is point-to-point only.
 fn tuned(pattern: Pattern, algorithm: &str) -> Result<Vec<(&'static str, &'static str)>, String> {
     let unknown = || format!("Open MPI runs no {} \"{algorithm}\" here", pattern.as_str());
     Ok(match (pattern, algorithm) {

@@ -116,6 +116,21 @@ fn on_controller(program: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// `config` prepared as far as its scripts: each node's rendered.
+    fn rendered(config: &Configuration) -> Prepared {
+        Prepared {
+            workers: Default::default(),
+            probes: Default::default(),
+            bond_driver: None,
+            scripts: config
+                .topology
+                .nodes
+                .iter()
+                .map(|n| (n.name.clone(), crate::netconf::render(&config.topology, n)))
+                .collect(),
+        }
+    }
+
     #[test]
     fn clients_of_the_path_checks_need_ping_and_every_node_its_scripts_programs() {
         let dir = tempfile::tempdir().unwrap();
@@ -134,17 +149,7 @@ mod tests {
         .unwrap();
         let plan = crate::plan::expand(&crate::plan::load(&path).unwrap()).unwrap();
         let config = &plan.configurations[0];
-        let prepared = Prepared {
-            workers: Default::default(),
-            probes: Default::default(),
-            bond_driver: None,
-            scripts: config
-                .topology
-                .nodes
-                .iter()
-                .map(|n| (n.name.clone(), crate::netconf::render(&config.topology, n)))
-                .collect(),
-        };
+        let prepared = rendered(config);
         let clients = path_proofs::checking_nodes(config);
         assert!(!clients.is_empty() && clients.len() < config.topology.nodes.len());
         for (n, programs) in needed(config, &prepared, &BTreeSet::new()) {
@@ -189,17 +194,7 @@ mod tests {
         let config = &plan.configurations[0];
         let mpi_nodes = mpi_rank_nodes(&exp, config);
         assert_eq!(mpi_nodes.len(), 16);
-        let prepared = Prepared {
-            workers: Default::default(),
-            probes: Default::default(),
-            bond_driver: None,
-            scripts: config
-                .topology
-                .nodes
-                .iter()
-                .map(|n| (n.name.clone(), crate::netconf::render(&config.topology, n)))
-                .collect(),
-        };
+        let prepared = rendered(config);
         for (n, programs) in needed(config, &prepared, &mpi_nodes) {
             for p in MPI_RANK_PROGRAMS {
                 assert!(programs.contains(&p), "{n}: {p}");

@@ -53,23 +53,7 @@ impl Applications {
         self.peer_cells
             .iter()
             .map(|m| {
-                let twin = self.cells.iter().find(|w| {
-                    (
-                        w.pattern,
-                        w.size_bytes,
-                        &w.topology,
-                        &w.bonding,
-                        w.placement,
-                        w.ranks,
-                    ) == (
-                        m.pattern,
-                        m.size_bytes,
-                        &m.topology,
-                        &m.bonding,
-                        m.placement,
-                        m.ranks,
-                    )
-                });
+                let twin = self.cells.iter().find(|w| w.same_cell(m));
                 (m, twin)
             })
             .collect()
@@ -121,6 +105,22 @@ impl AppCell {
         } else {
             format!("{} ({})", self.topology, self.bonding)
         }
+    }
+
+    /// Whether `other` is this cell's collective, size, configuration, placement and ranks,
+    /// whoever ran it.
+    pub fn same_cell(&self, other: &AppCell) -> bool {
+        fn key(c: &AppCell) -> (Pattern, u64, &str, &str, PlacementKind, u32) {
+            (
+                c.pattern,
+                c.size_bytes,
+                &c.topology,
+                &c.bonding,
+                c.placement,
+                c.ranks,
+            )
+        }
+        key(self) == key(other)
     }
 
     /// The collective as the tables name it: `allreduce ring`, and `allreduce ring

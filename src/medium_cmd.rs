@@ -6,12 +6,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand};
-use orchestrate_medium::config::{
-    DEFAULT_COLLISION_WINDOW_NS, DEFAULT_TURNAROUND_NS, MediumConfig,
-};
+use orchestrate_medium::config::{DEFAULT_COLLISION_WINDOW_NS, MediumConfig};
 use orchestrate_medium::realtime::{self, Timing};
 use orchestrate_medium::sim::{Saturation, metcalfe_boggs_efficiency, saturate};
-use orchestrate_medium::time::{FCS_BYTES, IFG_BITS, PREAMBLE_BYTES, SLOT_BITS};
+use orchestrate_medium::time::{FCS_BYTES, IFG_BITS, PREAMBLE_BYTES, SLOT_BITS, WireClock};
 
 #[derive(Subcommand)]
 pub enum MediumCommand {
@@ -124,7 +122,7 @@ fn simulate(a: &SimulateArgs) -> anyhow::Result<ExitCode> {
                 frame_lens: vec![frame - FCS_BYTES as u32],
                 rate_bps: a.rate,
                 collision_window_ns: DEFAULT_COLLISION_WINDOW_NS,
-                turnaround_ns: DEFAULT_TURNAROUND_NS,
+                turnaround_ns: WireClock::new(a.rate).turnaround(),
                 queue_limit: 4,
                 duration: (a.seconds * 1e9) as u64,
                 seed: a.seed,

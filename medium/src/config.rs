@@ -44,6 +44,9 @@ pub const DEFAULT_QUEUE_LIMIT: usize = 100;
 /// collisions, while stations that deferred together still collide and back off (capture
 /// among them remains). It costs a sender that has the wire to itself 0.26% of its rate with
 /// full frames (4.8% with minimum frames). Set the gap (9 600 ns) for the standard's timing.
+/// This is the figure at 10 Mbit/s; at other rates the turnaround is the same 128 bit times
+/// ([`crate::time::WireClock::turnaround`]): 1.28 µs at 100 Mbit/s, where 12.8 µs would add a
+/// tenth to every full frame.
 pub const DEFAULT_TURNAROUND_NS: Nanos = 12_800;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

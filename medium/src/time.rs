@@ -19,6 +19,9 @@ pub const IFG_BITS: u64 = 96;
 pub const SLOT_BITS: u64 = 512;
 /// Jam signal after a collision is detected, bits.
 pub const JAM_BITS: u64 = 32;
+/// A transmitter's turnaround between two of its own frames, bits: longer than the gap, for
+/// the reason the medium's configuration gives with its 10 Mbit/s default.
+pub const TURNAROUND_BITS: u64 = 128;
 
 /// The frame clock of one wire: how long bits take at its rate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +68,12 @@ impl WireClock {
         self.frame(len) + self.gap()
     }
 
+    /// How soon after its own frame a transmitter may start the next: [`TURNAROUND_BITS`],
+    /// which scale with the rate as the NIC's own clock does.
+    pub fn turnaround(self) -> Nanos {
+        self.bits(TURNAROUND_BITS)
+    }
+
     pub fn slot(self) -> Nanos {
         self.bits(SLOT_BITS)
     }
@@ -92,6 +101,17 @@ mod tests {
         assert_eq!(w.slot(), 51_200);
         assert_eq!(w.gap(), 9_600);
         assert_eq!(w.collision(), 9_600);
+    }
+
+    #[test]
+    fn the_turnaround_is_128_bit_times_at_any_rate() {
+        // 12.8 µs at 10 Mbit/s, the configuration's default.
+        assert_eq!(WireClock::new(10_000_000).turnaround(), 12_800);
+        let fast = WireClock::new(100_000_000);
+        assert_eq!(fast.turnaround(), 1_280);
+        assert_eq!(fast.slot(), 5_120);
+        // Still longer than the gap, as the medium's check requires.
+        assert!(fast.turnaround() > fast.gap());
     }
 
     #[test]

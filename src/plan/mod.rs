@@ -10,6 +10,7 @@ pub mod rank_placement;
 pub mod render;
 pub mod sweep;
 pub mod throughput_model;
+pub mod twin;
 
 pub use experiment::{Experiment, load};
 pub use inventory::{CheckedInventory, check_inventory};

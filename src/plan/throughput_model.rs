@@ -37,7 +37,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
-use orchestrate_medium::config::DEFAULT_TURNAROUND_NS;
 use orchestrate_medium::time::WireClock;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
@@ -55,7 +54,8 @@ mod wires;
 
 pub use params::{HEADERS, ModelParams, Transport};
 pub use wire_capacity::bulk_wire_capacity;
-use wires::{Wire, hop_wires, payloads};
+pub(crate) use wires::payloads;
+use wires::{Wire, hop_wires};
 
 /// What limits the pairs: their own round trips, or a shared wire.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -111,7 +111,7 @@ fn pure_acks(frames: u64) -> u64 {
 }
 
 /// Whether segment `k` of `frames` is followed by a pure ACK.
-fn acked(k: usize, frames: usize) -> bool {
+pub(crate) fn acked(k: usize, frames: usize) -> bool {
     k % 2 == 1 && k + 1 < frames
 }
 
@@ -353,7 +353,7 @@ fn transit_from(d: &Direction, payload: &[u64], p: &ModelParams, first: usize) -
                             } else {
                                 0
                             };
-                            (w.clock.gap() + ack).max(DEFAULT_TURNAROUND_NS)
+                            (w.clock.gap() + ack).max(w.clock.turnaround())
                         } else {
                             w.clock.gap()
                         };
@@ -677,7 +677,7 @@ mod tests {
         // a sender turns its transmitter around before its next frame: per two segments
         // 1220.8 + max(turnaround, 9.6) + 1220.8 + max(turnaround, 9.6 + 62.4 + 9.6) µs.
         let bus = mbit(&topo(BUS));
-        let turn = DEFAULT_TURNAROUND_NS as f64 / 1e3;
+        let turn = orchestrate_medium::config::DEFAULT_TURNAROUND_NS as f64 / 1e3;
         let pair_us = 2.0 * 1220.8 + turn.max(9.6) + turn.max(81.6);
         let expect = 2.0 * 1448.0 * 8.0 / pair_us;
         assert!((9.0..9.5).contains(&bus), "{bus}");

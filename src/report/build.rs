@@ -66,10 +66,12 @@ fn build_with(
     let predictions = opts.model.map(|m| m.predictions()).unwrap_or_default();
     let model = predicted::rows(&one.cells, &predictions, statistic, &media);
     let studies = study::sections(&Evidence {
+        topologies: &one.info.manifest.topologies,
         cells: &one.cells,
         model: &model,
         media: &media,
         statistic,
+        simulate: opts.model,
     });
     let (references, cluster) = load::references(run)?;
     let references = references::check(&references, cluster, &one.cells, &one.failures, statistic);

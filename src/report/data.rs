@@ -294,6 +294,26 @@ pub struct CellSummary {
     pub failed_trials: u64,
 }
 
+#[cfg(test)]
+impl CellSummary {
+    /// A cell of one repetition at `mbit_s`, with nothing else known: what the report's unit
+    /// tests build runs from.
+    pub fn of_value(key: CellKey, mbit_s: f64) -> CellSummary {
+        CellSummary {
+            key,
+            aggregate: super::stats::rep_stats(&[mbit_s]),
+            repetitions: vec![mbit_s],
+            per_pair_mean_mbit_s: None,
+            per_pair_min_mbit_s: None,
+            latency: Latency::default(),
+            tcp: None,
+            cpu: None,
+            failed_attempts: 0,
+            failed_trials: 0,
+        }
+    }
+}
+
 impl CellSummary {
     /// The headline figure under `statistic`.
     pub fn value(&self, statistic: Statistic) -> Option<f64> {

@@ -42,6 +42,12 @@ pub trait PredictThroughput {
     fn collective_predictions(&self) -> Vec<super::applications::CollectiveCellPrediction> {
         Vec::new()
     }
+
+    /// The simulated twin's figure for each token cell as `setup` says; a study asks for it
+    /// only when it needs it, as it costs a simulation per cell.
+    fn twin_cells(&self, _setup: super::simulated::TwinSetup) -> Vec<super::simulated::TwinCell> {
+        Vec::new()
+    }
 }
 
 /// The token cells' wire capacities, from their predictions.

@@ -60,17 +60,17 @@ impl ModelParams {
     }
 
     /// Payload bytes per data segment.
-    pub(super) fn segment_payload(&self) -> u64 {
+    pub(crate) fn segment_payload(&self) -> u64 {
         self.mss - self.transport.data_options()
     }
 
     /// A data frame's kernel length.
-    pub(super) fn frame_len(&self, payload: u64) -> u32 {
+    pub(crate) fn frame_len(&self, payload: u64) -> u32 {
         u32::try_from(HEADERS + self.transport.data_options() + payload).unwrap_or(u32::MAX)
     }
 
     /// A pure ACK's kernel length.
-    pub(super) fn ack_len(&self) -> u32 {
+    pub(crate) fn ack_len(&self) -> u32 {
         u32::try_from(HEADERS + self.transport.ack_options()).unwrap_or(u32::MAX)
     }
 }

@@ -11,7 +11,7 @@ use crate::topology::Topology;
 use crate::topology::paths::Hop;
 
 /// Payload bytes of each TCP segment of a message of `size` bytes.
-pub(super) fn payloads(size: u64, mss: u64) -> impl Iterator<Item = u64> {
+pub(crate) fn payloads(size: u64, mss: u64) -> impl Iterator<Item = u64> {
     let frames = size.div_ceil(mss).max(1);
     (0..frames).map(move |k| (size - k * mss).min(mss))
 }

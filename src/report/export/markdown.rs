@@ -101,6 +101,9 @@ fn appendix(report: &Report, title: &str) -> String {
         comparison(&mut s, t, report.statistic);
     }
     model::against_model(&mut s, report, &report.media);
+    for st in &report.studies {
+        study::cells(&mut s, st);
+    }
     if let Some(a) = &report.applications {
         applications::against_model(&mut s, a);
     }

@@ -5,6 +5,7 @@
 //! A study knows its topologies by the names the project ships (`topologies/*.toml`); those
 //! names stay in this folder, so the general report names no topology.
 
+mod fast_ethernet;
 mod reschke96;
 mod section;
 mod today;
@@ -12,7 +13,11 @@ mod today;
 pub use section::{Evidence, StudyFindings, StudySection};
 
 /// The studies a report asks, in the order their sections appear.
-const STUDIES: [&dyn StudySection; 2] = [&reschke96::Reschke96, &today::Today];
+const STUDIES: [&dyn StudySection; 3] = [
+    &reschke96::Reschke96,
+    &fast_ethernet::FastEthernet,
+    &today::Today,
+];
 
 /// The section of every study that applies to the run.
 pub fn sections(run: &Evidence<'_>) -> Vec<StudyFindings> {

@@ -11,10 +11,11 @@
 //! [`names`] holds the study's topologies, [`measured`] looks the run up for the findings,
 //! [`tokens`] and [`disk`] judge the token-test and disk-test findings.
 
+pub(super) mod criteria;
 mod disk;
 mod finding;
 mod measured;
-mod names;
+pub(super) mod names;
 #[cfg(test)]
 mod tests;
 mod tokens;

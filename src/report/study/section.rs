@@ -4,13 +4,15 @@
 
 use crate::report::data::CellSummary;
 use crate::report::emulator_stats::MediaReport;
-use crate::report::predicted::ModelRow;
+use crate::report::predicted::{ModelRow, PredictThroughput};
 use crate::report::verdict::Verdict;
 use crate::results::Statistic;
 
 /// What a study may look at in a run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Evidence<'a> {
+    /// The run's topologies, by name, as its manifest lists them.
+    pub topologies: &'a [String],
     pub cells: &'a [CellSummary],
     /// Token-test cells beside the analytic model's prediction.
     pub model: &'a [ModelRow],
@@ -18,6 +20,8 @@ pub struct Evidence<'a> {
     pub media: &'a MediaReport,
     /// The report's headline statistic.
     pub statistic: Statistic,
+    /// Whoever knows the run's topologies: the simulated twin's figures on request.
+    pub simulate: Option<&'a dyn PredictThroughput>,
 }
 
 /// A study's questions, asked of a run.
@@ -35,6 +39,11 @@ pub trait StudySection {
     /// The paragraph before the findings (Markdown), which may depend on what was asked.
     fn introduction(&self, findings: &[Finding]) -> String;
 
+    /// Every cell the findings rest on, when the study shows them.
+    fn table(&self, _run: &Evidence<'_>) -> Option<StudyTable> {
+        None
+    }
+
     /// The section for `run`, or `None` when the study does not apply.
     fn section(&self, run: &Evidence<'_>) -> Option<StudyFindings> {
         if !self.applies(run) {
@@ -45,6 +54,7 @@ pub trait StudySection {
             title: self.title(),
             introduction: self.introduction(&findings),
             findings,
+            table: self.table(run),
         })
     }
 }
@@ -55,6 +65,18 @@ pub struct StudyFindings {
     pub title: &'static str,
     pub introduction: String,
     pub findings: Vec<Finding>,
+    pub table: Option<StudyTable>,
+}
+
+/// A study's cells as a table after its findings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StudyTable {
+    /// What the table shows and where its figures come from (Markdown).
+    pub caption: String,
+    pub header: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+    /// Per column, whether it is right-aligned (figures).
+    pub right: Vec<bool>,
 }
 
 /// One finding (or question) of a study and what this run says about it.

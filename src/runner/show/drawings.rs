@@ -2,14 +2,18 @@
 //! topology copies) and the analytic model's predictions (from the copied experiment).
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
+use crate::plan::throughput_model::ModelParams;
+use crate::plan::twin::{self, TwinLength};
 use crate::plan::{Configuration, PlacementEntry, Plan};
 use crate::report::{
     CellCapacity, CellPrediction, CollectiveCellPrediction, DescribePaths, DrawTopology,
-    PlacementPaths, PredictThroughput, RunWires, token_capacities,
+    PlacementPaths, PredictThroughput, RunWires, TwinCell, TwinSetup, TwinWires, token_capacities,
 };
 use crate::results::RunDir;
+use crate::spec::{HostSpec, Rate};
+use crate::topology::{NamedHostCosts, Topology};
 
 /// Draws the topologies a run directory holds (`topologies/<name>.toml`).
 pub struct RunDrawings {
@@ -37,6 +41,8 @@ impl DrawTopology for RunDrawings {
 pub struct RunModel {
     experiment: PathBuf,
     plan: OnceLock<Option<Plan>>,
+    /// The twin's cells per setup asked for: a study may ask twice.
+    twins: Mutex<Vec<(TwinSetup, Vec<TwinCell>)>>,
 }
 
 impl RunModel {
@@ -44,6 +50,7 @@ impl RunModel {
         RunModel {
             experiment: RunDir::new(run_dir).experiment_toml(),
             plan: OnceLock::new(),
+            twins: Mutex::new(Vec::new()),
         }
     }
 
@@ -69,6 +76,83 @@ impl RunModel {
                     .ok()
             })
             .as_ref()
+    }
+
+    /// Every token cell of the plan in the simulated twin, as `setup` says.
+    fn simulate(&self, setup: TwinSetup) -> Vec<TwinCell> {
+        let Some(plan) = self.plan() else {
+            return Vec::new();
+        };
+        let wired: Vec<(&Configuration, Topology)> = plan
+            .measured_configurations()
+            .map(|c| {
+                let t = match setup.wires {
+                    TwinWires::AsRun => c.topology.clone(),
+                    TwinWires::Rewired { rate_bps, host } => twin::rewired(
+                        &c.topology,
+                        Rate::from_bits_per_s(rate_bps),
+                        &NamedHostCosts::from_spec(&HostSpec::Profile(host)),
+                    ),
+                };
+                (c, t)
+            })
+            .collect();
+        // Every token cell, each its own simulation.
+        let jobs: Vec<(&Configuration, &Topology, &PlacementEntry, u64)> = wired
+            .iter()
+            .flat_map(|(c, t)| {
+                c.placements
+                    .iter()
+                    .flat_map(move |e| e.predictions.iter().map(move |p| (*c, t, e, p.size_bytes)))
+            })
+            .collect();
+        let params = ModelParams {
+            hop_latency: std::time::Duration::from_nanos(setup.stack_ns),
+            ..ModelParams::default()
+        };
+        let simulate =
+            |&(c, t, entry, size): &(&Configuration, &Topology, &PlacementEntry, u64)| {
+                let o = twin::token(
+                    t,
+                    &entry.placement,
+                    size,
+                    &params,
+                    plan.seed,
+                    TwinLength::default(),
+                )?;
+                Some(TwinCell {
+                    topology: c.topology.name.to_string(),
+                    bonding: c.bonding_label(),
+                    placement: entry.placement.kind,
+                    pairs: entry.pairs,
+                    size_bytes: size,
+                    aggregate_mbit_s: o.aggregate_mbit_s,
+                    collisions_per_frame: o.collisions_per_frame,
+                    retransmissions: o.retransmissions,
+                })
+            };
+        // Independent simulations, dealt out over the machine's cores in turn (neighbouring
+        // cells cost alike).
+        let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let jobs = &jobs;
+        let mut done: Vec<(usize, TwinCell)> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..workers)
+                .map(|w| {
+                    s.spawn(move || {
+                        (w..jobs.len())
+                            .step_by(workers)
+                            .filter_map(|i| simulate(&jobs[i]).map(|c| (i, c)))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("a twin simulation does not panic"))
+                .collect()
+        });
+        done.sort_by_key(|(i, _)| *i);
+        done.into_iter().map(|(_, c)| c).collect()
     }
 }
 
@@ -186,6 +270,16 @@ impl PredictThroughput for RunModel {
             }
         }
         out
+    }
+
+    fn twin_cells(&self, setup: TwinSetup) -> Vec<TwinCell> {
+        let mut twins = self.twins.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, cells)) = twins.iter().find(|(s, _)| *s == setup) {
+            return cells.clone();
+        }
+        let cells = self.simulate(setup);
+        twins.push((setup, cells.clone()));
+        cells
     }
 
     fn capacities(&self) -> Vec<CellCapacity> {

@@ -47,7 +47,8 @@ pub fn config(
                 rate_bps: s.rate_bps,
                 collision_window_ns: orchestrate_medium::config::DEFAULT_COLLISION_WINDOW_NS,
                 queue_limit: orchestrate_medium::config::DEFAULT_QUEUE_LIMIT,
-                turnaround_ns: orchestrate_medium::config::DEFAULT_TURNAROUND_NS,
+                turnaround_ns: orchestrate_medium::time::WireClock::new(s.rate_bps.max(1))
+                    .turnaround(),
             }
         })
         .collect();

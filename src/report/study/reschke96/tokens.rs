@@ -1,12 +1,12 @@
 //! The token-test findings: local-wire peak, remote-wire traffic, switched channel bonding
 //! and software routing against switches.
 
+use super::criteria;
 use super::finding::PaperFinding;
 use super::measured::{Measured, mb_s};
 use super::names::{BONDED_DUAL_NET, ROUTED_MESH, SWITCHED_BONDED_MESH, SWITCHED_MESH};
 use crate::report::format::{human, percent, ratio, size};
 use crate::report::predicted::Cause;
-use crate::report::verdict::Verdict;
 use crate::results::PlacementKind;
 use orchestrate_worker::record::Pattern;
 
@@ -36,13 +36,7 @@ impl Measured<'_> {
             .predicted(mesh, placement, pairs, sz)
             .zip(self.predicted(BONDED_DUAL_NET, PlacementKind::LocalWire, pairs, sz))
             .map(|(pm, pb)| pm / pb);
-        let verdict = if (r / expected - 1.0).abs() <= 0.25 {
-            Verdict::Agrees
-        } else if r > 1.0 {
-            Verdict::AgreesInPart
-        } else {
-            Verdict::Disagrees
-        };
+        let verdict = criteria::mesh_over_bonded(r, expected);
         let measured = format!(
             "{mesh} {} at {} and {pairs} pairs: {} ({} Mbit/s), {} the bonded dual net's {} \
              ({} Mbit/s){}.",
@@ -100,14 +94,17 @@ impl Measured<'_> {
     }
 
     pub(super) fn local_wire_peak(&self) -> PaperFinding {
-        const TITLE: &str = "Local-wire peak";
-        const PAPER: &str = "Local-wire traffic peaked at 6.3 MB/s with 8 KiB tokens, almost 4x \
-                             the bonded dual net.";
-        let (mut f, v, b, r, model) =
-            match self.mesh_vs_bonded(PlacementKind::LocalWire, TITLE, PAPER, 4.0) {
-                Ok(x) => x,
-                Err(f) => return f,
-            };
+        const TITLE: &str = criteria::LOCAL_WIRE.0;
+        const PAPER: &str = criteria::LOCAL_WIRE.1;
+        let (mut f, v, b, r, model) = match self.mesh_vs_bonded(
+            PlacementKind::LocalWire,
+            TITLE,
+            PAPER,
+            criteria::LOCAL_WIRE_FACTOR,
+        ) {
+            Ok(x) => x,
+            Err(f) => return f,
+        };
         let (pairs, sz) = self.heaviest().unwrap_or_default();
         let mut why = format!(
             "Each local-wire pair has a 10 Mbit/s bus to itself, while on the bonded dual net all \
@@ -134,13 +131,17 @@ impl Measured<'_> {
     }
 
     pub(super) fn remote_wire(&self) -> PaperFinding {
-        const TITLE: &str = "Remote-wire traffic";
-        const PAPER: &str = "Remote-wire traffic reached almost 2x the bonded dual net.";
-        let (mut f, _v, b, r, model) =
-            match self.mesh_vs_bonded(PlacementKind::RemoteWire, TITLE, PAPER, 2.0) {
-                Ok(x) => x,
-                Err(f) => return f,
-            };
+        const TITLE: &str = criteria::REMOTE_WIRE.0;
+        const PAPER: &str = criteria::REMOTE_WIRE.1;
+        let (mut f, _v, b, r, model) = match self.mesh_vs_bonded(
+            PlacementKind::RemoteWire,
+            TITLE,
+            PAPER,
+            criteria::REMOTE_WIRE_FACTOR,
+        ) {
+            Ok(x) => x,
+            Err(f) => return f,
+        };
         let (pairs, sz) = self.heaviest().unwrap_or_default();
         let mut why = format!(
             "A remote-wire pair crosses two buses and a forwarding node or a switch, so every \
@@ -158,9 +159,8 @@ impl Measured<'_> {
     }
 
     pub(super) fn switched_bonding(&self) -> PaperFinding {
-        const TITLE: &str = "Switched channel bonding";
-        const PAPER: &str = "Switched channel-bonded configurations did not beat the same switches \
-                             without bonding, and degraded under heavy load.";
+        const TITLE: &str = criteria::SWITCHED_BONDING.0;
+        const PAPER: &str = criteria::SWITCHED_BONDING.1;
         let Some((pairs, sz)) = self.heaviest() else {
             return Self::not_measured(TITLE, PAPER, "token cells");
         };
@@ -170,17 +170,13 @@ impl Measured<'_> {
                 .map(|(b, s)| b / s)
         };
         let mut parts = Vec::new();
-        let mut no_better = true;
-        let mut degrades = true;
-        let mut any = false;
+        let mut light_heavy = Vec::new();
         for placement in [PlacementKind::LocalWire, PlacementKind::RemoteWire] {
             let (Some(heavy), Some(light)) = (ratio_at(placement, pairs), ratio_at(placement, 1))
             else {
                 continue;
             };
-            any = true;
-            no_better &= heavy <= 1.05;
-            degrades &= heavy < light;
+            light_heavy.push((light, heavy));
             parts.push(format!(
                 "{}: bonded/unbonded {} with 1 pair, {} with {pairs} pairs",
                 placement.as_str(),
@@ -188,17 +184,12 @@ impl Measured<'_> {
                 ratio(heavy)
             ));
         }
-        if !any {
+        let Some(verdict) = criteria::switched_bonding(&light_heavy) else {
             return Self::not_measured(
                 TITLE,
                 PAPER,
                 "switched mesh cells with and without bonding at the same load",
             );
-        }
-        let verdict = match (no_better, degrades) {
-            (true, true) => Verdict::Agrees,
-            (false, false) => Verdict::Disagrees,
-            _ => Verdict::AgreesInPart,
         };
         PaperFinding {
             title: TITLE,
@@ -222,9 +213,8 @@ impl Measured<'_> {
     }
 
     pub(super) fn software_routing(&self) -> PaperFinding {
-        const TITLE: &str = "Software routing vs switches";
-        const PAPER: &str = "Software routing came close to the switches except under light \
-                             traffic, where its latency dominated.";
+        const TITLE: &str = criteria::SOFTWARE_ROUTING.0;
+        const PAPER: &str = criteria::SOFTWARE_ROUTING.1;
         let sizes = self.token_sizes();
         let (Some(&small), Some(&large)) = (sizes.first(), sizes.last()) else {
             return Self::not_measured(TITLE, PAPER, "token cells");
@@ -267,13 +257,7 @@ impl Measured<'_> {
                 )
             })
             .unwrap_or_default();
-        let close = heavy >= 0.85;
-        let light_penalty = light < heavy - 0.05;
-        let verdict = match (close, light_penalty) {
-            (true, true) => Verdict::Agrees,
-            (true, false) | (false, true) => Verdict::AgreesInPart,
-            (false, false) => Verdict::Disagrees,
-        };
+        let (verdict, light_penalty) = criteria::software_routing(heavy, light);
         PaperFinding {
             title: TITLE,
             paper: PAPER,

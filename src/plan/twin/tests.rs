@@ -118,7 +118,7 @@ fn forwarding_through_a_486_costs_what_a_switch_does_not() {
 }
 
 #[test]
-fn the_same_seed_gives_the_same_outcome_and_another_may_not() {
+fn the_same_seed_gives_the_same_outcome() {
     let t = topo(BUS);
     let a = cell(&t, PlacementKind::LocalWire, 7, 512);
     let b = cell(&t, PlacementKind::LocalWire, 7, 512);

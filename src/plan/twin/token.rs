@@ -106,8 +106,6 @@ pub struct TwinOutcome {
     /// Producer's tokens over the counted window, summed over the pairs, Mbit/s.
     pub aggregate_mbit_s: f64,
     pub per_pair_mbit_s: Vec<f64>,
-    /// Simulated time from the first token to the end.
-    pub simulated_ns: Nanos,
     /// Exchanges counted, over all pairs.
     pub exchanges: u64,
     /// Collisions per frame carried, over every segment.
@@ -442,7 +440,6 @@ impl<'a> TokenSim<'a> {
         TwinOutcome {
             aggregate_mbit_s: per_pair.iter().sum(),
             per_pair_mbit_s: per_pair,
-            simulated_ns: end,
             exchanges: self.exchanges.iter().map(|e| e.window.len() as u64).sum(),
             collisions_per_frame: if frames == 0 {
                 0.0

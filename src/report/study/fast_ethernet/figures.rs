@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::super::reschke96::names::{MESHES, as_in_the_study};
+use super::super::reschke96::names::as_in_the_study;
 use crate::report::data::CellSummary;
 use crate::report::simulated::TwinCell;
 use crate::results::{PlacementKind, Statistic};
@@ -107,9 +107,6 @@ impl Figures {
         pairs: u32,
         size: u64,
     ) -> Option<(&'static str, f64)> {
-        MESHES
-            .iter()
-            .filter_map(|t| self.get(t, placement, pairs, size).map(|v| (*t, v)))
-            .max_by(|a, b| a.1.total_cmp(&b.1))
+        super::super::reschke96::names::best_mesh(|t| self.get(t, placement, pairs, size))
     }
 }

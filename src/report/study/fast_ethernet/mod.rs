@@ -186,22 +186,20 @@ fn switched_bonding(f: &Figures, at: (u32, u64)) -> Option<Judged> {
                 / f.get(SWITCHED_MESH, placement, p, sz)?,
         )
     };
-    let mut parts = Vec::new();
-    let mut light_heavy = Vec::new();
-    for placement in [PlacementKind::LocalWire, PlacementKind::RemoteWire] {
-        let (Some(heavy), Some(light)) = (ratio_at(placement, pairs), ratio_at(placement, 1))
-        else {
-            continue;
-        };
-        light_heavy.push((light, heavy));
-        parts.push(format!(
-            "{} bonded/unbonded {} with 1 pair, {} with {pairs}",
-            placement.as_str(),
-            ratio(light),
-            ratio(heavy)
-        ));
-    }
-    let verdict = criteria::switched_bonding(&light_heavy)?;
+    let judged = criteria::switched_bonding(pairs, ratio_at)?;
+    let parts: Vec<String> = judged
+        .per_placement
+        .iter()
+        .map(|&(placement, light, heavy)| {
+            format!(
+                "{} bonded/unbonded {} with 1 pair, {} with {pairs}",
+                placement.as_str(),
+                ratio(light),
+                ratio(heavy)
+            )
+        })
+        .collect();
+    let verdict = judged.verdict;
     Some(Judged {
         text: format!("at {}: {}", size(sz), parts.join("; ")),
         verdict,

@@ -2,6 +2,7 @@
 //! place both the comparison with the paper and the Fast Ethernet forecast judge a finding by.
 
 use crate::report::verdict::Verdict;
+use crate::results::PlacementKind;
 
 /// Each token finding: its title and what the paper reports.
 pub const LOCAL_WIRE: (&str, &str) = (
@@ -41,19 +42,38 @@ pub fn mesh_over_bonded(ratio: f64, factor: f64) -> Verdict {
     }
 }
 
-/// Switched bonded over switched unbonded, per placement measured: (1 pair, heaviest load).
-/// The finding holds when bonding gains nothing under heavy load (at most 5%) and the ratio
-/// falls as the load grows. `None` without any placement measured.
-pub fn switched_bonding(light_heavy: &[(f64, f64)]) -> Option<Verdict> {
-    if light_heavy.is_empty() {
+/// Switched bonded over switched unbonded, per placement measured: (placement, with 1 pair,
+/// with the heaviest load's pairs).
+pub struct BondingRatios {
+    pub per_placement: Vec<(PlacementKind, f64, f64)>,
+    pub verdict: Verdict,
+}
+
+/// The ratios `ratio_at` gives (bonded over unbonded for a placement and a pair count) at 1 pair
+/// and at `pairs`, judged: the finding holds when bonding gains nothing under heavy load (at
+/// most 5%) and the ratio falls as the load grows. `None` without any placement measured.
+pub fn switched_bonding(
+    pairs: u32,
+    ratio_at: impl Fn(PlacementKind, u32) -> Option<f64>,
+) -> Option<BondingRatios> {
+    let per_placement: Vec<(PlacementKind, f64, f64)> =
+        [PlacementKind::LocalWire, PlacementKind::RemoteWire]
+            .into_iter()
+            .filter_map(|p| Some((p, ratio_at(p, 1)?, ratio_at(p, pairs)?)))
+            .collect();
+    if per_placement.is_empty() {
         return None;
     }
-    let no_better = light_heavy.iter().all(|&(_, heavy)| heavy <= 1.05);
-    let degrades = light_heavy.iter().all(|&(light, heavy)| heavy < light);
-    Some(match (no_better, degrades) {
+    let no_better = per_placement.iter().all(|&(_, _, heavy)| heavy <= 1.05);
+    let degrades = per_placement.iter().all(|&(_, light, heavy)| heavy < light);
+    let verdict = match (no_better, degrades) {
         (true, true) => Verdict::Agrees,
         (false, false) => Verdict::Disagrees,
         _ => Verdict::AgreesInPart,
+    };
+    Some(BondingRatios {
+        per_placement,
+        verdict,
     })
 }
 

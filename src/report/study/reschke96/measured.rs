@@ -2,7 +2,7 @@
 //! placement, pairs and size.
 
 use super::finding::PaperFinding;
-use super::names::{BONDED_DUAL_NET, MESHES};
+use super::names::{self, BONDED_DUAL_NET};
 use crate::report::data::CellSummary;
 use crate::report::emulator_stats::{CellMedia, MediaReport};
 use crate::report::predicted::{Cause, ModelRow};
@@ -146,10 +146,7 @@ impl Measured<'_> {
         pairs: u32,
         size: u64,
     ) -> Option<(&'static str, f64)> {
-        MESHES
-            .iter()
-            .filter_map(|t| self.token(t, placement, pairs, size).map(|v| (*t, v)))
-            .max_by(|a, b| a.1.total_cmp(&b.1))
+        names::best_mesh(|t| self.token(t, placement, pairs, size))
     }
 
     pub(super) fn bond_driver(&self, topology: &str) -> Option<&'static str> {

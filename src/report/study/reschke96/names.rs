@@ -16,3 +16,11 @@ pub fn as_in_the_study(topology: &str, bonding: &str) -> bool {
         bonding == "none"
     }
 }
+
+/// The better of the two meshes by `value` (`None` where neither has one): (topology, value).
+pub fn best_mesh(value: impl Fn(&str) -> Option<f64>) -> Option<(&'static str, f64)> {
+    MESHES
+        .iter()
+        .filter_map(|t| value(t).map(|v| (*t, v)))
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}

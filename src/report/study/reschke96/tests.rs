@@ -3,9 +3,8 @@
 use super::names::{ROUTED_MESH, SWITCHED_BONDED_MESH, SWITCHED_MESH};
 use super::*;
 use crate::plan::throughput_model::{Bound, Prediction};
-use crate::report::data::{CellKey, Config, Latency, Measure};
+use crate::report::data::{CellKey, Config, Measure};
 use crate::report::predicted::{Cause, CellPrediction, rows};
-use crate::report::stats::rep_stats;
 use crate::report::verdict::Verdict;
 use crate::results::PlacementKind;
 use orchestrate_worker::record::Protocol;
@@ -29,37 +28,27 @@ fn cell(
     size: u64,
     v: f64,
 ) -> CellSummary {
-    CellSummary {
-        key: CellKey {
-            measure: Measure {
-                pattern,
-                protocol: Protocol::Tcp,
-            },
-            config: Config {
-                run: None,
-                topology: topology.into(),
-                bonding: if topology.contains("bonded") {
-                    "balance-rr"
-                } else {
-                    "none"
-                }
-                .into(),
-                bond_driver: None,
-                placement,
-            },
-            pairs,
-            size_bytes: size,
+    let key = CellKey {
+        measure: Measure {
+            pattern,
+            protocol: Protocol::Tcp,
         },
-        aggregate: rep_stats(&[v]),
-        repetitions: vec![v],
-        per_pair_mean_mbit_s: None,
-        per_pair_min_mbit_s: None,
-        latency: Latency::default(),
-        tcp: None,
-        cpu: None,
-        failed_attempts: 0,
-        failed_trials: 0,
-    }
+        config: Config {
+            run: None,
+            topology: topology.into(),
+            bonding: if topology.contains("bonded") {
+                "balance-rr"
+            } else {
+                "none"
+            }
+            .into(),
+            bond_driver: None,
+            placement,
+        },
+        pairs,
+        size_bytes: size,
+    };
+    CellSummary::of_value(key, v)
 }
 
 fn token(topology: &str, placement: PlacementKind, pairs: u32, size: u64, v: f64) -> CellSummary {

@@ -169,28 +169,26 @@ impl Measured<'_> {
                 .zip(self.token(SWITCHED_MESH, placement, p, sz))
                 .map(|(b, s)| b / s)
         };
-        let mut parts = Vec::new();
-        let mut light_heavy = Vec::new();
-        for placement in [PlacementKind::LocalWire, PlacementKind::RemoteWire] {
-            let (Some(heavy), Some(light)) = (ratio_at(placement, pairs), ratio_at(placement, 1))
-            else {
-                continue;
-            };
-            light_heavy.push((light, heavy));
-            parts.push(format!(
-                "{}: bonded/unbonded {} with 1 pair, {} with {pairs} pairs",
-                placement.as_str(),
-                ratio(light),
-                ratio(heavy)
-            ));
-        }
-        let Some(verdict) = criteria::switched_bonding(&light_heavy) else {
+        let Some(judged) = criteria::switched_bonding(pairs, ratio_at) else {
             return Self::not_measured(
                 TITLE,
                 PAPER,
                 "switched mesh cells with and without bonding at the same load",
             );
         };
+        let parts: Vec<String> = judged
+            .per_placement
+            .iter()
+            .map(|&(placement, light, heavy)| {
+                format!(
+                    "{}: bonded/unbonded {} with 1 pair, {} with {pairs} pairs",
+                    placement.as_str(),
+                    ratio(light),
+                    ratio(heavy)
+                )
+            })
+            .collect();
+        let verdict = judged.verdict;
         PaperFinding {
             title: TITLE,
             paper: PAPER,

@@ -224,8 +224,11 @@ pub fn against_model(s: &mut String, a: &Applications) {
          Per cell: the {} time per iteration in ms with its interval (in brackets), the \
          repetitions counted (and not: failed, or measured while the emulator missed its \
          bound), the fastest and slowest rank, TCP retransmissions of all ranks, and the \
-         model's time per iteration with what bounds it (`latency`: the slowest message \
-         alone; `segment`, `port`, `host`: that resource's busy time).\n",
+         model's time per iteration (each rank's iteration between the worker's barriers, \
+         frame by frame through the nodes' CPUs, the switch ports and the shared segments, \
+         these contended for as Metcalfe and Boggs's analysis of Ethernet has it) with what \
+         bounds it (`segment`, `port`, `host`: the resource the timed iteration's frames \
+         keep busy for at least half of it; `latency` otherwise: the messages' own way).\n",
         a.statistic.as_str()
     );
     let header: Vec<String> = [

@@ -2,21 +2,13 @@
 //! from the messages of each step of its algorithm, the paths they take, and the same wires
 //! and hosts the token model describes (see the parent module for those assumptions).
 //!
-//! An algorithm is a sequence of steps; a step's messages are in flight together and the
-//! next step starts when the step's last message has arrived (each rank waits for what it
-//! receives before it sends on). A step takes the longest of:
-//! - its slowest message alone on an idle path ([`super::one_way`]'s pipeline of frames);
-//! - for each shared segment, the wire time of every frame (and pure ACK) of every message
-//!   crossing it, over [`super::bus_efficiency`] when two or more messages contend;
-//! - for each switched port, per direction, the frames through it (a rank sending to many at
-//!   once sends them all through its own port);
-//! - for each node, the CPU its frames cost (sent, received, forwarded), each message's last
-//!   ACK included: no reply carries it, as one carries a token's, so it is a frame of its own
-//!   back along the reply's path (on 1996 hosts, a frame costs as much CPU at each end as a
-//!   data frame).
-//!
-//! The broadcast's tree is taken level by level (a rank sends on once it has received), and
-//! the reduction's arithmetic is not counted (microseconds against the wires' milliseconds).
+//! An algorithm is a sequence of steps (each rank's messages of a step are posted together;
+//! it moves on once it has received its own of the step); [`flow`] runs one iteration of them
+//! frame by frame through the nodes' CPUs, the shared segments and the switch ports. The
+//! broadcast's tree is taken level by level (a rank sends on once it has received), and the
+//! reduction's arithmetic is not counted (microseconds against the wires' milliseconds).
+
+mod flow;
 
 use std::collections::BTreeMap;
 
@@ -25,8 +17,7 @@ use serde::Serialize;
 use orchestrate_worker::patterns::halo::Grid;
 use orchestrate_worker::record::Pattern;
 
-use super::wires::{hop_wires, payloads};
-use super::{ModelParams, Resource, bus_efficiency, direction, transit};
+use super::ModelParams;
 use crate::plan::placement::PlannedRank;
 use crate::spec::{Name, NodeName};
 use crate::topology::Topology;
@@ -242,7 +233,7 @@ fn describe(step: &[Message], n: usize) -> String {
 }
 
 /// The model's time of one iteration of `shape` at `size` on the ranks' paths: the mean
-/// over ranks of when each is done, and when the last is.
+/// over ranks of when each is done, and when the last is ([`flow`]).
 pub fn predict_collective(
     t: &Topology,
     ranks: &[PlannedRank],
@@ -252,116 +243,164 @@ pub fn predict_collective(
 ) -> CollectivePrediction {
     let n = ranks.len();
     let steps = schedule(shape, n, size);
-    let mut total = 0.0;
-    let mut limits: BTreeMap<String, f64> = BTreeMap::new();
-    // When each rank is done: at the end of the last step that brings it a message. A rank
-    // only ever sending (a broadcast's root) is done once its sends are written, at once.
-    let mut done = vec![0.0f64; n];
-    for step in &steps {
-        let (time, limit) = step_time(t, ranks, step, p);
-        total += time;
-        *limits.entry(limit).or_default() += time;
-        for &(_, to, _) in step {
-            done[to] = total;
-        }
-    }
-    let limit = limits
-        .into_iter()
-        .max_by(|a, b| a.1.total_cmp(&b.1))
-        .map(|(l, _)| l)
-        .unwrap_or_else(|| "latency".into());
+    // As the worker runs it: each iteration between barriers. The timed one follows a warm
+    // one (whose ACKs and barrier may still load the wires and CPUs as it starts), and ranks
+    // done early go on into the next barrier while the others finish.
+    let barrier = dissemination_barrier(n);
+    let mut program = barrier.clone();
+    program.extend(steps.iter().cloned());
+    program.extend(barrier.iter().cloned());
+    let timed = program.len()..program.len() + steps.len();
+    program.extend(steps.iter().cloned());
+    program.extend(barrier);
+    let flow = flow::run(t, ranks, &program, timed, p);
+    // A resource busy for most of the iteration bounds it; otherwise the messages' own
+    // latencies do.
+    let limit = match flow.busiest {
+        Some((name, busy)) if 2 * busy >= flow.completion && flow.completion > 0 => name,
+        _ => "latency".to_owned(),
+    };
     CollectivePrediction {
         size_bytes: size,
-        time_us: done.iter().sum::<f64>() / n.max(1) as f64 * 1e6,
-        completion_us: total * 1e6,
+        time_us: flow.times.iter().sum::<u64>() as f64 / n.max(1) as f64 * 1e-3,
+        completion_us: flow.completion as f64 * 1e-3,
         steps: steps.len(),
         limit,
     }
 }
 
-/// A step's time, s, and what bounds it.
-fn step_time(
-    t: &Topology,
-    ranks: &[PlannedRank],
-    step: &[Message],
-    p: &ModelParams,
-) -> (f64, String) {
-    let mut demand: BTreeMap<Resource, f64> = BTreeMap::new();
-    let mut contenders: BTreeMap<Name, usize> = BTreeMap::new();
-    let mut ports: BTreeMap<(NodeName, Name, bool), f64> = BTreeMap::new();
-    let mut slowest = 0.0f64;
-    let mut longest_frame = 0u64;
-    for &(from, to, bytes) in step {
-        let Some(path) = ranks[from].paths.get(to).and_then(Option::as_ref) else {
-            continue;
-        };
-        let payload: Vec<u64> = payloads(bytes, p.segment_payload()).collect();
-        longest_frame = longest_frame.max(payload.iter().copied().max().unwrap_or(0));
-        let mut crossed = std::collections::BTreeSet::new();
-        let d = direction(t, &path.hops, &payload, p, &mut demand, &mut crossed);
-        slowest = slowest.max(transit(&d, &payload, p) as f64 * 1e-9);
-        // The message's last ACK: a collective's next message on this connection goes the
-        // same way (or is sent before this one arrives), so no reply carries it, and it
-        // costs a pure ACK frame back along the reply's path: the receiver sends it, every
-        // forwarder on the way forwards it, the sender receives it (`direction` counts the
-        // ACKs within a message of several segments, one per two).
-        direction(t, &path.reply, &[0], p, &mut demand, &mut crossed);
-        for s in crossed {
-            *contenders.entry(s).or_default() += 1;
-        }
-        for hop in &path.hops {
-            let w = hop_wires(t, hop, p);
-            let lanes = w.lanes.len().max(1) as f64;
-            for lane in &w.lanes {
-                let switched: Vec<_> = lane.iter().filter(|w| !w.shared).collect();
-                let (Some(first), Some(last)) = (switched.first(), switched.last()) else {
-                    continue;
-                };
-                let busy = |w: &super::wires::Wire| -> f64 {
-                    payload
-                        .iter()
-                        .map(|&x| w.clock.wire_time(p.frame_len(x)))
-                        .sum::<u64>() as f64
-                        * 1e-9
-                        / lanes
-                };
-                *ports
-                    .entry((hop.from.clone(), first.segment.clone(), true))
-                    .or_default() += busy(first);
-                *ports
-                    .entry((hop.to.clone(), last.segment.clone(), false))
-                    .or_default() += busy(last);
-            }
-        }
+/// The worker's barrier between iterations: ⌈log₂ n⌉ rounds, in round k each rank sends one
+/// byte to the rank 2^k after it.
+fn dissemination_barrier(n: usize) -> Vec<Vec<Message>> {
+    let mut rounds = Vec::new();
+    let mut k = 1;
+    while k < n {
+        rounds.push((0..n).map(|r| (r, (r + k) % n, 1)).collect());
+        k <<= 1;
     }
-    let len = p.frame_len(longest_frame);
-    let mut time = slowest;
-    let mut limit = "latency".to_owned();
-    for (r, busy) in demand {
-        let (busy, name) = match &r {
-            Resource::Segment(s) => {
-                let eff = bus_efficiency(contenders.get(s).copied().unwrap_or(1), len, 0);
-                (busy / eff, format!("segment {s}"))
-            }
-            Resource::Host(n) => (busy, format!("host {n}")),
-        };
-        if busy > time {
-            time = busy;
-            limit = name;
-        }
-    }
-    for ((node, segment, _), busy) in ports {
-        if busy > time {
-            time = busy;
-            limit = format!("port {node} {segment}");
-        }
-    }
-    (time, limit)
+    rounds
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::rank_placement::place_ranks;
+    use crate::spec::SourceFile;
+    use crate::spec::experiment::PlacementKind;
+
+    fn topo(text: &str) -> Topology {
+        crate::topology::from_source(&SourceFile::new("t.toml", text)).unwrap()
+    }
+
+    fn predict(text: &str, ranks: usize, s: &CollectiveShape, size: u64) -> CollectivePrediction {
+        let t = topo(text);
+        let pl = place_ranks(&t, PlacementKind::RowMajor, ranks, 1, &[]).unwrap();
+        predict_collective(&t, &pl.ranks, s, size, &ModelParams::default())
+    }
+
+    const BUS: &str = "host = \"486dx4\"\n[generator]\nkind = \"single\"\nnodes = 16\n";
+
+    const SWITCHED: &str =
+        "host = \"486dx4\"\n[generator]\nkind = \"single\"\nnodes = 16\nmedium = \"switched\"\n";
+
+    #[test]
+    fn an_exchange_of_small_messages_costs_a_send_the_wires_and_a_receive() {
+        // Recursive doubling on two switched nodes is one exchange of one 8-byte frame each
+        // way: the sender's CPU (300 µs), the frame into the switch and out of it (86 bytes
+        // on the wire each time: 68.8 µs), the 60 µs stack, the receiver's CPU (300 µs). The
+        // two directions use other ports, and nothing else is due: no pure ACK (data comes
+        // back, a small segment's ACK waits for it), the barriers' too; a pure ACK would put
+        // another 300 µs on a CPU before the timed iteration or in it.
+        let rd = shape(Pattern::Allreduce, "recursive-doubling");
+        let p = predict(SWITCHED, 2, &rd, 8);
+        let expect = 300.0 + 2.0 * 68.8 + 60.0 + 300.0;
+        assert!(
+            (p.time_us - expect).abs() < 0.01,
+            "{} vs {expect}",
+            p.time_us
+        );
+        assert!(
+            (p.completion_us - expect).abs() < 0.01,
+            "{}",
+            p.completion_us
+        );
+        assert_eq!(p.steps, 1);
+    }
+
+    #[test]
+    fn a_broadcast_root_is_done_at_once_and_its_last_child_hears_last() {
+        // The root only sends: its time is nil, so the mean over two ranks is half the
+        // child's, which is at least one message's way (and more: the root, done at once,
+        // runs ahead into the barrier, whose frames the child's CPU takes in turn).
+        let bcast = shape(Pattern::Bcast, "binomial");
+        let two = predict(SWITCHED, 2, &bcast, 8);
+        assert_eq!(two.time_us, two.completion_us / 2.0, "{two:?}");
+        assert!(
+            two.completion_us >= 300.0 + 2.0 * 68.8 + 60.0 + 300.0,
+            "{two:?}"
+        );
+        // Sixteen: the root's CPU sends to 1, 2, 4 and 8 in turn, so rank 8's subtree starts
+        // 4 × 300 µs in and the last rank hears at least three levels of sends later.
+        let sixteen = predict(SWITCHED, 16, &bcast, 8);
+        assert!(
+            sixteen.completion_us > 4.0 * 300.0 + 3.0 * 600.0,
+            "{sixteen:?}"
+        );
+        assert!(sixteen.time_us < sixteen.completion_us);
+    }
+
+    #[test]
+    fn each_rank_moves_on_when_its_own_messages_are_in() {
+        // A ring on a switched network: every step alike, each rank's block through its own
+        // ports and CPU, so every rank is done at about the same time, and 30 steps take
+        // about 30 times a lone message's way (each rank waits for the block before), plus
+        // at most the CPU time of each block's pure ACK (sent and received: 600 µs), not the
+        // slowest rank's time per step.
+        let ring = shape(Pattern::Allreduce, "ring");
+        let p = predict(SWITCHED, 16, &ring, 16 * 1024);
+        assert_eq!(p.steps, 30);
+        assert!(
+            (p.time_us - p.completion_us).abs() / p.completion_us < 0.05,
+            "{p:?}"
+        );
+        assert_eq!(p.limit, "latency");
+        // A 1 KiB block: 300 µs, a 1090-byte frame into the switch and out (881.6 µs each),
+        // 60 µs, 300 µs.
+        let lone = 300.0 + 2.0 * 881.6 + 60.0 + 300.0;
+        assert!(p.completion_us > 30.0 * lone, "{p:?}");
+        assert!(p.completion_us < 30.0 * (lone + 600.0), "{p:?}");
+    }
+
+    #[test]
+    fn a_bus_shared_by_all_ranks_bounds_an_all_to_all() {
+        let pairwise = shape(Pattern::Alltoall, "pairwise");
+        let bus = predict(BUS, 16, &pairwise, 1024);
+        assert_eq!(bus.limit, "segment bus");
+        // 240 messages of one 1090-byte frame each (and their ACKs): the bus cannot carry
+        // them faster than their frames alone.
+        let frame_us = (1090.0 + 4.0 + 8.0) * 8.0 / 10.0 + 9.6;
+        assert!(
+            bus.completion_us > 240.0 * frame_us,
+            "{}",
+            bus.completion_us
+        );
+        // Sixteen buses joined by switches carry it faster.
+        let grid = "host = \"486dx4\"\n[generator]\nkind = \"grid\"\nrows = 4\ncols = 4\ninterconnect = \"switched\"\n";
+        let mesh = predict(grid, 16, &pairwise, 1024);
+        assert!(mesh.completion_us < bus.completion_us, "{mesh:?} {bus:?}");
+        // The draws that settle contention are seeded: the same figure every time.
+        assert_eq!(predict(BUS, 16, &pairwise, 1024).time_us, bus.time_us);
+    }
+
+    #[test]
+    fn contention_costs_what_metcalfe_and_boggs_give() {
+        // One station never contends; two win half the slots: one slot lost on average; many
+        // approach e - 1 slots (a slot is won with probability 1/e).
+        assert_eq!(flow::contention_slots(1), 0.0);
+        assert!((flow::contention_slots(2) - 1.0).abs() < 1e-12);
+        assert!((flow::contention_slots(16) - 1.633).abs() < 0.001);
+        assert!((flow::contention_slots(10_000) - (std::f64::consts::E - 1.0)).abs() < 1e-3);
+    }
 
     fn shape(pattern: Pattern, algorithm: &str) -> CollectiveShape<'_> {
         CollectiveShape {

@@ -18,7 +18,8 @@ pub enum MediumCommand {
     /// Every station always has a frame ready (as in Boggs, Mogul & Kent's 1988 measurement);
     /// the run is deterministic per seed. Throughput counts frame bits (header, payload and
     /// FCS), as that paper plotted it; the Metcalfe & Boggs (1976) efficiency formula, with a
-    /// 51.2 µs contention slot, is printed beside it as the floor it is.
+    /// contention slot of 512 bit times (51.2 µs at 10 Mbit/s, 5.12 µs at 100), is printed
+    /// beside it as the floor it is.
     Simulate(SimulateArgs),
     /// Run the real-time emulator on a virtual cluster's ports (started by `cluster up`).
     #[command(hide = true)]

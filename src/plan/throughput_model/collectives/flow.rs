@@ -35,11 +35,13 @@ use orchestrate_medium::time::Nanos;
 
 use super::super::wires::hop_wires;
 use super::super::{Charge, ModelParams, acked, costs_of, payloads};
-use super::Message;
 use crate::plan::placement::PlannedRank;
 use crate::spec::{IfName, Name, NodeName};
 use crate::topology::Topology;
 use crate::topology::paths::Hop;
+
+/// One message of a step: from rank, to rank, bytes.
+pub type Message = (usize, usize, u64);
 
 /// A server frames queue for.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -3,8 +3,9 @@
 //! and hosts the token model describes (see the parent module for those assumptions).
 //!
 //! An algorithm is a sequence of steps (each rank's messages of a step are posted together;
-//! it moves on once it has received its own of the step); [`flow`] runs one iteration of them
-//! frame by frame through the nodes' CPUs, the shared segments and the switch ports. The
+//! it moves on once it has received its own of the step); [`flow`] runs them as the worker
+//! does, between barriers, frame by frame through the nodes' CPUs, the shared segments and
+//! the switch ports. The
 //! broadcast's tree is taken level by level (a rank sends on once it has received), and the
 //! reduction's arithmetic is not counted (microseconds against the wires' milliseconds).
 
@@ -22,8 +23,7 @@ use crate::plan::placement::PlannedRank;
 use crate::spec::{Name, NodeName};
 use crate::topology::Topology;
 
-/// One message of a step: from rank, to rank, bytes.
-pub type Message = (usize, usize, u64);
+pub use flow::Message;
 
 /// What a collective runs, as the model needs it.
 #[derive(Debug, Clone, Copy)]
@@ -39,10 +39,11 @@ pub struct CollectiveShape<'a> {
 #[derive(Debug, Clone, Serialize)]
 pub struct CollectivePrediction {
     pub size_bytes: u64,
-    /// Time per iteration, µs, the mean over ranks of when each is done (what the OSU
-    /// micro-benchmarks print, and the report measures)...
+    /// Time per iteration, µs: the mean over ranks of each rank's time from leaving the
+    /// barrier to its last message of the iteration (what the OSU micro-benchmarks print,
+    /// and the report measures)...
     pub time_us: f64,
-    /// ...and when the last rank is done.
+    /// ...and from the first rank's leaving the barrier to the last rank's last message.
     pub completion_us: f64,
     pub steps: usize,
     /// What bounds most of the time: `latency`, `segment <name>`, `port <node> <segment>` or

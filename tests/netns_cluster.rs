@@ -471,6 +471,22 @@ fn netns_tun_sshd_iperf3_a_switched_mesh_passes_verify_on_its_buses_and_across_i
     }
 }
 
+/// How long CI waits for clusters that are not this test's to go before `down --all`.
+const OTHERS_GONE_WITHIN: Duration = Duration::from_secs(600);
+
+/// [`other_clusters`], once they have had up to `wait` to go.
+fn other_clusters_after(ours: &ClusterName, wait: Duration) -> Option<String> {
+    let deadline = Instant::now() + wait;
+    loop {
+        let others = other_clusters(ours);
+        if others.is_none() || Instant::now() >= deadline {
+            return others;
+        }
+        eprintln!("waiting for other clusters to go before `down --all`: {others:?}");
+        std::thread::sleep(Duration::from_secs(5));
+    }
+}
+
 /// Another cluster's traces on this host (by its runtime directory, namespaces, links or
 /// docker objects), which `down --all` would rightly remove too; `None` when there are none.
 fn other_clusters(ours: &ClusterName) -> Option<String> {
@@ -606,12 +622,22 @@ fn netns_tun_sshd_an_up_killed_halfway_is_removed_by_down_and_by_down_all_withou
     // alone (always in CI, which runs the cluster tests one at a time).
     kill_up_when(d, &up, sshds_starting);
     std::fs::remove_dir_all(&state).unwrap();
-    match other_clusters(&cluster) {
-        Some(others) if std::env::var_os("CI").is_none() => {
+    // In CI it waits for them: another run of the suite may share the host's engine (its
+    // cluster tests take minutes), and `down --all` would take that run's cluster too.
+    let in_ci = std::env::var_os("CI").is_some();
+    let wait = if in_ci {
+        OTHERS_GONE_WITHIN
+    } else {
+        Duration::ZERO
+    };
+    match other_clusters_after(&cluster, wait) {
+        Some(others) if !in_ci => {
             eprintln!("`down --all` not exercised: this host also holds {others}");
             down(d, &name, &state_arg);
         }
-        Some(others) => panic!("CI runs this test alone, yet the host holds {others}"),
+        Some(others) => {
+            panic!("CI runs this test alone, yet after {wait:?} the host still holds {others}")
+        }
         None => {
             let out = orchestrate_ok(d, &["cluster", "down", "--all", "--state-dir", &state_arg]);
             assert!(out.contains(&name), "{out}");

@@ -17,10 +17,14 @@
 //! program) and the segment is shorter than [`QUICK_ACK_BYTES`]: then the ACK waits and data
 //! carries it.
 //!
-//! A shared segment carries one frame at a time. When it goes idle, every station with a
-//! frame waiting transmits at once; after the mean contention interval for that many stations
-//! (Metcalfe & Boggs's analysis of Ethernet, not the emulator's simulation of CSMA/CD) one of
-//! them, drawn with equal chances from a fixed seed, has it for its oldest frame. A
+//! A shared segment carries one frame at a time, under IEEE 802.3's rules as the standard
+//! gives them (not the emulator's code): a station whose frame is ready sends when the
+//! medium is idle, and stations that deferred to a frame all send when it ends; two or more
+//! starting at once collide for their preamble, jam and the gap (192 bit times), then each
+//! waits a whole number of slots drawn from [0, 2^n) after its n-th collision (truncated
+//! binary exponential backoff). A sender's transmitter turns around for 128 bit times after
+//! its frame, so one station that deferred to it (a receiver's ACK) sends alone. The draws
+//! come from fixed seeds, and the parent module averages a fixed set of them. A
 //! balance-rr bond deals each of a node's frames on that bond to its next slave, across
 //! messages, as the driver does.
 
@@ -117,9 +121,13 @@ struct Servers<'a> {
     busy: Vec<Nanos>,
     /// Per shared segment, the frames waiting for it: station, order of arrival, frame, stage.
     waiting: Vec<Vec<(usize, usize, usize, usize)>>,
-    /// Per shared segment, whether a frame holds it (its idle event is due).
-    carrying: Vec<bool>,
-    /// Who wins a contended bus.
+    /// Per shared segment, when its next decision is due: the end of the frame or collision
+    /// on it, or the first backoff to run out (an idle event at any other time is stale).
+    decision: Vec<Option<Nanos>>,
+    /// Per shared segment and station: the collisions its oldest waiting frame has had, and
+    /// when the backoff after the last of them ends.
+    backoff: BTreeMap<(usize, usize), (u32, Nanos)>,
+    /// The stations' backoff draws.
     rng: ChaCha8Rng,
     /// Per bonded interface, the slave its next frame leaves on.
     next_slave: BTreeMap<(NodeName, IfName), usize>,
@@ -133,7 +141,7 @@ impl Servers<'_> {
             self.free.push(0);
             self.busy.push(0);
             self.waiting.push(Vec::new());
-            self.carrying.push(false);
+            self.decision.push(None);
         }
         id
     }
@@ -318,7 +326,9 @@ impl Iteration<'_> {
         }
         while let Some(Reverse((at, _, frame, stage))) = self.queue.pop() {
             if frame == BUS_FREE {
-                self.bus_free(at, stage);
+                if self.servers.decision[stage] == Some(at) {
+                    self.bus_free(at, stage);
+                }
                 continue;
             }
             match self.frames[frame].stages.get(stage).copied() {
@@ -337,7 +347,7 @@ impl Iteration<'_> {
                     let order = self.order;
                     self.order += 1;
                     self.servers.waiting[server].push((station, order, frame, stage));
-                    if self.servers.free[server] <= at && !self.servers.carrying[server] {
+                    if self.servers.free[server] <= at {
                         self.bus_free(at, server);
                     }
                 }
@@ -355,68 +365,113 @@ impl Iteration<'_> {
         }
     }
 
-    /// Shared segment `server` has gone idle at `at`: every station with a frame waiting
-    /// for it transmits at once, and after the contention the stations' number costs on
-    /// average, one of them, any with the same chance, has it for its oldest frame.
+    /// Shared segment `server` is idle at `at`: the 802.3 MAC, slot by slot. Every station
+    /// whose oldest frame is out of backoff transmits now (a station that found the medium
+    /// busy has deferred to this moment); one alone has the medium for its frame, two or more
+    /// collide (preamble, jam and gap) and each backs off a whole number of slots drawn from [0, 2^n)
+    /// after its n-th collision (n capped at 10, truncated binary exponential backoff). When
+    /// every waiting station is still backing off, the medium stays idle until the first
+    /// backoff ends, unless a new frame comes first.
     fn bus_free(&mut self, at: Nanos, server: usize) {
-        let waiting = &mut self.servers.waiting[server];
+        let servers = &mut self.servers;
+        servers.decision[server] = None;
+        let waiting = &servers.waiting[server];
         if waiting.is_empty() {
-            self.servers.carrying[server] = false;
             return;
         }
-        let stations: BTreeSet<usize> = waiting.iter().map(|w| w.0).collect();
-        let winner = *stations
+        // Each station's oldest frame and when it may send it.
+        let mut heads: BTreeMap<usize, (usize, usize, Nanos)> = BTreeMap::new();
+        for (i, w) in waiting.iter().enumerate() {
+            let ready = servers
+                .backoff
+                .get(&(server, w.0))
+                .map_or(at, |b| b.1.max(at));
+            let head = heads.entry(w.0).or_insert((i, w.1, ready));
+            if w.1 < head.1 {
+                *head = (i, w.1, ready);
+            }
+        }
+        let first = heads.values().map(|h| h.2).min().expect("a station waits");
+        if first > at {
+            servers.decision[server] = Some(first);
+            self.enqueue(first, BUS_FREE, server);
+            return;
+        }
+        let sending: Vec<(usize, usize)> = heads
             .iter()
-            .nth(self.servers.rng.random_range(0..stations.len()))
-            .expect("a station waits");
-        let (i, _) = waiting
-            .iter()
-            .enumerate()
-            .filter(|(_, w)| w.0 == winner)
-            .min_by_key(|(_, w)| w.1)
-            .expect("the winner waits");
-        let (_, _, frame, stage) = waiting.swap_remove(i);
+            .filter(|(_, h)| h.2 <= at)
+            .map(|(&station, h)| (station, h.0))
+            .collect();
+        let (_, _, frame, stage) = waiting[sending[0].1];
         let Some(Stage::Serve { ns, hold, slot, .. }) =
             self.frames[frame].stages.get(stage).copied()
         else {
             unreachable!("a frame waits for a bus only at a bus stage");
         };
-        let lost = (contention_slots(stations.len()) * slot as f64).round() as Nanos;
-        let start = at + lost;
-        self.servers.free[server] = start + hold;
-        self.servers.carrying[server] = true;
-        if self.frames[frame].timed {
-            self.servers.busy[server] += lost + hold;
+        let bits = |n: u64| slot * n / SLOT_BITS;
+        let servers = &mut self.servers;
+        if let [(station, i)] = sending[..] {
+            let (_, _, frame, stage) = servers.waiting[server].swap_remove(i);
+            // The sender's transmitter turns around before its next frame: a station that
+            // deferred to this frame (a receiver's ACK) has the medium alone after the gap.
+            servers
+                .backoff
+                .insert((server, station), (0, at + ns + bits(TURNAROUND_BITS)));
+            servers.free[server] = at + hold;
+            if self.frames[frame].timed {
+                servers.busy[server] += hold;
+            }
+            servers.decision[server] = Some(at + hold);
+            self.enqueue(at + ns, frame, stage + 1);
+            self.enqueue(at + hold, BUS_FREE, server);
+            return;
         }
-        self.enqueue(start + ns, frame, stage + 1);
-        self.enqueue(start + hold, BUS_FREE, server);
+        // The colliders' preamble and jam, then the gap.
+        let end = at + bits(COLLISION_BITS);
+        let mut timed = false;
+        for &(station, i) in &sending {
+            timed |= self.frames[servers.waiting[server][i].2].timed;
+            let entry = servers.backoff.entry((server, station)).or_insert((0, 0));
+            entry.0 += 1;
+            let window = 1u64 << entry.0.min(BACKOFF_LIMIT);
+            entry.1 = end + servers.rng.random_range(0..window) * slot;
+        }
+        servers.free[server] = end;
+        if timed {
+            servers.busy[server] += end - at;
+        }
+        servers.decision[server] = Some(end);
+        self.enqueue(end, BUS_FREE, server);
     }
 }
+
+/// A contention slot in bit times.
+const SLOT_BITS: u64 = 512;
+
+/// After its own frame, how long a station's transmitter needs before it can send again,
+/// in bit times: longer than the gap (96), so a station that deferred to the frame sends
+/// alone rather than colliding with the sender's next.
+const TURNAROUND_BITS: u64 = 128;
+
+/// What a collision holds the medium for, in bit times: the preamble (64) and the jam (32)
+/// the colliders send, then the interframe gap (96).
+const COLLISION_BITS: u64 = 192;
+
+/// The collisions after which a station's backoff window stops doubling (802.3's
+/// truncated binary exponential backoff: at most 1024 slots).
+const BACKOFF_LIMIT: u32 = 10;
 
 /// Linux acknowledges at once, when the application reads it, a segment of at least its
 /// estimate of the peer's segment size, which starts at TCP's default MSS (536 bytes,
 /// `TCP_MSS_DEFAULT`); a smaller one's ACK waits (40 ms at least) for data going back.
 const QUICK_ACK_BYTES: u64 = 536;
 
-/// The seed of the draws that decide contended buses: the model gives the same figure
+/// The first seed of the backoff draws on contended buses: the model gives the same figure
 /// every time.
 const CONTENTION_SEED: u64 = 1976;
 
 /// In the event queue, in place of a frame: a shared segment (the stage's place) goes idle.
 const BUS_FREE: usize = usize::MAX;
-
-/// The mean number of contention slots before one of `q` stations, all ready at once, has
-/// the medium: (1 − A) / A with A = (1 − 1/q)^(q − 1), the chance that exactly one of them
-/// transmits in a slot when each does with probability 1/q (Metcalfe & Boggs, "Ethernet:
-/// Distributed Packet Switching for Local Computer Networks", CACM 1976). 0 for one station.
-pub(super) fn contention_slots(q: usize) -> f64 {
-    if q <= 1 {
-        return 0.0;
-    }
-    let q = q as f64;
-    let a = (1.0 - 1.0 / q).powf(q - 1.0);
-    (1.0 - a) / a
-}
 
 /// Runs `steps` among `ranks` on their paths, each rank through them all, and times each
 /// rank through the steps of `timed`.
@@ -426,6 +481,7 @@ pub(super) fn run(
     steps: &[Vec<Message>],
     timed: Range<usize>,
     p: &ModelParams,
+    draw: u64,
 ) -> Flow {
     let n = ranks.len();
     let messages: Vec<(usize, Message)> = steps
@@ -461,8 +517,9 @@ pub(super) fn run(
             free: Vec::new(),
             busy: Vec::new(),
             waiting: Vec::new(),
-            carrying: Vec::new(),
-            rng: ChaCha8Rng::seed_from_u64(CONTENTION_SEED),
+            decision: Vec::new(),
+            backoff: BTreeMap::new(),
+            rng: ChaCha8Rng::seed_from_u64(CONTENTION_SEED + draw),
             next_slave: BTreeMap::new(),
         },
         frames: Vec::new(),

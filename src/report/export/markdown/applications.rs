@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use super::table::table;
+use crate::plan::throughput_model::collectives::BACKOFF_DRAWS;
 use crate::report::applications::{AppCell, Applications, PEER_AGREEMENT, Spread};
 use crate::report::format::{human, md_cell, size, times};
 use crate::report::short_labels::initials;
@@ -226,10 +227,11 @@ pub fn against_model(s: &mut String, a: &Applications) {
          bound), the fastest and slowest rank, TCP retransmissions of all ranks, and the \
          model's time per iteration (each rank's iteration between the worker's barriers, \
          frame by frame through the nodes' CPUs, the switch ports and the shared segments, \
-         these contended for as Metcalfe and Boggs's analysis of Ethernet has it) with what \
-         bounds it (`segment`, `port`, `host`: the resource the timed iteration's frames \
+         contended for with IEEE 802.3's collisions and backoff, the mean of {} seeded \
+         draws) with what bounds it (`segment`, `port`, `host`: the resource the timed iteration's frames \
          keep busy for at least half of it; `latency` otherwise: the messages' own way).\n",
-        a.statistic.as_str()
+        a.statistic.as_str(),
+        BACKOFF_DRAWS
     );
     let header: Vec<String> = [
         "collective",

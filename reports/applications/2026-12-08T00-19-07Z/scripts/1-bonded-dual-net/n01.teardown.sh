@@ -1,0 +1,72 @@
+#!/bin/sh
+# Teardown bonded-dual-net on n01.
+# Undoes, in reverse, each change the ledger (first argument, default /run/orchestrate/ledger)
+# records, and forgets it once undone; a change that cannot be undone stays in the ledger and
+# makes the script fail, so it can be retried. Nothing the ledger does not name is touched.
+#
+# A line before this script may set ORCHESTRATE_LEDGER_COPY to the controller's copy of
+# this node's ledger, kept in the run directory. A step the copy holds and the node's ledger
+# does not (the ledger was lost, or cut short) is undone only if its change is still exactly
+# as the run made it; otherwise it is left alone and named, and the script fails.
+set -u
+ledger=${1:-/run/orchestrate/ledger}
+status=0
+has() { grep -q "^$1\( \|\$\)" "$ledger"; }
+value_of() { sed -n "s/^$1 //p" "$ledger" | tail -n 1; }
+forget() { rest=$(grep -v "^$1\( \|\$\)" "$ledger"); printf '%s' "$rest${rest:+
+}" >"$ledger"; }
+from_copy=' '
+if [ -n "${ORCHESTRATE_LEDGER_COPY:-}" ]; then
+    mkdir -p "$(dirname "$ledger")" && : >>"$ledger" \
+        || { echo "teardown bonded-dual-net on n01: cannot write $ledger" >&2; exit 1; }
+    old_ifs=$IFS
+    IFS='
+'
+    for line in $ORCHESTRATE_LEDGER_COPY; do
+        n=${line%%[!0-9]*}
+        has "$n" && continue
+        printf '%s\n' "$line" >>"$ledger"
+        from_copy="$from_copy$n "
+    done
+    IFS=$old_ifs
+fi
+if [ ! -f "$ledger" ]; then echo no-ledger; exit 0; fi
+[ "$from_copy" = ' ' ] || echo "from-copy:$from_copy"
+checked() { [ "${from_copy#* $1 }" != "$from_copy" ]; }
+left_alone() {
+    echo "teardown bonded-dual-net on n01: left alone step $1 ($2): it is no longer as the run made it" >&2
+    forget "$1"; status=1
+}
+undo() {
+    n=$1; shift
+    has "$n" || return 0
+    if "$@"; then forget "$n"; else echo "teardown bonded-dual-net on n01: step $n failed: $*" >&2; status=1; fi
+}
+link_is_up() { ip -o link show dev "$1" | grep -q '[<,]UP[,>]'; }
+release_slave() { ip link set dev "$1" nomaster && ip link set dev "$1" "$2"; }
+rundir=$(dirname "$ledger")
+stop_bond() {
+    pid=$1; dev=$2
+    if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- " bond --name $dev "; then
+        kill -TERM "$pid" || return 1
+        tries=0
+        while kill -0 "$pid" 2>/dev/null; do
+            tries=$((tries + 1))
+            if [ "$tries" -gt 50 ]; then kill -KILL "$pid"; sleep 0.2; break; fi
+            sleep 0.1
+        done
+        ! kill -0 "$pid" 2>/dev/null || return 1
+    fi
+    grep '"event":"exit"' "$rundir/bond-$dev.log" 2>/dev/null
+    rm -f "$rundir/bond-$dev.log" "$rundir/bond-$dev.stats" "$rundir/bond-$dev.tmp"
+}
+
+# 1. start userspace bond bond0 (balance-rr) over eth1, eth2
+if has 1 && checked 1 && ! { true; }; then left_alone 1 'start userspace bond bond0 (balance-rr) over eth1, eth2'; fi
+undo 1 stop_bond "$(value_of 1)" bond0
+
+if [ ! -s "$ledger" ]; then
+    rm -f "$ledger"
+    rmdir "$(dirname "$ledger")" 2>/dev/null || :
+fi
+exit $status

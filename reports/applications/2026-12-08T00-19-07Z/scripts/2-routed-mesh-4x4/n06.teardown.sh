@@ -1,0 +1,96 @@
+#!/bin/sh
+# Teardown routed-mesh-4x4 on n06.
+# Undoes, in reverse, each change the ledger (first argument, default /run/orchestrate/ledger)
+# records, and forgets it once undone; a change that cannot be undone stays in the ledger and
+# makes the script fail, so it can be retried. Nothing the ledger does not name is touched.
+#
+# A line before this script may set ORCHESTRATE_LEDGER_COPY to the controller's copy of
+# this node's ledger, kept in the run directory. A step the copy holds and the node's ledger
+# does not (the ledger was lost, or cut short) is undone only if its change is still exactly
+# as the run made it; otherwise it is left alone and named, and the script fails.
+set -u
+ledger=${1:-/run/orchestrate/ledger}
+status=0
+has() { grep -q "^$1\( \|\$\)" "$ledger"; }
+value_of() { sed -n "s/^$1 //p" "$ledger" | tail -n 1; }
+forget() { rest=$(grep -v "^$1\( \|\$\)" "$ledger"); printf '%s' "$rest${rest:+
+}" >"$ledger"; }
+from_copy=' '
+if [ -n "${ORCHESTRATE_LEDGER_COPY:-}" ]; then
+    mkdir -p "$(dirname "$ledger")" && : >>"$ledger" \
+        || { echo "teardown routed-mesh-4x4 on n06: cannot write $ledger" >&2; exit 1; }
+    old_ifs=$IFS
+    IFS='
+'
+    for line in $ORCHESTRATE_LEDGER_COPY; do
+        n=${line%%[!0-9]*}
+        has "$n" && continue
+        printf '%s\n' "$line" >>"$ledger"
+        from_copy="$from_copy$n "
+    done
+    IFS=$old_ifs
+fi
+if [ ! -f "$ledger" ]; then echo no-ledger; exit 0; fi
+[ "$from_copy" = ' ' ] || echo "from-copy:$from_copy"
+checked() { [ "${from_copy#* $1 }" != "$from_copy" ]; }
+left_alone() {
+    echo "teardown routed-mesh-4x4 on n06: left alone step $1 ($2): it is no longer as the run made it" >&2
+    forget "$1"; status=1
+}
+undo() {
+    n=$1; shift
+    has "$n" || return 0
+    if "$@"; then forget "$n"; else echo "teardown routed-mesh-4x4 on n06: step $n failed: $*" >&2; status=1; fi
+}
+link_is_up() { ip -o link show dev "$1" | grep -q '[<,]UP[,>]'; }
+release_slave() { ip link set dev "$1" nomaster && ip link set dev "$1" "$2"; }
+
+# 11. route 10.111.7.0/24 via 10.111.1.8 dev eth1
+if has 11 && checked 11 && ! { [ -n "$(ip -4 route show exact 10.111.7.0/24 via 10.111.1.8 dev eth1 2>/dev/null)" ]; }; then left_alone 11 'route 10.111.7.0/24 via 10.111.1.8 dev eth1'; fi
+undo 11 ip route del 10.111.7.0/24 via 10.111.1.8 dev eth1
+
+# 10. route 10.111.6.0/24 via 10.111.1.7 dev eth1
+if has 10 && checked 10 && ! { [ -n "$(ip -4 route show exact 10.111.6.0/24 via 10.111.1.7 dev eth1 2>/dev/null)" ]; }; then left_alone 10 'route 10.111.6.0/24 via 10.111.1.7 dev eth1'; fi
+undo 10 ip route del 10.111.6.0/24 via 10.111.1.7 dev eth1
+
+# 9. route 10.111.4.0/24 via 10.111.1.5 dev eth1
+if has 9 && checked 9 && ! { [ -n "$(ip -4 route show exact 10.111.4.0/24 via 10.111.1.5 dev eth1 2>/dev/null)" ]; }; then left_alone 9 'route 10.111.4.0/24 via 10.111.1.5 dev eth1'; fi
+undo 9 ip route del 10.111.4.0/24 via 10.111.1.5 dev eth1
+
+# 8. route 10.111.3.0/24 via 10.111.5.14 dev eth2
+if has 8 && checked 8 && ! { [ -n "$(ip -4 route show exact 10.111.3.0/24 via 10.111.5.14 dev eth2 2>/dev/null)" ]; }; then left_alone 8 'route 10.111.3.0/24 via 10.111.5.14 dev eth2'; fi
+undo 8 ip route del 10.111.3.0/24 via 10.111.5.14 dev eth2
+
+# 7. route 10.111.2.0/24 via 10.111.5.10 dev eth2
+if has 7 && checked 7 && ! { [ -n "$(ip -4 route show exact 10.111.2.0/24 via 10.111.5.10 dev eth2 2>/dev/null)" ]; }; then left_alone 7 'route 10.111.2.0/24 via 10.111.5.10 dev eth2'; fi
+undo 7 ip route del 10.111.2.0/24 via 10.111.5.10 dev eth2
+
+# 6. route 10.111.0.0/24 via 10.111.5.2 dev eth2
+if has 6 && checked 6 && ! { [ -n "$(ip -4 route show exact 10.111.0.0/24 via 10.111.5.2 dev eth2 2>/dev/null)" ]; }; then left_alone 6 'route 10.111.0.0/24 via 10.111.5.2 dev eth2'; fi
+undo 6 ip route del 10.111.0.0/24 via 10.111.5.2 dev eth2
+
+# 5. sysctl net.ipv4.ip_forward=1
+if has 5 && checked 5 && ! { [ "$(sysctl -n net.ipv4.ip_forward)" = 1 ]; }; then left_alone 5 'sysctl net.ipv4.ip_forward=1'; fi
+undo 5 sysctl -qw "net.ipv4.ip_forward=$(value_of 5)"
+
+# 4. address 10.111.5.6/24 on eth2
+if has 4 && checked 4 && ! { ip -4 -o addr show dev eth2 2>/dev/null | grep -qF ' inet 10.111.5.6/24 '; }; then left_alone 4 'address 10.111.5.6/24 on eth2'; fi
+undo 4 ip addr del 10.111.5.6/24 dev eth2
+
+# 3. address 10.111.1.6/24 on eth1
+if has 3 && checked 3 && ! { ip -4 -o addr show dev eth1 2>/dev/null | grep -qF ' inet 10.111.1.6/24 '; }; then left_alone 3 'address 10.111.1.6/24 on eth1'; fi
+undo 3 ip addr del 10.111.1.6/24 dev eth1
+
+# 2. bring eth2 up
+if has 2 && checked 2 && ! { link_is_up eth2; }; then left_alone 2 'bring eth2 up'; fi
+undo 2 ip link set dev eth2 down
+
+# 1. bring eth1 up
+if has 1 && checked 1 && ! { link_is_up eth1; }; then left_alone 1 'bring eth1 up'; fi
+undo 1 ip link set dev eth1 down
+
+if [ ! -s "$ledger" ]; then
+    rm -f "$ledger"
+    rmdir "$(dirname "$ledger")" 2>/dev/null || :
+fi
+exit $status

@@ -368,8 +368,9 @@ impl Iteration<'_> {
     /// Shared segment `server` is idle at `at`: the 802.3 MAC, slot by slot. Every station
     /// whose oldest frame is out of backoff transmits now (a station that found the medium
     /// busy has deferred to this moment); one alone has the medium for its frame, two or more
-    /// collide (preamble, jam and gap) and each backs off a whole number of slots drawn from [0, 2^n)
-    /// after its n-th collision (n capped at 10, truncated binary exponential backoff). When
+    /// collide (preamble, jam and gap) and each backs off a whole number of slots drawn from
+    /// [0, 2^n) after its n-th collision (n capped at 10: truncated binary exponential
+    /// backoff). When
     /// every waiting station is still backing off, the medium stays idle until the first
     /// backoff ends, unless a new frame comes first.
     fn bus_free(&mut self, at: Nanos, server: usize) {

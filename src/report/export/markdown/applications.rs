@@ -228,8 +228,9 @@ pub fn against_model(s: &mut String, a: &Applications) {
          model's time per iteration (each rank's iteration between the worker's barriers, \
          frame by frame through the nodes' CPUs, the switch ports and the shared segments, \
          contended for with IEEE 802.3's collisions and backoff, the mean of {} seeded \
-         draws) with what bounds it (`segment`, `port`, `host`: the resource the timed iteration's frames \
-         keep busy for at least half of it; `latency` otherwise: the messages' own way).\n",
+         draws) with what bounds it (`segment`, `port`, `host`: the resource the timed \
+         iteration's frames keep busy for at least half of it; `latency` otherwise: the \
+         messages' own way).\n",
         a.statistic.as_str(),
         BACKOFF_DRAWS
     );
